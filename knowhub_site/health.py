@@ -1,0 +1,74 @@
+"""GET /healthz: database, pgvector, broker and worker status as JSON.
+
+200 when every check passes, 503 with `down` naming the failing checks.
+"""
+from django.conf import settings
+from django.db import connection
+from django.http import JsonResponse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+
+BROKER_TIMEOUT_SECONDS = 3
+
+
+def check_database() -> dict:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT version()")
+        (version,) = cursor.fetchone()
+    return {"ok": True, "detail": version.split(" on ")[0]}
+
+
+def check_pgvector() -> dict:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        row = cursor.fetchone()
+    if not row:
+        return {"ok": False, "detail": "the vector extension is not installed; run migrations"}
+    return {"ok": True, "detail": f"pgvector {row[0]}"}
+
+
+def check_broker() -> dict:
+    from knowhub_site.celery import app
+
+    with app.connection_for_write(settings.CELERY_BROKER_URL) as conn:
+        conn.ensure_connection(max_retries=1, timeout=BROKER_TIMEOUT_SECONDS)
+        transport = conn.transport_cls
+    return {"ok": True, "detail": f"{transport} broker reachable"}
+
+
+def check_worker() -> dict:
+    from jobs.selectors import workers_alive
+
+    alive = workers_alive()
+    if not alive:
+        return {
+            "ok": False,
+            "detail": f"no Celery worker has reported in the last {settings.KNOWHUB_WORKER_STALE_SECONDS}s",
+        }
+    return {"ok": True, "detail": f"{len(alive)} alive", "workers": [w.hostname for w in alive]}
+
+
+CHECKS = {
+    "database": check_database,
+    "pgvector": check_pgvector,
+    "broker": check_broker,
+    "worker": check_worker,
+}
+
+
+def run_checks() -> dict:
+    results = {}
+    for name, check in CHECKS.items():
+        try:
+            results[name] = check()
+        except Exception as exc:  # noqa: BLE001 - a failed check is a result, not a crash
+            results[name] = {"ok": False, "detail": f"{type(exc).__name__}: {exc}".strip()[:500]}
+    down = [name for name, result in results.items() if not result["ok"]]
+    return {"status": "down" if down else "ok", "down": down, "checks": results}
+
+
+@never_cache
+@require_GET
+def healthz(request):
+    report = run_checks()
+    return JsonResponse(report, status=503 if report["down"] else 200)

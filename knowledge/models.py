@@ -1,0 +1,191 @@
+"""The knowledge data model of seed 003.
+
+Relational columns where we filter, rank or count (types, scopes, score,
+helpful, harmful, status); JSON where the shape is open (tags, source).
+Feedback cases live in their own table so that recording one is an INSERT
+plus an atomic counter UPDATE, never a read-modify-write of a growing list.
+The seed's nested JSON shape is produced by `knowledge.serializers`.
+"""
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.db import models
+from django.db.models import Q
+from django.db.models.lookups import Exact
+from django.utils import timezone
+from pgvector.django import HnswIndex, VectorField
+
+from knowledge.ids import ID_PATTERN
+
+EMBEDDING_DIMENSIONS = 384  # multilingual-e5-small, the default embedder
+
+
+class KnowledgeType(models.TextChoices):
+    USER_PROFILE = "user_profile", "User profile"
+    STRATEGY = "strategy", "Strategy"
+    TOOL = "tool", "Tool"
+    USECASE = "usecase", "Use case"
+    DEFINITION = "definition", "Definition"
+    PLAN = "plan", "Plan"
+
+
+KNOWLEDGE_TYPES = [t.value for t in KnowledgeType]
+
+
+def _jsonb_typeof(field: str) -> models.Func:
+    return models.Func(models.F(field), function="jsonb_typeof", output_field=models.CharField())
+
+
+# True when some value of the object is not a string: tags map strings to strings.
+_TAG_VALUE_NOT_STRING = models.Func(
+    models.F("tags"),
+    models.Value('$.* ? (@.type() != "string")'),
+    function="jsonb_path_exists",
+    output_field=models.BooleanField(),
+)
+
+
+class KnowledgeStatus(models.TextChoices):
+    ACTIVE = "active"
+    ARCHIVED = "archived"
+    MERGED = "merged"
+
+
+class Knowledge(models.Model):
+    Status = KnowledgeStatus
+
+    id = models.CharField(primary_key=True, max_length=40)
+    message_id = models.CharField(max_length=200, blank=True, default="")
+    types = ArrayField(models.CharField(max_length=20, choices=KnowledgeType.choices))
+    task = models.TextField()
+    content = models.TextField()
+    tags = models.JSONField(default=dict, blank=True)
+    scopes = ArrayField(models.CharField(max_length=200))
+    owner = models.CharField(max_length=200)
+    resources = models.ManyToManyField(
+        "resources.Resource", through="KnowledgeResource", related_name="knowledge", blank=True
+    )
+    source = models.JSONField(default=dict, blank=True)
+
+    score = models.SmallIntegerField(default=3)
+    helpful = models.PositiveIntegerField(default=0)
+    harmful = models.PositiveIntegerField(default=0)
+    confidence = models.FloatField(default=0.5)
+
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    merged_into = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="merged_from"
+    )
+
+    embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)
+    embedding_model = models.CharField(max_length=100, blank=True, default="")
+
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "knowledge"
+        indexes = [
+            GinIndex(fields=["types"], name="knowledge_types_gin"),
+            GinIndex(fields=["scopes"], name="knowledge_scopes_gin"),
+            models.Index(fields=["status", "-created_at"], name="knowledge_status_created"),
+            HnswIndex(
+                name="knowledge_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=Q(id__regex=ID_PATTERN), name="knowledge_id_format"),
+            models.CheckConstraint(condition=Q(score__gte=1, score__lte=5), name="knowledge_score_1_to_5"),
+            models.CheckConstraint(
+                condition=Q(confidence__gte=0, confidence__lte=1), name="knowledge_confidence_0_to_1"
+            ),
+            models.CheckConstraint(
+                condition=Q(types__len__gte=1) & Q(types__contained_by=KNOWLEDGE_TYPES),
+                name="knowledge_types_known",
+            ),
+            models.CheckConstraint(condition=Q(scopes__len__gte=1), name="knowledge_has_scope"),
+            models.CheckConstraint(
+                condition=Exact(_jsonb_typeof("tags"), "object") & Exact(_TAG_VALUE_NOT_STRING, False),
+                name="knowledge_tags_string_map",
+            ),
+            models.CheckConstraint(condition=Exact(_jsonb_typeof("source"), "object"), name="knowledge_source_object"),
+            models.CheckConstraint(
+                condition=Q(status__in=KnowledgeStatus.values), name="knowledge_status_known"
+            ),
+            models.CheckConstraint(
+                condition=Q(merged_into__isnull=True) | Q(status="merged"), name="knowledge_merged_into_only_when_merged"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.id}: {self.task[:60]}"
+
+    @property
+    def quality_score(self) -> float:
+        """The seed's rerank score: score + helpful - 2 * harmful."""
+        return float(self.score + self.helpful - 2 * self.harmful)
+
+    @property
+    def resource_ids(self) -> list[str]:
+        return [link.resource_id for link in self.resource_links.all()]
+
+
+class KnowledgeResource(models.Model):
+    """An ordered reference from a knowledge item to a resource."""
+
+    knowledge = models.ForeignKey(Knowledge, on_delete=models.CASCADE, related_name="resource_links")
+    resource = models.ForeignKey("resources.Resource", on_delete=models.PROTECT, related_name="knowledge_links")
+    position = models.PositiveSmallIntegerField()
+
+    class Meta:
+        ordering = ["position"]
+        constraints = [
+            models.UniqueConstraint(fields=["knowledge", "resource"], name="knowledge_resource_once"),
+        ]
+
+
+class FeedbackCase(models.Model):
+    """One helpful or harmful report: an entry of `eval.helpful_history` / `harmful_history`."""
+
+    class Kind(models.TextChoices):
+        HELPFUL = "helpful"
+        HARMFUL = "harmful"
+
+    knowledge = models.ForeignKey(Knowledge, on_delete=models.CASCADE, related_name="feedback_cases")
+    kind = models.CharField(max_length=7, choices=Kind.choices)
+    case = models.JSONField(default=dict, help_text="The case as reported: task, outcome, reason, timestamp, ...")
+    reported_by = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["knowledge", "kind", "id"], name="feedback_by_item")]
+        constraints = [
+            models.CheckConstraint(condition=Q(kind__in=["helpful", "harmful"]), name="feedback_kind_known"),
+        ]
+
+
+class KnowledgeVersion(models.Model):
+    """The state of task/content/tags before a change, and who changed it and why."""
+
+    knowledge = models.ForeignKey(Knowledge, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    task = models.TextField()
+    content = models.TextField()
+    tags = models.JSONField(default=dict, blank=True)
+    changed_by = models.CharField(max_length=200, help_text="agent:<id>, user:<name> or job:<kind>:<id>")
+    reason = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["knowledge", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["knowledge", "number"], name="knowledge_version_number_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.knowledge_id} v{self.number}"

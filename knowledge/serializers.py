@@ -1,0 +1,117 @@
+"""The seed's JSON shape of a knowledge item (seed 003), in and out."""
+import re
+
+from rest_framework import serializers
+
+from knowledge import services
+from knowledge.ids import ID_RE
+from knowledge.models import KNOWLEDGE_TYPES, Knowledge
+
+SCOPE_RE = re.compile(r"^[a-z][a-z0-9_]*:[^\s,]+$")
+
+
+class StrictCharField(serializers.CharField):
+    """A CharField that refuses numbers and booleans instead of coercing them."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            raise serializers.ValidationError("must be a string")
+        return super().to_internal_value(data)
+
+
+class SourceSerializer(serializers.Serializer):
+    name = serializers.CharField(required=False, allow_blank=True, max_length=500)
+    category = serializers.CharField(required=False, allow_blank=True, max_length=100)
+    urls = serializers.ListField(child=serializers.CharField(max_length=2000), required=False, max_length=100)
+    agent_id = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    submitted_by = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    timestamp = serializers.CharField(required=False, allow_blank=True, max_length=40)
+    message_id = serializers.CharField(required=False, allow_blank=True, max_length=200)
+
+    def validate_timestamp(self, value):
+        if value and serializers.DateTimeField().to_internal_value(value) is None:
+            raise serializers.ValidationError("must be an ISO 8601 date-time")
+        return value
+
+
+class EvalSerializer(serializers.Serializer):
+    score = serializers.IntegerField(min_value=1, max_value=5, required=False, default=3)
+    helpful = serializers.IntegerField(min_value=0, required=False, default=0)
+    harmful = serializers.IntegerField(min_value=0, required=False, default=0)
+    confidence = serializers.FloatField(min_value=0, max_value=1, required=False, default=0.5)
+    helpful_history = serializers.ListField(child=serializers.DictField(), required=False, default=list)
+    harmful_history = serializers.ListField(child=serializers.DictField(), required=False, default=list)
+
+
+class KnowledgeSerializer(serializers.Serializer):
+    """Reads and writes an item exactly as the seed shows it.
+
+    On input `id`, `eval`, `created_at` and `updated_at` are optional: an
+    export restored through this serializer comes back identical.
+    """
+
+    id = serializers.CharField(required=False, max_length=40)
+    message_id = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
+    types = serializers.ListField(
+        child=serializers.ChoiceField(choices=KNOWLEDGE_TYPES), min_length=1, max_length=len(KNOWLEDGE_TYPES)
+    )
+    task = serializers.CharField(max_length=10_000)
+    tags = serializers.DictField(child=StrictCharField(allow_blank=True, max_length=500), required=False, default=dict)
+    scopes = serializers.ListField(child=serializers.CharField(max_length=200), min_length=1, max_length=50)
+    owner = serializers.CharField(max_length=200)
+    content = serializers.CharField(max_length=100_000)
+    resource_ids = serializers.ListField(child=serializers.CharField(max_length=255), required=False, default=list)
+    source = SourceSerializer(required=False, default=dict)
+    eval = EvalSerializer(required=False)
+    created_at = serializers.DateTimeField(required=False)
+    updated_at = serializers.DateTimeField(required=False)
+
+    def validate_id(self, value):
+        if not ID_RE.match(value):
+            raise serializers.ValidationError("must look like knowledge-YYYYMMDD-xxxx")
+        return value
+
+    def validate_scopes(self, value):
+        bad = [scope for scope in value if not SCOPE_RE.match(scope)]
+        if bad:
+            raise serializers.ValidationError(f"scopes look like kind:name (org:acme, user:bob); got {bad}")
+        return value
+
+    def create(self, validated_data):
+        data = dict(validated_data)
+        evaluation = data.pop("eval", None) or EvalSerializer().to_internal_value({})
+        return services.knowledge_create(
+            knowledge_id=data.pop("id", None),
+            **data,
+            **evaluation,
+        )
+
+    def to_representation(self, item: Knowledge) -> dict:
+        cases = list(item.feedback_cases.all())
+        return {
+            "id": item.id,
+            "message_id": item.message_id,
+            "types": list(item.types),
+            "task": item.task,
+            "tags": dict(item.tags),
+            "scopes": list(item.scopes),
+            "owner": item.owner,
+            "content": item.content,
+            "resource_ids": item.resource_ids,
+            "source": dict(item.source),
+            "eval": {
+                "score": item.score,
+                "helpful": item.helpful,
+                "harmful": item.harmful,
+                "confidence": item.confidence,
+                "helpful_history": [c.case for c in cases if c.kind == "helpful"],
+                "harmful_history": [c.case for c in cases if c.kind == "harmful"],
+            },
+            "created_at": _iso(item.created_at),
+            "updated_at": _iso(item.updated_at),
+            "status": item.status,
+        }
+
+
+def _iso(value) -> str:
+    return serializers.DateTimeField().to_representation(value)

@@ -1,0 +1,137 @@
+"""Writes to knowledge. Views, serializers, tasks, the admin and commands call these."""
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from knowledge.errors import KnowledgeIdConflictError, UnknownResourceError
+from knowledge.ids import MAX_SUFFIX_LENGTH, SUFFIX_LENGTH, new_knowledge_id
+from knowledge.models import FeedbackCase, Knowledge, KnowledgeResource
+
+SOURCE_KEYS = ("name", "category", "urls", "agent_id", "submitted_by", "timestamp", "message_id")
+ID_ATTEMPTS_PER_LENGTH = 3
+
+
+def normalize_source(source: Mapping | None, *, now: datetime) -> dict:
+    """All seven of the seed's source keys, defaults filled in, nothing else."""
+    defaults = {
+        "name": "",
+        "category": "exp",
+        "urls": [],
+        "agent_id": "",
+        "submitted_by": "",
+        "timestamp": now.isoformat().replace("+00:00", "Z"),
+        "message_id": "",
+    }
+    given = {key: value for key, value in (source or {}).items() if key in SOURCE_KEYS and value is not None}
+    return {**defaults, **given}
+
+
+@transaction.atomic
+def knowledge_create(
+    *,
+    task: str,
+    content: str,
+    types: Iterable[str],
+    scopes: Iterable[str],
+    owner: str,
+    tags: Mapping[str, str] | None = None,
+    source: Mapping | None = None,
+    message_id: str = "",
+    resource_ids: Iterable[str] = (),
+    score: int = 3,
+    helpful: int = 0,
+    harmful: int = 0,
+    confidence: float = 0.5,
+    helpful_history: Iterable[Mapping] = (),
+    harmful_history: Iterable[Mapping] = (),
+    knowledge_id: str | None = None,
+    created_at: datetime | None = None,
+    updated_at: datetime | None = None,
+) -> Knowledge:
+    """Store a new knowledge item and return it.
+
+    `knowledge_id`, timestamps, counters and histories are for restoring an
+    exported item exactly; agents' saves leave them unset.
+    """
+    now = timezone.now()
+    created_at = created_at or now
+    resource_ids = list(dict.fromkeys(resource_ids))
+    _check_resources_exist(resource_ids)
+
+    item = Knowledge(
+        message_id=message_id,
+        types=list(dict.fromkeys(types)),
+        task=task,
+        content=content,
+        tags=dict(tags or {}),
+        scopes=list(dict.fromkeys(scopes)),
+        owner=owner,
+        source=normalize_source(source, now=created_at),
+        score=score,
+        helpful=helpful,
+        harmful=harmful,
+        confidence=confidence,
+        created_at=created_at,
+        updated_at=updated_at or created_at,
+    )
+    _insert_with_unique_id(item, knowledge_id)
+
+    KnowledgeResource.objects.bulk_create(
+        KnowledgeResource(knowledge=item, resource_id=rid, position=i) for i, rid in enumerate(resource_ids)
+    )
+    FeedbackCase.objects.bulk_create(
+        [FeedbackCase(knowledge=item, kind="helpful", case=dict(c)) for c in helpful_history]
+        + [FeedbackCase(knowledge=item, kind="harmful", case=dict(c)) for c in harmful_history]
+    )
+    return item
+
+
+def _check_resources_exist(resource_ids: list[str]) -> None:
+    from resources.models import Resource
+
+    if not resource_ids:
+        return
+    found = set(Resource.objects.filter(id__in=resource_ids).values_list("id", flat=True))
+    missing = [rid for rid in resource_ids if rid not in found]
+    if missing:
+        raise UnknownResourceError(missing)
+
+
+def _insert_with_unique_id(item: Knowledge, knowledge_id: str | None) -> None:
+    """INSERT, drawing a fresh random id on the rare primary-key collision.
+
+    The savepoint keeps the surrounding transaction usable after a collision;
+    the suffix grows every few collisions so a crowded day cannot run out.
+    """
+    if knowledge_id:
+        item.id = knowledge_id
+        try:
+            with transaction.atomic():
+                item.save(force_insert=True)
+        except IntegrityError as exc:
+            if _is_primary_key_violation(exc):
+                raise KnowledgeIdConflictError(knowledge_id) from exc
+            raise
+        return
+
+    length = SUFFIX_LENGTH
+    attempt = 0
+    while True:
+        item.id = new_knowledge_id(now=item.created_at, suffix_length=length)
+        try:
+            with transaction.atomic():
+                item.save(force_insert=True)
+            return
+        except IntegrityError as exc:
+            if not _is_primary_key_violation(exc) or length >= MAX_SUFFIX_LENGTH:
+                raise
+        attempt += 1
+        if attempt % ID_ATTEMPTS_PER_LENGTH == 0:
+            length += 1
+
+
+def _is_primary_key_violation(exc: IntegrityError) -> bool:
+    diag = getattr(exc.__cause__, "diag", None)
+    return getattr(diag, "constraint_name", None) == f"{Knowledge._meta.db_table}_pkey"

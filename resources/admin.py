@@ -1,0 +1,17 @@
+from django.contrib import admin
+
+from resources.models import Resource
+
+
+@admin.register(Resource)
+class ResourceAdmin(admin.ModelAdmin):
+    list_display = ["id", "title", "content_type", "has_secret", "owner", "expires_at", "updated_at"]
+    list_filter = ["content_type", ("expires_at", admin.EmptyFieldListFilter)]
+    search_fields = ["id", "title", "body"]
+    readonly_fields = ["created_at", "updated_at"]
+    # The secret is never shown in the admin, only whether there is one.
+    exclude = ["secure_body"]
+
+    @admin.display(boolean=True, description="secret")
+    def has_secret(self, obj):
+        return obj.has_secret

@@ -1,0 +1,51 @@
+from django.contrib.postgres.fields import ArrayField
+from django.db import models
+from django.utils import timezone
+
+from resources.fields import EncryptedTextField
+
+RESOURCE_ID_PATTERN = r"^[A-Za-z0-9_-][A-Za-z0-9_.-]*(/[A-Za-z0-9_-][A-Za-z0-9_.-]*)*$"
+
+
+class ResourceContentType(models.TextChoices):
+    CODE = "code"
+    CREDENTIAL = "credential"
+    COOKIE = "cookie"
+    TOKEN = "token"
+    TEXT = "text"
+    OTHER = "other"
+
+
+class Resource(models.Model):
+    """Raw material a knowledge item points to: code, credentials, cookies."""
+
+    ContentType = ResourceContentType
+
+    id = models.CharField(primary_key=True, max_length=255, help_text="Path-like, e.g. code/selenium/login")
+    title = models.CharField(max_length=300)
+    body = models.TextField(blank=True, default="")
+    secure_body = EncryptedTextField(blank=True, default="", help_text="Stored encrypted at rest.")
+    content_type = models.CharField(max_length=20, choices=ContentType.choices, default=ContentType.TEXT)
+    metadata = models.JSONField(default=dict, blank=True)
+    scopes = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    owner = models.CharField(max_length=200, blank=True, default="")
+    expires_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(id__regex=RESOURCE_ID_PATTERN), name="resource_id_path_like"),
+            models.CheckConstraint(
+                condition=models.Q(content_type__in=ResourceContentType.values),
+                name="resource_content_type_known",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.id} ({self.content_type})"
+
+    @property
+    def has_secret(self) -> bool:
+        return bool(self.secure_body)

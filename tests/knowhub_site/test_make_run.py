@@ -1,0 +1,92 @@
+"""`make run` brings the whole stack up, healthy, and Ctrl-C brings it down."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import urllib.error
+import urllib.request
+
+import pytest
+
+from tests.conftest import REPO_ROOT, wait_for
+
+pytestmark = pytest.mark.e2e
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def healthz(port: int):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.load(exc)
+    except OSError:
+        return None, None
+
+
+class MakeRun:
+    def __init__(self, var_dir, port):
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "CELERY_", "DJANGO_SETTINGS"))}
+        env.update(KNOWHUB_VAR_DIR=str(var_dir), PORT=str(port), PYTHONUNBUFFERED="1")
+        self.log = var_dir.parent / f"make-run-{port}-{os.urandom(3).hex()}.log"
+        self.log_file = open(self.log, "w")
+        self.proc = subprocess.Popen(
+            ["make", "run"], cwd=REPO_ROOT, env=env, stdout=self.log_file, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def output(self) -> str:
+        return self.log.read_text()
+
+    def ctrl_c(self, timeout=60) -> int:
+        # A terminal sends SIGINT to the whole foreground process group.
+        os.killpg(self.proc.pid, signal.SIGINT)
+        try:
+            return self.proc.wait(timeout)
+        finally:
+            self.log_file.close()
+
+
+def embedded_postgres_running(var_dir) -> bool:
+    pid_file = var_dir / "pgdata" / "postmaster.pid"
+    if not pid_file.exists():
+        return False
+    pid = int(pid_file.read_text().split()[0])
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_make_run_comes_up_healthy_stops_cleanly_and_keeps_data(tmp_path):
+    var_dir = tmp_path / "var"
+    port = free_port()
+
+    first = MakeRun(var_dir, port)
+    try:
+        status, body = wait_for(lambda: healthz(port)[0] == 200 and healthz(port), timeout=180,
+                                message="/healthz to answer 200")
+        assert body["down"] == [] and set(body["checks"]) == {"database", "pgvector", "broker", "worker"}
+        wait_for(lambda: "KnowHub is running at" in first.output(), timeout=30, message="the ready banner")
+    finally:
+        first.ctrl_c()
+    out = first.output()
+    assert f"http://localhost:{port}/" in out
+    assert "Created curator account 'curator' with password: " in out
+    assert healthz(port) == (None, None)
+    wait_for(lambda: not embedded_postgres_running(var_dir), timeout=30, message="embedded PostgreSQL to stop")
+
+    second = MakeRun(var_dir, port)
+    try:
+        wait_for(lambda: healthz(port)[0] == 200, timeout=180, message="/healthz after restart")
+    finally:
+        second.ctrl_c()
+    assert "Curator account 'curator' exists" in second.output()
+    assert "Created curator account" not in second.output()

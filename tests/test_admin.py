@@ -1,0 +1,47 @@
+import pytest
+
+from tests.factories import make_knowledge, make_resource
+
+pytestmark = pytest.mark.django_db
+
+
+def test_anonymous_user_is_sent_to_admin_login(client):
+    response = client.get("/admin/knowledge/knowledge/")
+    assert response.status_code == 302
+    assert response["Location"].startswith("/admin/login/")
+
+
+def test_curator_sees_knowledge_with_quality_and_can_filter_by_type(client, curator):
+    make_knowledge(task="Selenium login bypass", types=["tool"], score=4, helpful=3, harmful=1)
+    make_knowledge(task="User prefers tabs", types=["user_profile"])
+    client.force_login(curator)
+
+    listing = client.get("/admin/knowledge/knowledge/").content.decode()
+    assert "Selenium login bypass" in listing and "User prefers tabs" in listing
+
+    filtered = client.get("/admin/knowledge/knowledge/?type=user_profile").content.decode()
+    assert "User prefers tabs" in filtered and "Selenium login bypass" not in filtered
+
+    searched = client.get("/admin/knowledge/knowledge/?q=selenium").content.decode()
+    assert "Selenium login bypass" in searched and "User prefers tabs" not in searched
+
+    by_quality = client.get("/admin/knowledge/knowledge/?o=7").status_code
+    assert by_quality == 200
+
+
+def test_curator_opens_an_item_with_its_resources(client, curator):
+    make_resource("code/selenium/login", content_type="code")
+    item = make_knowledge(resource_ids=["code/selenium/login"])
+    client.force_login(curator)
+    page = client.get(f"/admin/knowledge/knowledge/{item.pk}/change/")
+    assert page.status_code == 200
+    assert "code/selenium/login" in page.content.decode()
+
+
+def test_admin_never_shows_a_secret(client, curator):
+    make_resource("credentials/site", content_type="credential", secure_body="hunter2-very-secret")
+    client.force_login(curator)
+    for url in ["/admin/resources/resource/", "/admin/resources/resource/credentials/site/change/"]:
+        page = client.get(url)
+        assert page.status_code == 200
+        assert "hunter2-very-secret" not in page.content.decode()
