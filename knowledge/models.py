@@ -12,11 +12,11 @@ from django.db import models
 from django.db.models import Q
 from django.db.models.lookups import Exact
 from django.utils import timezone
-from pgvector.django import HnswIndex, VectorField
+from django.contrib.postgres.search import SearchVectorField
+from pgvector.django import VectorField
 
 from knowledge.ids import ID_PATTERN
 
-EMBEDDING_DIMENSIONS = 384  # multilingual-e5-small, the default embedder
 
 
 class KnowledgeType(models.TextChoices):
@@ -76,8 +76,14 @@ class Knowledge(models.Model):
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="merged_from"
     )
 
-    embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)
+    # No fixed dimension: the embedder is configurable. Each embedder gets a
+    # partial HNSW index on `embedding::vector(N) WHERE embedding_model = name`
+    # (knowledge.search.vector.ensure_index), so a model change needs no migration.
+    embedding = VectorField(null=True, blank=True)
     embedding_model = models.CharField(max_length=100, blank=True, default="")
+    # Keyword index: task, content and tag values, Chinese pre-segmented
+    # (knowledge.search.keyword.document_expression).
+    search_document = SearchVectorField(null=True, blank=True, editable=False)
 
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
@@ -89,13 +95,7 @@ class Knowledge(models.Model):
             GinIndex(fields=["types"], name="knowledge_types_gin"),
             GinIndex(fields=["scopes"], name="knowledge_scopes_gin"),
             models.Index(fields=["status", "-created_at"], name="knowledge_status_created"),
-            HnswIndex(
-                name="knowledge_embedding_hnsw",
-                fields=["embedding"],
-                m=16,
-                ef_construction=64,
-                opclasses=["vector_cosine_ops"],
-            ),
+            GinIndex(fields=["search_document"], name="knowledge_search_document_gin"),
         ]
         constraints = [
             models.CheckConstraint(condition=Q(id__regex=ID_PATTERN), name="knowledge_id_format"),

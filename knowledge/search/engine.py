@@ -1,0 +1,139 @@
+"""Two-stage knowledge search: hybrid retrieval, then the quality rerank.
+
+Stage 1 takes the best `pool` items by keyword rank and by vector similarity
+within what the caller may see and asked for, and fuses the two lists with
+RRF. The best 2*top_k fused candidates go to stage 2 (rerank.py).
+
+Visibility is applied here, first, and AND-ed with every other filter, so no
+filter, type or scope argument can widen what a caller sees.
+"""
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from django.db.models import QuerySet
+
+from knowledge.models import Knowledge
+from knowledge.search import filters as filter_exprs
+from knowledge.search.embeddings import EmbedderError, get_embedder
+from knowledge.search.fusion import RRF_K, reciprocal_rank_fusion
+from knowledge.search.keyword import keyword_candidates
+from knowledge.search.rerank import Candidate, quality_rerank
+from knowledge.search.vector import vector_candidates
+
+MODES = ("hybrid", "vector", "keyword")
+# Each retriever contributes this many candidates (at least) to the fusion.
+MIN_POOL = 50
+POOL_PER_RESULT = 10
+# RRF weights, from bench/retrieval.py (BENCHMARKS.md).
+FUSION_WEIGHTS = {"vector": 1.0, "keyword": 1.0}
+
+
+@dataclass
+class SearchResult:
+    hits: list[Candidate]
+    candidates: list[Candidate] = field(default_factory=list)  # stage 1, fused order
+    items: dict[str, Knowledge] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def ordered_items(self) -> list[Knowledge]:
+        return [self.items[hit.id] for hit in self.hits]
+
+
+def visible(*, readable_scopes: Iterable[str] | None) -> QuerySet[Knowledge]:
+    """Items whose scopes meet the caller's; None means every scope (curators)."""
+    queryset = Knowledge.objects.all()
+    if readable_scopes is not None:
+        queryset = queryset.filter(scopes__overlap=list(readable_scopes))
+    return queryset
+
+
+def narrowed(
+    queryset: QuerySet[Knowledge],
+    *,
+    types: Sequence[str] | None = None,
+    scopes: Sequence[str] | None = None,
+    tags: dict[str, str] | None = None,
+    statuses: Sequence[str] = ("active",),
+    filters=None,
+) -> QuerySet[Knowledge]:
+    if statuses:
+        queryset = queryset.filter(status__in=list(statuses))
+    if types:
+        queryset = queryset.filter(types__overlap=list(types))
+    if scopes:
+        queryset = queryset.filter(scopes__overlap=list(scopes))
+    for key, value in (tags or {}).items():
+        queryset = queryset.filter(tags__contains={key: value})
+    if filters:
+        queryset = filter_exprs.apply_filter(queryset, filters)
+    return queryset
+
+
+def search(
+    *,
+    query: str,
+    top_k: int = 5,
+    min_score: int = 3,
+    types: Sequence[str] | None = None,
+    scopes: Sequence[str] | None = None,
+    tags: dict[str, str] | None = None,
+    filters=None,
+    readable_scopes: Iterable[str] | None = None,
+    statuses: Sequence[str] = ("active",),
+    rank: str = "quality",
+    mode: str = "hybrid",
+    rrf_k: int = RRF_K,
+    weights: dict[str, float] | None = None,
+    embedder_name: str | None = None,
+) -> SearchResult:
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}")
+    base = narrowed(
+        visible(readable_scopes=readable_scopes), types=types, scopes=scopes, tags=tags, statuses=statuses, filters=filters
+    )
+    pool = max(MIN_POOL, POOL_PER_RESULT * top_k)
+    notes: list[str] = []
+    lists: dict[str, list[tuple[str, float]]] = {}
+
+    if query.strip() and mode in ("hybrid", "keyword"):
+        lists["keyword"] = keyword_candidates(base, text=query, limit=pool)
+    if query.strip() and mode in ("hybrid", "vector"):
+        try:
+            embedder = get_embedder(embedder_name)
+            lists["vector"] = vector_candidates(
+                base,
+                vector=embedder.embed_query(query),
+                model_name=embedder.name,
+                dimensions=embedder.dimensions,
+                limit=pool,
+            )
+        except EmbedderError as exc:
+            notes.append(f"vector search unavailable ({exc}); keyword results only")
+
+    if not query.strip():
+        fused = [(item_id, 0.0) for item_id in base.order_by("-created_at").values_list("id", flat=True)[:pool]]
+    else:
+        fused = reciprocal_rank_fusion(
+            {name: [item_id for item_id, _ in rows] for name, rows in lists.items()},
+            k=rrf_k,
+            weights=weights or FUSION_WEIGHTS,
+        )
+    fused = fused[: 2 * top_k]
+
+    items = Knowledge.objects.in_bulk([item_id for item_id, _ in fused])
+    ranks = {name: {item_id: (i, score) for i, (item_id, score) in enumerate(rows, start=1)} for name, rows in lists.items()}
+    candidates = []
+    for item_id, fused_score in fused:
+        item = items[item_id]
+        explanation = {"fused_score": round(fused_score, 6)}
+        for name, by_id in ranks.items():
+            position, raw = by_id.get(item_id, (None, None))
+            explanation[f"{name}_rank"] = position
+            explanation[f"{name}_score"] = None if raw is None else round(raw, 6)
+        candidates.append(
+            Candidate(id=item_id, relevance=fused_score, score=item.score, helpful=item.helpful, harmful=item.harmful, explanation=explanation)
+        )
+    hits = quality_rerank(candidates, top_k=top_k, min_score=min_score, rank=rank)
+    for hit in hits:
+        hit.explanation["quality_score"] = hit.quality_score
+    return SearchResult(hits=hits, candidates=candidates, items=items, notes=notes)

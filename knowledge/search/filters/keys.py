@@ -1,0 +1,344 @@
+"""The keys a filter may name: what each holds, which operators it takes, its SQL.
+
+Every condition built here is two-valued: TRUE or FALSE for every row, never
+SQL NULL. That is what makes NEQ, NIN and NOT exact complements of EQ, IN and
+the expression they negate; an item without a `domain` tag matches
+NEQ("tags.domain", "x") because "its domain is x" is FALSE, not unknown.
+Columns are NOT NULL already; lookups into JSON are wrapped in COALESCE(.., false).
+"""
+import re
+from datetime import UTC, date, datetime, time, timedelta
+from decimal import Decimal, InvalidOperation
+from functools import reduce
+from operator import or_
+from typing import Any
+
+from django.db.models import (
+    BooleanField, Case, CharField, DateTimeField, DecimalField, ExpressionWrapper, F, Func,
+    IntegerField, Q, TextField, Value, When,
+)
+from django.db.models.functions import Cast, Coalesce, Collate
+from django.db.models.lookups import (
+    Exact, GreaterThan, GreaterThanOrEqual, IContains, LessThan, LessThanOrEqual, Regex, StartsWith,
+)
+
+from knowledge.errors import KnowledgeError
+from knowledge.models import KNOWLEDGE_TYPES, KnowledgeStatus
+
+MAX_VALUES = 100  # in one IN / NIN / CONTAINS list
+MAX_STRING_LENGTH = 500
+TAG_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
+SOURCE_STRING_KEYS = ("name", "category", "agent_id", "submitted_by", "message_id")
+
+ALL_OPS = ("EQ", "NEQ", "GT", "GTE", "LT", "LTE", "IN", "NIN", "CONTAINS", "STARTSWITH")
+ORDERED_OPS = ("EQ", "NEQ", "GT", "GTE", "LT", "LTE", "IN", "NIN")
+LIST_OPS = ("EQ", "NEQ", "IN", "NIN", "CONTAINS", "STARTSWITH")
+
+QUALITY_SCORE = ExpressionWrapper(F("score") + F("helpful") - 2 * F("harmful"), output_field=IntegerField())
+NEVER = Q(pk__in=[])  # Django turns this into "no rows" and its negation into "all rows"
+EVERYTHING = ~NEVER
+
+# A tag value that casts to numeric without error; bounded so the cast cannot overflow.
+_NUMBER_RE = r"^\s*[-+]?([0-9]{1,100}(\.[0-9]{0,100})?|\.[0-9]{1,100})([eE][-+]?[0-9]{1,3})?\s*$"
+_DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+class FilterError(KnowledgeError, ValueError):
+    """A filter that cannot be parsed or applied; `field` is the request field at fault."""
+
+    def __init__(self, message: str, *, field: str = "filters"):
+        super().__init__(message, field=field)
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _string(key: str, op: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise FilterError(f"{op} on {key} takes a string, not {_kind(value)} ({value!r:.60})")
+    if len(value) > MAX_STRING_LENGTH:
+        raise FilterError(f"{op} on {key}: strings are limited to {MAX_STRING_LENGTH} characters")
+    return value
+
+
+def _number(key: str, op: str, value: Any) -> Decimal:
+    if isinstance(value, bool) or not isinstance(value, (int, float, Decimal, str)):
+        raise FilterError(f"{op} on {key} takes a number, not {_kind(value)} ({value!r:.60})")
+    try:
+        number = Decimal(str(value).strip())
+    except InvalidOperation:
+        raise FilterError(f"{op} on {key} takes a number, not {value!r:.60}") from None
+    if not number.is_finite():
+        raise FilterError(f"{op} on {key} takes a finite number, not {value!r:.60}")
+    return number
+
+
+def _moment(key: str, op: str, value: Any) -> tuple[datetime, datetime | None]:
+    """(start, end of day): `end` is set for a plain date, which means that whole UTC day."""
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, date):
+        day = datetime.combine(value, time(), tzinfo=UTC)
+        return day, day + timedelta(days=1)
+    elif isinstance(value, str) and len(value) <= 64:
+        text = value.strip()
+        try:
+            if _DATE_ONLY.fullmatch(text):
+                return _moment(key, op, date.fromisoformat(text))
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            raise FilterError(
+                f"{op} on {key}: {value!r} is not an ISO 8601 date or datetime "
+                "(e.g. 2026-03-05 or 2026-03-05T12:00:00Z)"
+            ) from None
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:  # Agno's examples compare created_at with Unix seconds
+            moment = datetime.fromtimestamp(value, UTC)
+        except (OverflowError, OSError, ValueError):
+            raise FilterError(f"{op} on {key}: {value!r} is not a valid Unix timestamp") from None
+    else:
+        raise FilterError(f"{op} on {key} takes an ISO 8601 date or datetime, not {_kind(value)}")
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)), None
+
+
+def _values(key: str, op: str, value: Any) -> list:
+    values = list(value) if isinstance(value, (list, tuple, set, frozenset)) else [value]
+    if len(values) > MAX_VALUES:
+        raise FilterError(f"{op} on {key}: at most {MAX_VALUES} values, got {len(values)}")
+    return values
+
+
+def _json_text(column: str, member: str) -> Func:
+    # Not KT(): it reads "a__b" as a path and "123" as an array index; tag names may be either.
+    return Func(F(column), Value(member), function="jsonb_extract_path_text", output_field=CharField())
+
+
+def _false_if_null(condition) -> Q:
+    # A JSON member may be missing or unreadable; NULL must become FALSE or NOT would drop the row.
+    return Q(Coalesce(condition, Value(False), output_field=BooleanField()))
+
+
+def _path_exists(json_value, path: str, prefix: str) -> Func:
+    """jsonb_path_exists with the prefix passed as a jsonpath variable: no quoting, no LIKE wildcards.
+
+    Strict mode, so a scalar where a list belongs is not read as a list of one; the
+    error that raises is silenced into NULL, hence the COALESCE.
+    """
+    variables = Func(Value("p"), Cast(Value(prefix), TextField()), function="jsonb_build_object")
+    found = Func(json_value, Value(path), variables, Value(True), function="jsonb_path_exists",
+                 output_field=BooleanField())
+    return Coalesce(found, Value(False), output_field=BooleanField())
+
+
+class Key:
+    """A filterable key. `clean` checks a value; the other methods return a `Q` that narrows."""
+
+    type_name = "string"
+    operators: tuple[str, ...] = ALL_OPS
+    checked_ops = ("EQ", "NEQ", "IN", "NIN")  # where a value outside `choices` is an error
+
+    def __init__(self, name: str, *, column: str | None = None, choices: tuple[str, ...] = ()):
+        self.name = name
+        self.column = column or name
+        self.choices = choices
+
+    def expression(self):
+        return F(self.column)
+
+    def known(self, condition) -> Q:
+        return Q(condition)
+
+    def clean_one(self, op: str, value: Any) -> Any:
+        value = _string(self.name, op, value)
+        if self.choices and op in self.checked_ops and value not in self.choices:
+            raise FilterError(f"{op} on {self.name}: unknown value {value!r}; valid values: {', '.join(self.choices)}")
+        return value
+
+    def clean(self, op: str, value: Any) -> Any:
+        if op in ("IN", "NIN"):
+            return [self.clean_one(op, v) for v in _values(self.name, op, value)]
+        return self.clean_one(op, value)
+
+    def equals(self, value) -> Q:
+        return self.compare(Exact, value)
+
+    def compare(self, lookup, value) -> Q:
+        return self.known(lookup(self.expression(), Value(value)))
+
+    def one_of(self, values: list) -> Q:
+        return reduce(or_, (self.equals(v) for v in values)) if values else NEVER
+
+
+class StringKey(Key):
+    def compare(self, lookup, value) -> Q:
+        if lookup is Exact:
+            return super().compare(lookup, value)
+        # Byte order rather than the database's collation, so ids and ISO dates sort as text does.
+        return self.known(lookup(Collate(self.expression(), "C"), Value(value)))
+
+    def contains(self, value: str) -> Q:
+        return self.known(IContains(self.expression(), value))
+
+    def startswith(self, value: str) -> Q:
+        return self.known(StartsWith(self.expression(), value))
+
+
+class JsonStringKey(StringKey):
+    """`tags.<name>` and the string members of `source`.
+
+    A number given for EQ/NEQ/IN/NIN/GT/GTE/LT/LTE compares numerically with the
+    values that look like numbers; other values never match it. A string compares as text.
+    """
+
+    def __init__(self, name: str, *, column: str, member: str):
+        super().__init__(name, column=column)
+        self.member = member
+
+    def expression(self):
+        return _json_text(self.column, self.member)
+
+    def known(self, condition) -> Q:
+        return _false_if_null(condition)
+
+    def clean_one(self, op: str, value: Any) -> Any:
+        if op not in ("CONTAINS", "STARTSWITH") and isinstance(value, (int, float, Decimal)) \
+                and not isinstance(value, bool):
+            return _number(self.name, op, value)
+        return _string(self.name, op, value)
+
+    def equals(self, value) -> Q:
+        if isinstance(value, Decimal):
+            return self.compare(Exact, value)
+        return Q(**{f"{self.column}__contains": {self.member: value}})  # jsonb @>, never NULL
+
+    def compare(self, lookup, value) -> Q:
+        if not isinstance(value, Decimal):
+            return super().compare(lookup, value)
+        text = self.expression()
+        # CASE guards the cast: a value like "high" is skipped, never cast (which would abort the query).
+        number = Case(When(Regex(text, _NUMBER_RE), then=Func(text, template="(%(expressions)s)::numeric")),
+                      default=None, output_field=DecimalField())
+        return self.known(lookup(number, Value(value)))
+
+
+class ListKey(Key):
+    """`types` and `scopes`: EQ/NEQ ask whether the list holds a value, IN/NIN whether it shares one."""
+
+    type_name = "string_list"
+    operators = LIST_OPS
+    checked_ops = ("EQ", "NEQ", "IN", "NIN", "CONTAINS")
+
+    def clean(self, op: str, value: Any) -> Any:
+        if op in ("IN", "NIN", "CONTAINS"):
+            return [self.clean_one(op, v) for v in _values(self.name, op, value)]
+        return self.clean_one(op, value)
+
+    def equals(self, value: str) -> Q:
+        return Q(**{f"{self.column}__contains": [value]})
+
+    def one_of(self, values: list[str]) -> Q:
+        return Q(**{f"{self.column}__overlap": values}) if values else NEVER
+
+    def contains(self, values: list[str]) -> Q:
+        return Q(**{f"{self.column}__contains": values})
+
+    def startswith(self, prefix: str) -> Q:
+        return Q(_path_exists(Func(F(self.column), function="to_jsonb"), "strict $[*] ? (@ starts with $p)", prefix))
+
+
+class UrlsKey(ListKey):
+    """`source.urls`, a JSON array of strings."""
+
+    def equals(self, value: str) -> Q:
+        return Q(source__contains={"urls": [value]})
+
+    def one_of(self, values: list[str]) -> Q:
+        return Key.one_of(self, values)
+
+    def contains(self, values: list[str]) -> Q:
+        return Q(source__contains={"urls": values})
+
+    def startswith(self, prefix: str) -> Q:
+        return Q(_path_exists(F("source"), "strict $.urls[*] ? (@ starts with $p)", prefix))
+
+
+class NumberKey(Key):
+    type_name = "number"
+    operators = ORDERED_OPS
+
+    def __init__(self, name: str, *, type_name: str = "number", expression=None):
+        super().__init__(name)
+        self.type_name = type_name
+        self._expression = expression
+
+    def expression(self):
+        return self._expression if self._expression is not None else F(self.column)
+
+    def clean_one(self, op: str, value: Any) -> Decimal:
+        return _number(self.name, op, value)
+
+
+class DateKey(Key):
+    type_name = "datetime"
+    operators = ORDERED_OPS
+
+    def clean_one(self, op: str, value: Any) -> tuple[datetime, datetime | None]:
+        return _moment(self.name, op, value)
+
+    def equals(self, moment) -> Q:
+        start, end = moment
+        if end is None:
+            return super().compare(Exact, start)
+        return super().compare(GreaterThanOrEqual, start) & super().compare(LessThan, end)
+
+    def compare(self, lookup, moment) -> Q:
+        start, end = moment
+        if end is not None and lookup in (GreaterThan, LessThanOrEqual):  # after / up to the whole day
+            lookup, start = (GreaterThanOrEqual if lookup is GreaterThan else LessThan), end
+        return super().compare(lookup, start)
+
+
+class SourceTimestampKey(DateKey):
+    """`source.timestamp`: an ISO string in JSON; values PostgreSQL cannot read never match.
+
+    Needs PostgreSQL 16+ for pg_input_is_valid (the embedded server is 18).
+    """
+
+    def expression(self):
+        text = _json_text("source", "timestamp")
+        valid = Q(Regex(text, r"^\s*[0-9]{4}-[0-9]{2}-[0-9]{2}")) & Q(
+            Func(text, Value("timestamptz"), function="pg_input_is_valid", output_field=BooleanField()))
+        return Case(When(valid, then=Cast(text, DateTimeField())), default=None, output_field=DateTimeField())
+
+    def known(self, condition) -> Q:
+        return _false_if_null(condition)
+
+
+KEYS: dict[str, Key] = {
+    **{name: StringKey(name) for name in ("id", "task", "content", "owner", "message_id")},
+    "status": StringKey("status", choices=tuple(KnowledgeStatus.values)),
+    "types": ListKey("types", choices=tuple(KNOWLEDGE_TYPES)),
+    "scopes": ListKey("scopes"),
+    **{name: NumberKey(name, type_name="integer") for name in ("score", "helpful", "harmful")},
+    "confidence": NumberKey("confidence"),
+    "quality_score": NumberKey("quality_score", type_name="integer", expression=QUALITY_SCORE),
+    "created_at": DateKey("created_at"),
+    "updated_at": DateKey("updated_at"),
+    **{f"source.{name}": JsonStringKey(f"source.{name}", column="source", member=name) for name in SOURCE_STRING_KEYS},
+    "source.timestamp": SourceTimestampKey("source.timestamp"),
+    "source.urls": UrlsKey("source.urls"),
+}
+
+
+def resolve_key(key: Any) -> Key:
+    if not isinstance(key, str):
+        raise FilterError(f"a filter key is a string, not {_kind(key)}")
+    if key in KEYS:
+        return KEYS[key]
+    if key.startswith("tags."):
+        name = key.removeprefix("tags.")
+        if not TAG_NAME.fullmatch(name):
+            raise FilterError(f"invalid tag name {name!r:.120}: use 1-100 of A-Z a-z 0-9 _ . -")
+        return JsonStringKey(key, column="tags", member=name)
+    raise FilterError(f"unknown filter key {key!r:.120}; valid keys: {', '.join(KEYS)}, tags.<name>")

@@ -1,0 +1,54 @@
+"""Text preparation for keyword search: Chinese segmentation and identifiers.
+
+PostgreSQL's parser sees a run of Chinese characters as one word, so Chinese
+is segmented in Python (jieba, search mode: long words and their parts) and
+joined with spaces before `to_tsvector('english', ...)`, which also stems the
+English. Identifiers such as `undetected_chromedriver`, `ERR_CONNECTION_RESET`
+or `E1101` are also indexed whole (config 'simple') so an exact name matches
+exactly rather than only as stemmed parts.
+"""
+import logging
+import re
+from functools import lru_cache
+
+CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+# A token with a digit, an inner _ . - / : or an inner capital: a name, not a word.
+IDENTIFIER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-/:]*[A-Za-z0-9]")
+HAS_MARK = re.compile(r"[0-9_.\-/:]|[a-z][A-Z]")
+MAX_TEXT = 200_000
+# Function words that carry no topic; PostgreSQL's 'english' config knows only
+# English stop words, so without this "的" would match half the corpus.
+CHINESE_STOP_WORDS = frozenset(
+    "的 了 是 在 和 与 及 或 而 也 就 都 又 还 着 过 把 被 让 给 对 从 向 于 为 以 之 其 这 那 "
+    "这个 那个 这些 那些 什么 怎么 怎样 如何 哪些 哪个 为什么 是否 可以 能 会 要 吗 呢 吧 啊 "
+    "我 你 他 她 它 我们 你们 他们 一个 一些 没有 有 很 更 最 并 但 但是 如果 因为 所以 时 时候".split()
+)
+
+
+@lru_cache(maxsize=1)
+def _jieba():
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+    jieba.initialize()
+    return jieba
+
+
+def segment(text: str) -> str:
+    """The text with every Chinese run split into space-separated words."""
+    text = text[:MAX_TEXT]
+    if not CJK_RUN.search(text):
+        return text
+    jieba = _jieba()
+
+    def split(match: re.Match) -> str:
+        words = (w for w in jieba.cut_for_search(match.group(0)) if w.strip() and w not in CHINESE_STOP_WORDS)
+        return " " + " ".join(words) + " "
+
+    return CJK_RUN.sub(split, text)
+
+
+def identifiers(text: str) -> list[str]:
+    """Distinct identifier-like tokens, lower-cased, in order of appearance."""
+    found = (m.group(0) for m in IDENTIFIER.finditer(text[:MAX_TEXT]))
+    return list(dict.fromkeys(tok.lower() for tok in found if HAS_MARK.search(tok) and len(tok) <= 100))

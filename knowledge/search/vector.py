@@ -1,0 +1,73 @@
+"""Stage 1, vector side: pgvector HNSW with cosine distance.
+
+Each embedder has its own partial expression index,
+`hnsw ((embedding::vector(N)) vector_cosine_ops) WHERE embedding_model = name`,
+created on demand by `ensure_index`. Queries cast the same way so the planner
+uses it.
+
+Filtered queries must not lose recall: a plain HNSW scan returns the
+`ef_search` nearest rows and only then applies the filter, so a selective
+filter can leave nothing. pgvector 0.8's iterative scan (`relaxed_order`)
+keeps walking the graph until enough rows pass the filter; we re-sort the
+results exactly afterwards.
+"""
+import re
+from functools import lru_cache
+
+from django.db import connection, transaction
+from django.db.models.functions import Cast
+from pgvector.django import CosineDistance, VectorField
+
+# ef_search bounds the candidate list per scan step; iterative scans go on up
+# to MAX_SCAN_TUPLES visited rows when a filter rejects most of them.
+MIN_EF_SEARCH = 64
+MAX_SCAN_TUPLES = 40_000
+
+
+def index_name(model_name: str, dimensions: int) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "_", model_name.lower()).strip("_")[:30]
+    return f"knowledge_hnsw_{slug}_{dimensions}"
+
+
+@lru_cache(maxsize=16)
+def ensure_index(model_name: str, dimensions: int) -> str:
+    """Create the HNSW index for this embedder if missing (idempotent, cached)."""
+    name = index_name(model_name, dimensions)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_indexes WHERE indexname = %s", [name])
+        if cursor.fetchone():
+            return name
+        if connection.in_atomic_block:
+            # CREATE INDEX refuses to run while deferred FK checks are pending
+            # in this transaction; run them now (they would run at commit).
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cursor.execute(
+            f"CREATE INDEX IF NOT EXISTS {name} ON knowledge_knowledge "
+            f"USING hnsw ((embedding::vector({int(dimensions)})) vector_cosine_ops) "
+            f"WITH (m = 16, ef_construction = 64) WHERE embedding_model = %s",
+            [model_name],
+        )
+    return name
+
+
+def distance_expression(vector, dimensions: int):
+    return CosineDistance(Cast("embedding", VectorField(dimensions=dimensions)), vector)
+
+
+def vector_candidates(queryset, *, vector, model_name: str, dimensions: int, limit: int) -> list[tuple[str, float]]:
+    """(id, cosine similarity) of the nearest items within `queryset`, best first."""
+    ensure_index(model_name, dimensions)
+    rows_query = (
+        queryset.filter(embedding_model=model_name)
+        .annotate(distance=distance_expression(list(map(float, vector)), dimensions))
+        .order_by("distance")
+        .values_list("id", "distance")[:limit]
+    )
+    with transaction.atomic(), connection.cursor() as cursor:
+        # SET LOCAL: these settings end with this transaction.
+        cursor.execute(f"SET LOCAL hnsw.ef_search = {max(MIN_EF_SEARCH, int(limit))}")
+        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        cursor.execute(f"SET LOCAL hnsw.max_scan_tuples = {MAX_SCAN_TUPLES}")
+        rows = list(rows_query)
+    rows.sort(key=lambda row: (row[1], row[0]))  # relaxed_order may be slightly out of order
+    return [(item_id, 1.0 - float(distance)) for item_id, distance in rows]

@@ -1,0 +1,66 @@
+import pytest
+
+from knowledge.search.fusion import RRF_K, reciprocal_rank_fusion
+from knowledge.search.rerank import Candidate, quality_rerank
+
+
+def cand(id, relevance, score=3, helpful=0, harmful=0):
+    return Candidate(id=id, relevance=relevance, score=score, helpful=helpful, harmful=harmful)
+
+
+def test_quality_score_is_score_plus_helpful_minus_twice_harmful():
+    assert cand("a", 0, score=4, helpful=3, harmful=2).quality_score == 3.0
+
+
+@pytest.mark.parametrize(
+    ("candidates", "min_score", "expected"),
+    [
+        # below min_score is dropped even when it is the most relevant
+        ([cand("a", 0.9, score=2), cand("b", 0.1, score=3)], 3, ["b"]),
+        # negative quality is dropped: 3 + 0 - 2*2 = -1
+        ([cand("a", 0.9, harmful=2), cand("b", 0.1)], 1, ["b"]),
+        # quality exactly 0 is kept: 3 + 1 - 2*2 = 0
+        ([cand("a", 0.9, helpful=1, harmful=2)], 1, ["a"]),
+        # higher quality first, whatever the relevance
+        ([cand("a", 0.9), cand("b", 0.1, helpful=2)], 3, ["b", "a"]),
+        # equal quality: relevance breaks the tie
+        ([cand("a", 0.2), cand("b", 0.5), cand("c", 0.3)], 3, ["b", "c", "a"]),
+    ],
+)
+def test_stage_two_drops_and_orders_as_the_seed_says(candidates, min_score, expected):
+    assert [c.id for c in quality_rerank(candidates, top_k=10, min_score=min_score)] == expected
+
+
+def test_stage_two_keeps_top_k():
+    candidates = [cand(str(i), 1 / (i + 1), helpful=i) for i in range(10)]
+    assert [c.id for c in quality_rerank(candidates, top_k=3, min_score=1)] == ["9", "8", "7"]
+
+
+def test_rank_relevance_orders_by_relevance_but_still_filters():
+    candidates = [cand("a", 0.2, helpful=5), cand("b", 0.9), cand("c", 0.95, score=1)]
+    assert [c.id for c in quality_rerank(candidates, top_k=5, min_score=2, rank="relevance")] == ["b", "a"]
+
+
+def test_rank_blend_lets_quality_lift_a_slightly_less_relevant_item():
+    close = [cand("relevant", 1.0), cand("good", 0.95, helpful=20)]
+    assert [c.id for c in quality_rerank(close, top_k=2, min_score=1, rank="blend")] == ["good", "relevant"]
+    far = [cand("relevant", 1.0), cand("good", 0.3, helpful=20)]
+    assert [c.id for c in quality_rerank(far, top_k=2, min_score=1, rank="blend")] == ["relevant", "good"]
+
+
+def test_unknown_rank_mode_is_an_error():
+    with pytest.raises(ValueError, match="quality, relevance, blend"):
+        quality_rerank([], top_k=1, min_score=1, rank="random")
+
+
+def test_rrf_sums_reciprocal_ranks_with_k_60():
+    fused = dict(reciprocal_rank_fusion({"keyword": ["a", "b"], "vector": ["b", "c"]}))
+    assert RRF_K == 60
+    assert fused["b"] == pytest.approx(1 / 62 + 1 / 61)
+    assert fused["a"] == pytest.approx(1 / 61)
+    assert fused["c"] == pytest.approx(1 / 62)
+
+
+def test_rrf_orders_best_first_and_weights_lists():
+    ranked = reciprocal_rank_fusion({"keyword": ["a", "b"], "vector": ["b", "a"]}, weights={"keyword": 2.0})
+    assert [item for item, _ in ranked] == ["a", "b"]
