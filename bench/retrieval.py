@@ -28,7 +28,7 @@ def _point_at_bench_database() -> None:
     from knowhub_site.env import env_str
 
     server = embedded_db.start(Path(env_str("KNOWHUB_VAR_DIR", str(ROOT / "var"))))
-    embedded_db._ensure_database(server, "knowhub_bench")
+    embedded_db.ensure_database(server.url("postgres"), "knowhub_bench")
     os.environ["DATABASE_URL"] = server.url("knowhub_bench")
 
 
@@ -41,7 +41,8 @@ def main(argv=None) -> int:
     parser.add_argument("--query-prefix", default="", help="only queries whose id starts with this (xquad: en- / zh-)")
     parser.add_argument("--relevant-prefix", default="", help="only judged docs whose id starts with this (cross-lingual cuts)")
     parser.add_argument("--rrf-k", type=int, default=None)
-    parser.add_argument("--weights", default="", help="e.g. vector=1,keyword=0.5")
+    parser.add_argument("--weights", default="", help="e.g. vector=1,keyword=0.5; several configurations separated by ';'")
+    parser.add_argument("--fusion", choices=["convex", "rrf"], help="default: the engine's")
     args = parser.parse_args(argv)
 
     _point_at_bench_database()
@@ -53,19 +54,25 @@ def main(argv=None) -> int:
     call_command("migrate", verbosity=0)
     from bench.runner import evaluate
 
-    weights = {k: float(v) for k, v in (pair.split("=") for pair in args.weights.split(",") if pair)} or None
+    configs = [
+        {k: float(v) for k, v in (pair.split("=") for pair in config.split(",") if pair)} or None
+        for config in (args.weights.split(";") if args.weights else [""])
+    ]
     print("| dataset | queries | mode | nDCG@10 | recall@10 | MRR@10 | ms/query |")
     print("|---|---|---|---|---|---|---|")
     for name in args.datasets:
+      for i, weights in enumerate(configs):
+        modes = args.modes.split(",") if i == 0 else [m for m in args.modes.split(",") if m == "hybrid"]
         for row in evaluate(
             name,
-            modes=args.modes.split(","),
+            modes=modes,
             embedder_name=args.embedder,
             max_queries=args.max_queries,
             query_prefix=args.query_prefix,
             relevant_prefix=args.relevant_prefix,
             rrf_k=args.rrf_k,
             weights=weights,
+            fusion=args.fusion,
         ):
             print(
                 f"| {row['dataset']} | {row['queries']} | {row['mode']} | {row['ndcg@10']:.3f} | "

@@ -1,6 +1,7 @@
 """Loading a dataset into KnowHub and scoring searches against its qrels."""
 import sys
 import time
+from functools import lru_cache
 
 import numpy as np
 from django.conf import settings
@@ -9,7 +10,7 @@ from bench import datasets, metrics
 from bench.embed_cache import cached_passages
 from knowledge.models import Knowledge
 from knowledge.search import engine
-from knowledge.search.embeddings import ConcatEmbedder, build_embedder, item_text
+from knowledge.search.embeddings import ConcatEmbedder, get_embedder, item_text
 from knowledge.search.fusion import RRF_K
 from knowledge.search.indexing import store_embeddings
 from knowledge.search.vector import ensure_index
@@ -58,9 +59,14 @@ def embed_corpus(data: datasets.Dataset, ids_by_doc: dict[str, str], embedder) -
     ensure_index(embedder.name, embedder.dimensions)
 
 
-def evaluate(name, *, modes, embedder_name=None, max_queries=0, query_prefix="", relevant_prefix="", rrf_k=None, weights=None):
+def evaluate(name, *, modes, embedder_name=None, max_queries=0, query_prefix="", relevant_prefix="", rrf_k=None,
+             weights=None, fusion=None):
     data = datasets.load(name)
-    embedder = build_embedder(embedder_name or settings.KNOWHUB_EMBEDDING_MODEL)
+    embedder = get_embedder(embedder_name or settings.KNOWHUB_EMBEDDING_MODEL)
+    if not hasattr(embedder, "_bench_cached"):
+        # Several configurations re-run the same queries: embed each once.
+        embedder.embed_query = lru_cache(maxsize=None)(embedder.embed_query)
+        embedder._bench_cached = True
     doc_by_id = ingest(data)
     embed_corpus(data, {doc: kid for kid, doc in doc_by_id.items()}, embedder)
 
@@ -78,6 +84,7 @@ def evaluate(name, *, modes, embedder_name=None, max_queries=0, query_prefix="",
             result = engine.search(
                 query=text, top_k=TOP_K, min_score=1, readable_scopes=[scope], mode=mode,
                 rrf_k=rrf_k or RRF_K, weights=weights, embedder_name=embedder.name,
+                fusion=fusion or engine.DEFAULT_FUSION,
             )
             ranked = [doc_by_id[hit.id] for hit in result.hits]
             ndcg.append(metrics.ndcg_at_k(ranked, relevant, TOP_K))
@@ -87,7 +94,7 @@ def evaluate(name, *, modes, embedder_name=None, max_queries=0, query_prefix="",
         yield {
             "dataset": data.name + (f" [{query_prefix}*→{relevant_prefix}*]" if query_prefix or relevant_prefix else ""),
             "queries": len(ndcg),
-            "mode": mode,
+            "mode": mode if mode != "hybrid" else f"hybrid {fusion or engine.DEFAULT_FUSION} {weights or ''}".strip(),
             "ndcg@10": metrics.mean(ndcg),
             "recall@10": metrics.mean(recall),
             "mrr@10": metrics.mean(mrr),

@@ -46,14 +46,15 @@ def start(var_dir: Path, *, stop_on_exit: bool = True) -> EmbeddedServer:
         )
     info = server.get_postmaster_info()
     embedded = EmbeddedServer(socket_dir=Path(info.socket_dir), port=int(info.port), pgdata=var_dir / "pgdata")
-    _ensure_database(embedded, DATABASE_NAME)
+    ensure_database(embedded.url("postgres"), DATABASE_NAME)
     return embedded
 
 
-def _ensure_database(server: EmbeddedServer, name: str) -> None:
+def ensure_database(admin_url: str, name: str) -> None:
+    """CREATE DATABASE `name` unless it exists, connecting through `admin_url`."""
     import psycopg
 
-    with psycopg.connect(server.url("postgres"), autocommit=True) as conn:
+    with psycopg.connect(admin_url, autocommit=True) as conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
         if not exists:
             logger.info("creating database %s", name)

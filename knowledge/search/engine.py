@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from django.db.models import QuerySet
 
 from knowledge.models import Knowledge
+from knowledge import llm
 from knowledge.search import filters as filter_exprs
+from knowledge.search import routing
 from knowledge.search.embeddings import EmbedderError, get_embedder
-from knowledge.search.fusion import RRF_K, reciprocal_rank_fusion
+from knowledge.search.fusion import RRF_K, convex_combination, reciprocal_rank_fusion
 from knowledge.search.keyword import keyword_candidates
 from knowledge.search.rerank import Candidate, quality_rerank
 from knowledge.search.vector import vector_candidates
@@ -24,8 +26,12 @@ MODES = ("hybrid", "vector", "keyword")
 # Each retriever contributes this many candidates (at least) to the fusion.
 MIN_POOL = 50
 POOL_PER_RESULT = 10
-# RRF weights, from bench/retrieval.py (BENCHMARKS.md).
-FUSION_WEIGHTS = {"vector": 1.0, "keyword": 1.0}
+FUSIONS = ("convex", "rrf")
+# Chosen with bench/retrieval.py; the measurements are in BENCHMARKS.md.
+DEFAULT_FUSION = "convex"
+FUSION_WEIGHTS = {"convex": {"vector": 1.0, "keyword": 0.3}, "rrf": {"vector": 1.0, "keyword": 1.0}}
+# Theoretical lowest keyword score (ts_rank >= 0); vectors use the list's own minimum.
+SCORE_FLOORS = {"keyword": 0.0}
 
 
 @dataclass
@@ -82,12 +88,15 @@ def search(
     statuses: Sequence[str] = ("active",),
     rank: str = "quality",
     mode: str = "hybrid",
+    fusion: str = DEFAULT_FUSION,
     rrf_k: int = RRF_K,
     weights: dict[str, float] | None = None,
     embedder_name: str | None = None,
 ) -> SearchResult:
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}")
+    if fusion not in FUSIONS:
+        raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}")
     base = narrowed(
         visible(readable_scopes=readable_scopes), types=types, scopes=scopes, tags=tags, statuses=statuses, filters=filters
     )
@@ -112,12 +121,16 @@ def search(
 
     if not query.strip():
         fused = [(item_id, 0.0) for item_id in base.order_by("-created_at").values_list("id", flat=True)[:pool]]
-    else:
+    elif fusion == "rrf":
         fused = reciprocal_rank_fusion(
             {name: [item_id for item_id, _ in rows] for name, rows in lists.items()},
             k=rrf_k,
-            weights=weights or FUSION_WEIGHTS,
+            weights=weights or FUSION_WEIGHTS["rrf"],
         )
+    else:
+        fused = convex_combination(lists, weights=weights or FUSION_WEIGHTS["convex"], floors=SCORE_FLOORS)
+    if query.strip() and routing.routing_enabled():
+        fused = _route(query, fused, top_k=top_k, notes=notes)
     fused = fused[: 2 * top_k]
 
     items = Knowledge.objects.in_bulk([item_id for item_id, _ in fused])
@@ -137,3 +150,16 @@ def search(
     for hit in hits:
         hit.explanation["quality_score"] = hit.quality_score
     return SearchResult(hits=hits, candidates=candidates, items=items, notes=notes)
+
+
+def _route(query: str, fused: list[tuple[str, float]], *, top_k: int, notes: list[str]) -> list[tuple[str, float]]:
+    """Let the LLM choose 2*top_k of the wider pool; its order becomes the relevance."""
+    pool = fused[: routing.ROUTING_POOL_PER_RESULT * top_k]
+    texts = dict((row[0], row[1:]) for row in Knowledge.objects.filter(pk__in=[i for i, _ in pool]).values_list("id", "task", "content"))
+    try:
+        chosen = routing.route(query=query, candidates=[(i, *texts[i]) for i, _ in pool if i in texts], pick=2 * top_k)
+    except llm.LLMError as exc:
+        notes.append(f"LLM routing unavailable ({exc}); fused order used")
+        return fused
+    notes.append(f"LLM routing chose {len(chosen)} of {len(pool)} candidates")
+    return [(item_id, 1.0 / (1 + position)) for position, item_id in enumerate(chosen)]

@@ -18,3 +18,32 @@ def reciprocal_rank_fusion(
         for rank, item_id in enumerate(ids, start=1):
             scores[item_id] = scores.get(item_id, 0.0) + weight / (k + rank)
     return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
+
+
+def convex_combination(
+    scored_lists: Mapping[str, Sequence[tuple[str, float]]],
+    *,
+    weights: Mapping[str, float],
+    floors: Mapping[str, float] | None = None,
+) -> list[tuple[str, float]]:
+    """Fuse by score: sum of weight * normalised score, a missing score counting 0.
+
+    Each list's scores are min-max normalised with a theoretical floor where
+    one exists (cosine similarity: `floors["vector"]`) and the list's own
+    maximum as the top, so one retriever's confident match is not flattened
+    to the same 1/(k+rank) as a weak one (Bruch et al., 2023).
+    """
+    floors = floors or {}
+    scores: dict[str, float] = {}
+    for name, rows in scored_lists.items():
+        if not rows:
+            continue
+        values = [score for _, score in rows]
+        low = floors.get(name, min(values))
+        high = max(values)
+        span = high - low
+        weight = weights.get(name, 1.0)
+        for item_id, score in rows:
+            normalised = (score - low) / span if span > 0 else 1.0
+            scores[item_id] = scores.get(item_id, 0.0) + weight * normalised
+    return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))

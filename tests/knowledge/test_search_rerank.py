@@ -64,3 +64,23 @@ def test_rrf_sums_reciprocal_ranks_with_k_60():
 def test_rrf_orders_best_first_and_weights_lists():
     ranked = reciprocal_rank_fusion({"keyword": ["a", "b"], "vector": ["b", "a"]}, weights={"keyword": 2.0})
     assert [item for item, _ in ranked] == ["a", "b"]
+
+
+def test_convex_combination_normalises_each_list_and_weights_it():
+    from knowledge.search.fusion import convex_combination
+
+    fused = dict(convex_combination(
+        {"vector": [("a", 0.9), ("b", 0.7), ("c", 0.5)], "keyword": [("c", 0.4), ("b", 0.1)]},
+        weights={"vector": 1.0, "keyword": 0.5},
+        floors={"keyword": 0.0},
+    ))
+    # vector: min-max over its own list -> a 1.0, b 0.5, c 0.0; keyword: score / max -> c 1.0, b 0.25
+    assert fused["a"] == pytest.approx(1.0)
+    assert fused["b"] == pytest.approx(0.5 + 0.5 * 0.25)
+    assert fused["c"] == pytest.approx(0.5)
+
+
+def test_convex_combination_of_a_single_item_list_counts_it_fully():
+    from knowledge.search.fusion import convex_combination
+
+    assert convex_combination({"vector": [("a", 0.3)]}, weights={}) == [("a", 1.0)]

@@ -1,0 +1,65 @@
+"""The one way KnowHub talks to an LLM: any OpenAI-compatible endpoint.
+
+Configured by OPENAI_API_KEY, OPENAI_BASE_URL and KNOWHUB_LLM_MODEL. Replies
+are requested as structured output (a JSON schema in `response_format`) and
+validated against that schema before anyone uses them.
+"""
+import json
+
+import jsonschema
+from django.conf import settings
+
+DEFAULT_TIMEOUT_SECONDS = 30
+
+
+class LLMError(RuntimeError):
+    """The LLM could not give a usable answer (down, timed out, malformed reply)."""
+
+
+class LLMNotConfigured(LLMError):
+    def __init__(self):
+        super().__init__(
+            "no LLM is configured: set KNOWHUB_LLM_MODEL and OPENAI_API_KEY "
+            "(and OPENAI_BASE_URL for an OpenAI-compatible endpoint other than OpenAI's)"
+        )
+
+
+def llm_configured() -> bool:
+    return bool(settings.KNOWHUB_LLM_MODEL and (settings.OPENAI_API_KEY or settings.OPENAI_BASE_URL))
+
+
+def _client(timeout: float):
+    from openai import OpenAI
+
+    return OpenAI(
+        api_key=settings.OPENAI_API_KEY or "unset",
+        base_url=settings.OPENAI_BASE_URL or None,
+        timeout=timeout,
+        max_retries=0,  # retries belong to the caller (a Celery task's backoff, or none in a request)
+    )
+
+
+def chat_json(
+    *, system: str, user: str, schema: dict, schema_name: str, model: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT_SECONDS,
+) -> dict:
+    """Ask for a JSON object matching `schema`; raise LLMError unless the reply does."""
+    from openai import OpenAIError
+
+    if not llm_configured():
+        raise LLMNotConfigured()
+    try:
+        response = _client(timeout).chat.completions.create(
+            model=model or settings.KNOWHUB_LLM_MODEL,
+            messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+            response_format={"type": "json_schema", "json_schema": {"name": schema_name, "schema": schema, "strict": True}},
+        )
+    except OpenAIError as exc:
+        raise LLMError(f"LLM request failed: {type(exc).__name__}: {exc}") from exc
+    try:
+        text = response.choices[0].message.content or ""
+        data = json.loads(text)
+        jsonschema.validate(data, schema)
+    except (IndexError, AttributeError, json.JSONDecodeError, jsonschema.ValidationError) as exc:
+        raise LLMError(f"LLM reply did not match the {schema_name} schema: {str(exc)[:300]}") from exc
+    return data
