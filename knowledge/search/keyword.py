@@ -6,20 +6,24 @@ pre-segmented, stemmed with the 'english' config; plus identifier tokens
 since PostgreSQL's parser would split them at `_`, `-` and `/`.
 
 Queries OR their lexemes, so an item matching more query words ranks higher
-without every word being required; ranked by `ts_rank` with length
-normalisation (flag 1: divide by 1 + log(length)). The tsquery is built from
-quoted lexemes and cast, never parsed from user text.
+without every word being required, and are ranked by BM25 (see
+`keyword_candidates`). The tsquery is built from quoted lexemes and cast,
+never parsed from user text.
 """
+import math
+
 from django.contrib.postgres.fields import ArrayField
-from django.contrib.postgres.search import SearchRank, SearchVector, SearchVectorCombinable, SearchVectorField
+from django.contrib.postgres.search import SearchVector, SearchVectorCombinable, SearchVectorField
 from django.db import connection
 from django.db.models import BooleanField, F, Func, TextField, Value
 from django.db.models.expressions import RawSQL
 
 from knowledge.search.text import identifiers, segment
 
-RANK_NORMALISATION = 1
 MAX_QUERY_LEXEMES = 64
+BM25_K1 = 1.2
+BM25_B = 0.75
+TITLE_BOOST = 2
 
 
 class _IdentifierVector(SearchVectorCombinable, Func):
@@ -55,25 +59,78 @@ def _quote(lexeme: str) -> str:
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def build_query(text: str) -> str | None:
-    """The tsquery text for a search string (`'a' | 'b'`); None when it has no words."""
+def query_lexemes(text: str) -> list[str]:
+    """The distinct lexemes of a search string: identifiers whole, words stemmed."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT tsvector_to_array(to_tsvector('english', %s))", [segment(text)])
         (lexemes,) = cursor.fetchone()
-    lexemes = list(dict.fromkeys([*identifiers(text), *(lexemes or [])]))[:MAX_QUERY_LEXEMES]
-    return " | ".join(_quote(lex) for lex in lexemes) or None
+    return list(dict.fromkeys([*identifiers(text), *(lexemes or [])]))[:MAX_QUERY_LEXEMES]
+
+
+def build_query(text: str) -> str | None:
+    """The tsquery text for a search string (`'a' | 'b'`); None when it has no words."""
+    return " | ".join(_quote(lex) for lex in query_lexemes(text)) or None
 
 
 def keyword_candidates(queryset, *, text: str, limit: int) -> list[tuple[str, float]]:
-    """(id, rank) of the best keyword matches within `queryset`, best first."""
-    query_text = build_query(text)
-    if not query_text:
+    """(id, BM25 score) of the best keyword matches within `queryset`, best first.
+
+    Okapi BM25 over the stored tsvectors: PostgreSQL's own ts_rank has no
+    inverse document frequency, so a common word counts as much as a rare
+    one. Document frequencies come from one GIN-indexed count per query;
+    term frequency is the lexeme's position count, weight-A occurrences
+    (task, tags) counting TITLE_BOOST times; document length is the number
+    of distinct lexemes. Every item matching at least one query lexeme is
+    scored.
+    """
+    lexemes = query_lexemes(text)
+    if not lexemes:
         return []
-    tsquery = RawSQL("%s::tsquery", [query_text])
-    rows = (
-        queryset.filter(TsMatch(F("search_document"), tsquery))
-        .annotate(keyword_rank=SearchRank(F("search_document"), tsquery, normalization=Value(RANK_NORMALISATION)))
-        .order_by("-keyword_rank", "id")
-        .values_list("id", "keyword_rank")[:limit]
-    )
-    return [(item_id, float(rank)) for item_id, rank in rows]
+    tsquery_text = " | ".join(_quote(lex) for lex in lexemes)
+    total, avg_length = _corpus_stats()
+    frequencies = _document_frequencies(lexemes, tsquery_text)
+    idf = {lex: math.log(1 + (total - df + 0.5) / (df + 0.5)) for lex, df in frequencies.items() if df}
+    if not idf:
+        return []
+    matching = queryset.filter(TsMatch(F("search_document"), RawSQL("%s::tsquery", [tsquery_text])))
+    inner_sql, inner_params = matching.values_list("id", "search_document").query.sql_with_params()
+    sql = f"""
+        SELECT c.id, SUM(q.idf * (t.tf * %s) / (t.tf + %s * (1 - %s + %s * length(c.doc) / %s))) AS score
+        FROM ({inner_sql}) AS c(id, doc)
+        CROSS JOIN LATERAL (
+            SELECT u.lexeme,
+                   GREATEST(cardinality(u.positions), 1)
+                   + %s * (SELECT count(*) FROM unnest(u.weights) w WHERE w = 'A') AS tf
+            FROM unnest(c.doc) AS u
+        ) AS t
+        JOIN unnest(%s::text[], %s::float8[]) AS q(lex, idf) ON q.lex = t.lexeme
+        GROUP BY c.id
+        ORDER BY score DESC, c.id
+        LIMIT %s
+    """
+    params = [
+        BM25_K1 + 1, BM25_K1, BM25_B, BM25_B, max(avg_length, 1.0), *inner_params,
+        TITLE_BOOST - 1, list(idf), list(idf.values()), limit,
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [(item_id, float(score)) for item_id, score in cursor.fetchall()]
+
+
+def _corpus_stats() -> tuple[int, float]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*), coalesce(avg(length(search_document)), 0) FROM knowledge_knowledge")
+        total, average = cursor.fetchone()
+    return int(total), float(average)
+
+
+def _document_frequencies(lexemes: list[str], tsquery_text: str) -> dict[str, int]:
+    """How many items hold each lexeme, in one pass over the items holding any."""
+    counts = ", ".join("count(*) FILTER (WHERE search_document @@ %s::tsquery)" for _ in lexemes)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {counts} FROM knowledge_knowledge WHERE search_document @@ %s::tsquery",
+            [*(_quote(lex) for lex in lexemes), tsquery_text],
+        )
+        row = cursor.fetchone()
+    return dict(zip(lexemes, (int(c) for c in row)))
