@@ -30,8 +30,10 @@ FUSIONS = ("convex", "rrf")
 # Chosen with bench/retrieval.py; the measurements are in BENCHMARKS.md.
 DEFAULT_FUSION = "convex"
 FUSION_WEIGHTS = {"convex": {"vector": 1.0, "keyword": 0.3}, "rrf": {"vector": 1.0, "keyword": 1.0}}
-# Theoretical lowest keyword score (ts_rank >= 0); vectors use the list's own minimum.
+# Keyword scores are already a share of the query's best possible BM25 (0..1);
+# vector similarities are min-max normalised within their own list.
 SCORE_FLOORS = {"keyword": 0.0}
+SCORE_CEILINGS = {"keyword": 1.0}
 
 
 @dataclass
@@ -128,7 +130,7 @@ def search(
             weights=weights or FUSION_WEIGHTS["rrf"],
         )
     else:
-        fused = convex_combination(lists, weights=weights or FUSION_WEIGHTS["convex"], floors=SCORE_FLOORS)
+        fused = convex_combination(lists, weights=weights or FUSION_WEIGHTS["convex"], floors=SCORE_FLOORS, ceilings=SCORE_CEILINGS)
     if query.strip() and routing.routing_enabled():
         fused = _route(query, fused, top_k=top_k, notes=notes)
     fused = fused[: 2 * top_k]

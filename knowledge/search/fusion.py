@@ -25,22 +25,24 @@ def convex_combination(
     *,
     weights: Mapping[str, float],
     floors: Mapping[str, float] | None = None,
+    ceilings: Mapping[str, float] | None = None,
 ) -> list[tuple[str, float]]:
     """Fuse by score: sum of weight * normalised score, a missing score counting 0.
 
-    Each list's scores are min-max normalised with a theoretical floor where
-    one exists (cosine similarity: `floors["vector"]`) and the list's own
-    maximum as the top, so one retriever's confident match is not flattened
-    to the same 1/(k+rank) as a weak one (Bruch et al., 2023).
+    Each list's scores are min-max normalised, using a theoretical floor or
+    ceiling where the retriever has one (`floors`, `ceilings`) and the list's
+    own minimum or maximum otherwise, so one retriever's confident match is
+    not flattened to the same 1/(k+rank) as a weak one (Bruch et al., 2023).
     """
     floors = floors or {}
+    ceilings = ceilings or {}
     scores: dict[str, float] = {}
     for name, rows in scored_lists.items():
         if not rows:
             continue
         values = [score for _, score in rows]
         low = floors.get(name, min(values))
-        high = max(values)
+        high = ceilings.get(name, max(values))
         span = high - low
         weight = weights.get(name, 1.0)
         for item_id, score in rows:

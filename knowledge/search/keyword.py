@@ -73,7 +73,14 @@ def build_query(text: str) -> str | None:
 
 
 def keyword_candidates(queryset, *, text: str, limit: int) -> list[tuple[str, float]]:
-    """(id, BM25 score) of the best keyword matches within `queryset`, best first.
+    """(id, score in [0, 1]) of the best keyword matches within `queryset`, best first.
+
+    The score is BM25 divided by the most the query could score (every
+    lexeme matched with saturated frequency): the share of the query's
+    information an item matches. Unlike dividing by the best hit, this keeps
+    an incidental match (a lone number in a query written in another
+    language) small, so fusion can trust a strong keyword match without
+    being swayed by a weak one.
 
     Okapi BM25 over the stored tsvectors: PostgreSQL's own ts_rank has no
     inverse document frequency, so a common word counts as much as a rare
@@ -112,9 +119,10 @@ def keyword_candidates(queryset, *, text: str, limit: int) -> list[tuple[str, fl
         BM25_K1 + 1, BM25_K1, BM25_B, BM25_B, max(avg_length, 1.0), *inner_params,
         TITLE_BOOST - 1, list(idf), list(idf.values()), limit,
     ]
+    ceiling = sum(idf.values()) * (BM25_K1 + 1) * TITLE_BOOST
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        return [(item_id, float(score)) for item_id, score in cursor.fetchall()]
+        return [(item_id, float(score) / ceiling) for item_id, score in cursor.fetchall()]
 
 
 def _corpus_stats() -> tuple[int, float]:
