@@ -17,7 +17,7 @@ from knowledge import llm
 from knowledge.search import filters as filter_exprs
 from knowledge.search import routing
 from knowledge.search.embeddings import EmbedderError, get_embedder
-from knowledge.search.fusion import RRF_K, convex_combination, reciprocal_rank_fusion
+from knowledge.search.fusion import RRF_K, convex_combination, keyword_boost, reciprocal_rank_fusion
 from knowledge.search.keyword import keyword_candidates
 from knowledge.search.rerank import Candidate, quality_rerank
 from knowledge.search.vector import vector_candidates
@@ -26,10 +26,15 @@ MODES = ("hybrid", "vector", "keyword")
 # Each retriever contributes this many candidates (at least) to the fusion.
 MIN_POOL = 50
 POOL_PER_RESULT = 10
-FUSIONS = ("convex", "rrf")
+FUSIONS = ("boost", "convex", "rrf")
 # Chosen with bench/retrieval.py; the measurements are in BENCHMARKS.md.
-DEFAULT_FUSION = "convex"
-FUSION_WEIGHTS = {"convex": {"vector": 1.0, "keyword": 0.3}, "rrf": {"vector": 1.0, "keyword": 1.0}}
+DEFAULT_FUSION = "boost"
+FUSION_WEIGHTS = {
+    "boost": {"keyword": 25.0},
+    "convex": {"vector": 1.0, "keyword": 1.0},
+    "rrf": {"vector": 1.0, "keyword": 1.0},
+}
+KEYWORD_BOOST_DECAY = 2.0
 # Keyword scores are already a share of the query's best possible BM25 (0..1);
 # vector similarities are min-max normalised within their own list.
 SCORE_FLOORS = {"keyword": 0.0}
@@ -129,8 +134,13 @@ def search(
             k=rrf_k,
             weights=weights or FUSION_WEIGHTS["rrf"],
         )
-    else:
+    elif fusion == "convex":
         fused = convex_combination(lists, weights=weights or FUSION_WEIGHTS["convex"], floors=SCORE_FLOORS, ceilings=SCORE_CEILINGS)
+    else:
+        fused = keyword_boost(
+            lists.get("vector", []), lists.get("keyword", []),
+            weight=(weights or FUSION_WEIGHTS["boost"])["keyword"], decay=KEYWORD_BOOST_DECAY,
+        )
     if query.strip() and routing.routing_enabled():
         fused = _route(query, fused, top_k=top_k, notes=notes)
     fused = fused[: 2 * top_k]

@@ -49,3 +49,31 @@ def convex_combination(
             normalised = (score - low) / span if span > 0 else 1.0
             scores[item_id] = scores.get(item_id, 0.0) + weight * normalised
     return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
+
+
+def keyword_boost(
+    vector_rows: Sequence[tuple[str, float]],
+    keyword_rows: Sequence[tuple[str, float]],
+    *,
+    weight: float,
+    decay: float,
+) -> list[tuple[str, float]]:
+    """Vector order, lifted by strong keyword matches near the top of the keyword list.
+
+    score = vector similarity min-max normalised within its list (0..1, 0 if
+    absent) + weight * keyword share / keyword_rank ** decay, where the
+    keyword share is BM25 over the query's best possible BM25 (0..1).
+
+    Why this shape (BENCHMARKS.md): a sum of normalised scores must pick one
+    keyword weight for everything, and no single weight served both a
+    monolingual set where keyword search is near perfect (CMRC 2018: the
+    keyword weight must be high) and a cross-lingual one where the keyword
+    list is mostly same-language near-misses (XQuAD-R: it must be low).
+    Discounting by rank squared keeps the keyword list's confident top
+    matches and drops its tail, which serves both.
+    """
+    vector = dict(convex_combination({"vector": vector_rows}, weights={"vector": 1.0})) if vector_rows else {}
+    scores = dict(vector)
+    for rank, (item_id, share) in enumerate(keyword_rows, start=1):
+        scores[item_id] = scores.get(item_id, 0.0) + weight * share / rank**decay
+    return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))

@@ -84,3 +84,22 @@ def test_convex_combination_of_a_single_item_list_counts_it_fully():
     from knowledge.search.fusion import convex_combination
 
     assert convex_combination({"vector": [("a", 0.3)]}, weights={}) == [("a", 1.0)]
+
+
+def test_keyword_boost_adds_rank_discounted_keyword_shares_to_normalised_vectors():
+    from knowledge.search.fusion import keyword_boost
+
+    fused = dict(keyword_boost(
+        [("a", 0.8), ("b", 0.6), ("c", 0.4)], [("c", 0.2), ("d", 0.1)], weight=10.0, decay=2.0,
+    ))
+    assert fused["a"] == pytest.approx(1.0)
+    assert fused["b"] == pytest.approx(0.5)
+    assert fused["c"] == pytest.approx(0.0 + 10 * 0.2 / 1)
+    assert fused["d"] == pytest.approx(10 * 0.1 / 4)
+
+
+def test_keyword_boost_with_one_list_keeps_that_order():
+    from knowledge.search.fusion import keyword_boost
+
+    assert [i for i, _ in keyword_boost([], [("x", 0.3), ("y", 0.5)], weight=1.0, decay=2.0)] == ["x", "y"]
+    assert [i for i, _ in keyword_boost([("x", 0.1), ("y", 0.9)], [], weight=1.0, decay=2.0)] == ["y", "x"]
