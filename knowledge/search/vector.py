@@ -7,9 +7,11 @@ uses it.
 
 Filtered queries must not lose recall: a plain HNSW scan returns the
 `ef_search` nearest rows and only then applies the filter, so a selective
-filter can leave nothing. pgvector 0.8's iterative scan (`relaxed_order`)
-keeps walking the graph until enough rows pass the filter; we re-sort the
-results exactly afterwards.
+filter can leave nothing. Measured (BENCHMARKS.md, bench/filtered_vector.py):
+when at most EXACT_SCAN_MAX_ROWS items pass the filter, an exact scan of them
+is both exact and faster than walking the graph; otherwise pgvector 0.8's
+iterative scan (`relaxed_order`) keeps walking until enough rows pass, and we
+re-sort its results exactly afterwards.
 """
 import re
 from functools import lru_cache
@@ -22,6 +24,7 @@ from pgvector.django import CosineDistance, VectorField
 # to MAX_SCAN_TUPLES visited rows when a filter rejects most of them.
 MIN_EF_SEARCH = 64
 MAX_SCAN_TUPLES = 40_000
+EXACT_SCAN_MAX_ROWS = 2_000
 
 
 def index_name(model_name: str, dimensions: int) -> str:
@@ -57,12 +60,13 @@ def distance_expression(vector, dimensions: int):
 def vector_candidates(queryset, *, vector, model_name: str, dimensions: int, limit: int) -> list[tuple[str, float]]:
     """(id, cosine similarity) of the nearest items within `queryset`, best first."""
     ensure_index(model_name, dimensions)
-    rows_query = (
-        queryset.filter(embedding_model=model_name)
-        .annotate(distance=distance_expression(list(map(float, vector)), dimensions))
-        .order_by("distance")
-        .values_list("id", "distance")[:limit]
-    )
+    candidates = queryset.filter(embedding_model=model_name)
+    distance = distance_expression(list(map(float, vector)), dimensions)
+    if candidates[: EXACT_SCAN_MAX_ROWS + 1].count() <= EXACT_SCAN_MAX_ROWS:
+        # `+ 0` keeps the planner off the HNSW index: an exact sort of few rows.
+        exact = candidates.annotate(distance=distance + 0.0).order_by("distance", "id").values_list("id", "distance")[:limit]
+        return [(item_id, 1.0 - float(d)) for item_id, d in exact]
+    rows_query = candidates.annotate(distance=distance).order_by("distance").values_list("id", "distance")[:limit]
     with transaction.atomic(), connection.cursor() as cursor:
         # SET LOCAL: these settings end with this transaction.
         cursor.execute(f"SET LOCAL hnsw.ef_search = {max(MIN_EF_SEARCH, int(limit))}")

@@ -111,8 +111,12 @@ def test_stale_vectors_from_another_model_are_not_compared(corpus):
     assert corpus["weather"] not in [hit.id for hit in result.hits]
 
 
-def test_filtered_vector_search_finds_items_plain_hnsw_misses():
+@pytest.mark.parametrize("exact_scan_max_rows", [2000, 0], ids=["exact-scan", "iterative-hnsw"])
+def test_filtered_vector_search_finds_items_plain_hnsw_misses(monkeypatch, exact_scan_max_rows):
     """2,000 items crowd the query's neighbourhood; the 15 in a small scope lie further out."""
+    from knowledge.search import vector
+
+    monkeypatch.setattr(vector, "EXACT_SCAN_MAX_ROWS", exact_scan_max_rows)
     rng = np.random.default_rng(0)
     dims, model = 16, "synthetic-test"
     query = np.zeros(dims)
