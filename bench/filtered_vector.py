@@ -57,7 +57,7 @@ def main():
     else:
         ensure_index(model, args.dims)
 
-    queries = rng.normal(size=(args.queries, args.dims))
+    queries = np.random.default_rng(1).normal(size=(args.queries, args.dims))  # independent of the items
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
     print("| share kept | strategy | recall@10 | ms/query |")
     print("|---|---|---|---|")
