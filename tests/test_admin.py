@@ -45,3 +45,38 @@ def test_admin_never_shows_a_secret(client, curator):
         page = client.get(url)
         assert page.status_code == 200
         assert "hunter2-very-secret" not in page.content.decode()
+
+
+def test_ensure_curator_prints_a_password_that_logs_in_to_the_admin(client):
+    import io
+    import re
+
+    from django.core.management import call_command
+
+    out = io.StringIO()
+    call_command("ensure_curator", stdout=out)
+    password = re.search(r"with password: (\S+)", out.getvalue()).group(1)
+    login = client.get("/admin/login/")
+    response = client.post(
+        "/admin/login/?next=/admin/",
+        {"username": "curator", "password": password, "csrfmiddlewaretoken": login.cookies["csrftoken"].value},
+        follow=True,
+    )
+    page = response.content.decode()
+    assert "Knowledge" in page and "Resources" in page
+    again = io.StringIO()
+    call_command("ensure_curator", stdout=again)
+    assert "exists" in again.getvalue() and password not in again.getvalue()
+
+
+def test_two_curators_never_get_the_same_generated_password(django_user_model):
+    import io
+    import re
+
+    from django.core.management import call_command
+
+    first, second = io.StringIO(), io.StringIO()
+    call_command("ensure_curator", "--username", "one", stdout=first)
+    call_command("ensure_curator", "--username", "two", stdout=second)
+    grab = lambda out: re.search(r"with password: (\S+)", out.getvalue()).group(1)  # noqa: E731
+    assert grab(first) != grab(second)
