@@ -32,6 +32,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "knowhub_site",
+    "agents",
     "knowledge",
     "resources",
     "jobs",
@@ -135,7 +136,16 @@ STORAGES = {
 
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "agents.auth.BearerTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",  # curators in a browser, CSRF-checked
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "EXCEPTION_HANDLER": "knowledge.api.errors.api_exception_handler",
 }
+# Dotted paths of agents.chain.Filter objects added to every operation (README: "Filter chain").
+KNOWHUB_FILTERS = env_list("KNOWHUB_FILTERS", [])
 
 LOGGING = {
     "version": 1,

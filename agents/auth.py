@@ -1,0 +1,40 @@
+"""DRF authentication by `Authorization: Bearer <token>`."""
+from django.utils import timezone
+from rest_framework import authentication, exceptions
+
+from agents.models import AgentToken
+from agents.services import hash_key
+
+
+class AgentUser:
+    """What DRF puts in request.user for a token: authenticated, not a Django user."""
+
+    is_authenticated = True
+    is_anonymous = False
+    is_staff = False
+
+    def __init__(self, token: AgentToken):
+        self.token = token
+        self.username = f"agent:{token.agent_id}"
+
+    def get_username(self) -> str:
+        return self.username
+
+
+class BearerTokenAuthentication(authentication.BaseAuthentication):
+    keyword = "Bearer"
+
+    def authenticate(self, request):
+        header = authentication.get_authorization_header(request).decode("latin-1").split()
+        if not header or header[0] != self.keyword:
+            return None
+        if len(header) != 2:
+            raise exceptions.AuthenticationFailed("Authorization header must be 'Bearer <token>'")
+        token = AgentToken.objects.filter(key_hash=hash_key(header[1]), is_active=True).first()
+        if token is None:
+            raise exceptions.AuthenticationFailed("invalid or revoked token")
+        AgentToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
+        return AgentUser(token), token
+
+    def authenticate_header(self, request):
+        return self.keyword

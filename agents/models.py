@@ -1,0 +1,31 @@
+from django.contrib.postgres.fields import ArrayField
+from django.db import models
+from django.utils import timezone
+
+
+class AgentToken(models.Model):
+    """An API token for one agent: what it may read and write.
+
+    Only a SHA-256 hash of the token is stored; the token itself is shown once.
+    """
+
+    agent_id = models.CharField(max_length=100, help_text="e.g. research_agent; items default to owner agent:<id>")
+    name = models.CharField(max_length=200, blank=True, default="")
+    key_prefix = models.CharField(max_length=12, help_text="The token's first characters, to recognise it")
+    key_hash = models.CharField(max_length=64, unique=True)
+    readable_scopes = ArrayField(models.CharField(max_length=200), help_text="Items in any of these scopes are visible")
+    writable_scopes = ArrayField(models.CharField(max_length=200), blank=True, default=list)
+    can_read_secrets = models.BooleanField(default=False)
+    static_filters = models.JSONField(
+        null=True, blank=True, help_text="A filter expression always AND-ed with every search (never widened)"
+    )
+    is_active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["agent_id", "-created_at"]
+        constraints = [models.CheckConstraint(condition=models.Q(readable_scopes__len__gte=1), name="token_reads_a_scope")]
+
+    def __str__(self) -> str:
+        return f"{self.agent_id} ({self.key_prefix}…)"

@@ -1,0 +1,71 @@
+"""Request bodies and query parameters of the agent API (seed 003)."""
+import json
+
+from rest_framework import serializers
+
+from knowledge.models import KNOWLEDGE_TYPES
+from knowledge.search.filters import FilterError, parse_filter
+from knowledge.search.rerank import RANK_MODES
+from knowledge.serializers import SCOPE_RE, SourceSerializer, StrictCharField
+
+
+class CommaListField(serializers.ListField):
+    """`a,b` in a query string, or a JSON list in a body."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str):
+            data = [data]
+        if isinstance(data, list) and all(isinstance(part, str) for part in data):
+            # ?types=a,b and ?types=a&types=b both work
+            data = [piece.strip() for part in data for piece in part.split(",") if piece.strip()]
+        return super().to_internal_value(data)
+
+
+class FilterField(serializers.Field):
+    """A filter expression: JSON text (query string) or a JSON value (body)."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str):
+            try:
+                data = json.loads(data)
+            except json.JSONDecodeError as exc:
+                raise serializers.ValidationError(f"not valid JSON: {exc.msg}") from exc
+        try:
+            return parse_filter(data)
+        except FilterError as exc:
+            raise serializers.ValidationError(exc.message) from exc
+
+    def to_representation(self, value):
+        return value.to_dict()
+
+
+class SearchInput(serializers.Serializer):
+    q = serializers.CharField(max_length=2000, allow_blank=True, required=False, default="")
+    top_k = serializers.IntegerField(min_value=1, max_value=100, default=5)
+    min_score = serializers.IntegerField(min_value=1, max_value=5, default=3)
+    types = CommaListField(child=serializers.ChoiceField(choices=KNOWLEDGE_TYPES), required=False, default=list)
+    scopes = CommaListField(child=serializers.CharField(max_length=200), required=False, default=list)
+    filters = FilterField(required=False, default=None)
+    rank = serializers.ChoiceField(choices=RANK_MODES, default="quality")
+    explain = serializers.BooleanField(default=False)
+
+
+class KnowledgeCreateInput(serializers.Serializer):
+    """POST /api/knowledge: the seed's request body."""
+
+    task = serializers.CharField(max_length=10_000)
+    content = serializers.CharField(max_length=100_000)
+    types = serializers.ListField(child=serializers.ChoiceField(choices=KNOWLEDGE_TYPES), min_length=1)
+    tags = serializers.DictField(child=StrictCharField(allow_blank=True, max_length=500), required=False, default=dict)
+    scopes = serializers.ListField(child=serializers.CharField(max_length=200), required=False, min_length=1, max_length=50)
+    owner = serializers.CharField(max_length=200, required=False)
+    resource_ids = serializers.ListField(child=serializers.CharField(max_length=255), required=False, default=list)
+    source = SourceSerializer(required=False, default=dict)
+    score = serializers.IntegerField(min_value=1, max_value=5, default=3)
+    message_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+
+    def validate_scopes(self, value):
+        bad = [s for s in value if not SCOPE_RE.match(s)]
+        if bad:
+            raise serializers.ValidationError(f"scopes look like kind:name (org:acme, user:bob); got {bad}")
+        return value
