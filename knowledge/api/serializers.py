@@ -50,6 +50,24 @@ class SearchInput(serializers.Serializer):
     explain = serializers.BooleanField(default=False)
 
 
+class CursorField(serializers.CharField):
+    def to_internal_value(self, data):
+        from knowledge.api.pagination import decode_cursor
+
+        value = super().to_internal_value(data)
+        try:
+            return decode_cursor(value) if value else None
+        except ValueError as exc:
+            raise serializers.ValidationError("not a cursor from a previous page's `next`") from exc
+
+
+class KnowledgeListInput(serializers.Serializer):
+    limit = serializers.IntegerField(min_value=1, max_value=100, default=10)
+    types = CommaListField(child=serializers.ChoiceField(choices=KNOWLEDGE_TYPES), required=False, default=list)
+    scopes = CommaListField(child=serializers.CharField(max_length=200), required=False, default=list)
+    cursor = CursorField(required=False, allow_blank=True, default=None, max_length=200)
+
+
 class KnowledgeCreateInput(serializers.Serializer):
     """POST /api/knowledge: the seed's request body."""
 

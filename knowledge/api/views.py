@@ -1,19 +1,20 @@
 """Agent API views: validate, call a service or selector through the filter chain, serialize."""
 from django.db.models import Q
+from django.http import Http404
 from rest_framework import status
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from agents.caller import Caller
 from agents.chain import invoke
 from knowledge import selectors, services
-from knowledge.api.serializers import KnowledgeCreateInput, SearchInput
+from knowledge.api.pagination import encode_cursor
+from knowledge.api.serializers import KnowledgeCreateInput, KnowledgeListInput, SearchInput
 from knowledge.models import Knowledge
 from knowledge.search import engine
-from knowledge.search.filters import AND, parse_filter
+from knowledge.search.filters import AND, VALID_OPERATORS, parse_filter, valid_filter_keys
 from knowledge.serializers import KnowledgeSerializer
-
-from agents.caller import Caller
 
 
 def caller_of(request) -> Caller:
@@ -83,8 +84,38 @@ def _create(*, context, **data):
     return services.knowledge_create(scopes=scopes, owner=owner, source=source, **data)
 
 
+def visible_to(caller: Caller):
+    items = selectors.knowledge_with_relations()
+    if caller.readable_scopes is not None:
+        items = items.filter(scopes__overlap=list(caller.readable_scopes))
+    return items
+
+
+def _list(*, limit, types, scopes, cursor, context):
+    items = visible_to(context["caller"]).filter(status="active").order_by("-created_at", "-id")
+    if types:
+        items = items.filter(types__overlap=types)
+    if scopes:
+        items = items.filter(scopes__overlap=scopes)
+    if cursor:
+        created_at, last_id = cursor
+        items = items.filter(Q(created_at__lt=created_at) | Q(created_at=created_at, id__lt=last_id))
+    page = list(items[: limit + 1])
+    more, page = len(page) > limit, page[:limit]
+    return {
+        "results": [KnowledgeSerializer(item).data for item in page],
+        "count": len(page),
+        "next": encode_cursor(page[-1].created_at, page[-1].id) if more else None,
+    }
+
+
 class KnowledgeCollectionApi(APIView):
-    """POST /api/knowledge: save a new item (201 with the stored item)."""
+    """GET /api/knowledge: newest first, cursor-paginated. POST: save a new item (201)."""
+
+    def get(self, request):
+        params = KnowledgeListInput(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        return Response(invoke("knowledge_list", _list, dict(params.validated_data), {"caller": caller_of(request)}))
 
     def post(self, request):
         params = KnowledgeCreateInput(data=request.data)
@@ -97,13 +128,24 @@ class KnowledgeDetailApi(APIView):
     """GET /api/knowledge/{id}: 404 unless one of the item's scopes is readable."""
 
     def get(self, request, knowledge_id):
-        caller = caller_of(request)
-        visible = selectors.knowledge_with_relations()
-        if caller.readable_scopes is not None:
-            visible = visible.filter(Q(scopes__overlap=list(caller.readable_scopes)))
-        item = visible.filter(pk=knowledge_id).first()
+        item = visible_to(caller_of(request)).filter(pk=knowledge_id).first()
         if item is None:
-            from django.http import Http404
-
             raise Http404
         return Response(KnowledgeSerializer(item).data)
+
+
+class KnowledgeFiltersApi(APIView):
+    """GET /api/knowledge/filters: the filter keys and operators valid for this agent, with sample values."""
+
+    def get(self, request):
+        caller = caller_of(request)
+        keys = valid_filter_keys(visible_to(caller).filter(status="active"))
+        return Response({
+            "operators": list(VALID_OPERATORS),
+            "keys": keys,
+            "static_filters": caller.static_filters,
+            "example": {"op": "AND", "conditions": [
+                {"op": "EQ", "key": "tags.domain", "value": "coding_style"},
+                {"op": "GTE", "key": "score", "value": 3},
+            ]},
+        })

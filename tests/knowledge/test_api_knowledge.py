@@ -217,3 +217,46 @@ def test_the_documented_example_filters_audit_and_rate_limit(owner, settings, mo
     limited = owner.get("/api/knowledge/search", {"q": "c"})
     assert limited.status_code == 429
     assert limited.json()["error"]["code"] == "rate_limited" and "rate_limit" in limited.json()["error"]["message"]
+
+
+def test_list_is_newest_first_and_pages_with_a_cursor(owner, outsider):
+    from datetime import datetime, timedelta, timezone
+
+    start = datetime(2026, 3, 1, tzinfo=timezone.utc)
+    made = [make_knowledge(task=f"item {i}", scopes=["org:cybertogether"], created_at=start + timedelta(hours=i), embed=False) for i in range(5)]
+    make_knowledge(task="same time as item 4", scopes=["org:cybertogether"], created_at=made[4].created_at, embed=False)
+    make_knowledge(task="someone else's", scopes=["org:other"], embed=False)
+    seen, cursor = [], None
+    while True:
+        params = {"limit": 2, **({"cursor": cursor} if cursor else {})}
+        page = owner.get("/api/knowledge", params).json()
+        seen += [r["task"] for r in page["results"]]
+        cursor = page["next"]
+        if not cursor:
+            break
+    assert len(seen) == 6 and len(set(seen)) == 6
+    assert seen[-4:] == ["item 3", "item 2", "item 1", "item 0"]
+    assert "someone else's" not in seen
+    assert [r["task"] for r in outsider.get("/api/knowledge").json()["results"]] == ["someone else's"]
+
+
+def test_list_filters_by_types_and_scopes(owner):
+    make_knowledge(task="a plan", types=["plan"], scopes=["org:cybertogether"], embed=False)
+    make_knowledge(task="a tool", types=["tool"], scopes=["org:cybertogether"], embed=False)
+    assert [r["task"] for r in owner.get("/api/knowledge", {"types": "plan"}).json()["results"]] == ["a plan"]
+    assert owner.get("/api/knowledge", {"scopes": "org:nowhere"}).json()["results"] == []
+
+
+@pytest.mark.parametrize(("params", "field"), [({"limit": 0}, "limit"), ({"limit": 500}, "limit"), ({"cursor": "garbage!"}, "cursor"), ({"types": "gossip"}, "types")])
+def test_bad_list_parameters_are_400(owner, params, field):
+    response = owner.get("/api/knowledge", params)
+    assert response.status_code == 400 and field in response.json()["error"]["fields"]
+
+
+def test_filters_endpoint_lists_keys_with_samples_from_visible_items_only(owner):
+    make_knowledge(task="t", tags={"domain": "coding_style"}, scopes=["org:cybertogether"], embed=False)
+    make_knowledge(task="t", tags={"secret_project": "x"}, scopes=["org:other"], embed=False)
+    body = owner.get("/api/knowledge/filters").json()
+    assert "EQ" in body["operators"] and "STARTSWITH" in body["operators"]
+    assert "tags.domain" in body["keys"] and "coding_style" in body["keys"]["tags.domain"]["samples"]
+    assert "tags.secret_project" not in body["keys"]
