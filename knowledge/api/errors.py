@@ -8,8 +8,12 @@ from agents.chain import ChainError
 from knowledge.errors import KnowledgeError, KnowledgeIdConflictError
 
 
+def error_payload(code: str, message: str, fields: dict | None = None) -> dict:
+    return {"code": code, "message": message, "fields": _flatten(fields or {})}
+
+
 def error_response(status_code: int, code: str, message: str, fields: dict | None = None) -> Response:
-    return Response({"error": {"code": code, "message": message, "fields": fields or {}}}, status=status_code)
+    return Response({"error": error_payload(code, message, fields)}, status=status_code)
 
 
 def _flatten(detail) -> dict:

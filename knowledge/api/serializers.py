@@ -87,3 +87,39 @@ class KnowledgeCreateInput(serializers.Serializer):
         if bad:
             raise serializers.ValidationError(f"scopes look like kind:name (org:acme, user:bob); got {bad}")
         return value
+
+
+class CaseField(serializers.DictField):
+    """A feedback case: task, outcome, reason, timestamp, ... (an object of at most 20 keys)."""
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if len(value) > 20:
+            raise serializers.ValidationError("a case has at most 20 keys")
+        if len(json.dumps(value, default=str)) > 20_000:
+            raise serializers.ValidationError("a case is at most 20,000 characters of JSON")
+        return value
+
+
+class KnowledgeUpdateInput(serializers.Serializer):
+    """PUT /api/knowledge/{id} (seed 003)."""
+
+    add_helpful_case = CaseField(required=False, allow_null=True)
+    add_harmful_case = CaseField(required=False, allow_null=True)
+    update_score = serializers.IntegerField(min_value=1, max_value=5, required=False, allow_null=True)
+    evolve_feedback = serializers.CharField(max_length=10_000, required=False, allow_null=True, allow_blank=True)
+
+    def validate(self, attrs):
+        if not any(attrs.get(k) not in (None, "") for k in self.fields):
+            raise serializers.ValidationError({"non_field_errors": [f"give at least one of {', '.join(self.fields)}"]})
+        return attrs
+
+
+class FeedbackEntry(serializers.Serializer):
+    knowledge_id = serializers.CharField(max_length=40)
+    is_helpful = serializers.BooleanField()
+    case = CaseField(required=False, default=dict)
+
+
+class BatchUpdateInput(serializers.Serializer):
+    feedback_list = serializers.ListField(child=serializers.DictField(), min_length=1, max_length=500)

@@ -2,7 +2,8 @@
 from django.db.models import Q
 from django.http import Http404
 from rest_framework import status
-from rest_framework.exceptions import PermissionDenied
+from django.db import transaction
+from rest_framework.exceptions import APIException, PermissionDenied
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -10,7 +11,11 @@ from agents.caller import Caller
 from agents.chain import invoke
 from knowledge import selectors, services
 from knowledge.api.pagination import encode_cursor
-from knowledge.api.serializers import KnowledgeCreateInput, KnowledgeListInput, SearchInput
+from knowledge import feedback
+from knowledge.api.errors import error_payload
+from knowledge.api.serializers import (
+    BatchUpdateInput, FeedbackEntry, KnowledgeCreateInput, KnowledgeListInput, KnowledgeUpdateInput, SearchInput,
+)
 from knowledge.models import Knowledge
 from knowledge.search import engine
 from knowledge.search.filters import AND, VALID_OPERATORS, parse_filter, valid_filter_keys
@@ -124,14 +129,79 @@ class KnowledgeCollectionApi(APIView):
         return Response(KnowledgeSerializer(selectors.knowledge_get(knowledge_id=item.id)).data, status=status.HTTP_201_CREATED)
 
 
+def _visible_item(caller: Caller, knowledge_id: str) -> Knowledge:
+    item = visible_to(caller).filter(pk=knowledge_id).first()
+    if item is None:
+        raise Http404
+    return item
+
+
+def _update(*, knowledge_id, context, add_helpful_case=None, add_harmful_case=None, update_score=None,
+            evolve_feedback=None):
+    caller: Caller = context["caller"]
+    item = _visible_item(caller, knowledge_id)
+    if (update_score is not None or evolve_feedback) and len(caller.may_write(item.scopes)) == len(item.scopes):
+        raise PermissionDenied("changing the score or evolving needs write access to one of the item's scopes")
+    if evolve_feedback:
+        raise NotImplementedApi("evolve_feedback: LLM evolve jobs are not available in this version yet; nothing was changed")
+    with transaction.atomic():
+        if add_helpful_case is not None:
+            feedback.feedback_record(knowledge_id=item.id, helpful=True, case=add_helpful_case, reported_by=caller.principal)
+        if add_harmful_case is not None:
+            feedback.feedback_record(knowledge_id=item.id, helpful=False, case=add_harmful_case, reported_by=caller.principal)
+        if update_score is not None:
+            feedback.score_set(knowledge_id=item.id, score=update_score)
+    return selectors.knowledge_get(knowledge_id=item.id)
+
+
+def _batch_update(*, feedback_list, context):
+    caller: Caller = context["caller"]
+    results = []
+    for position, raw in enumerate(feedback_list):
+        entry = FeedbackEntry(data=raw)
+        knowledge_id = raw.get("knowledge_id") if isinstance(raw, dict) else None
+        if not entry.is_valid():
+            results.append({"index": position, "knowledge_id": knowledge_id, "ok": False,
+                            "error": error_payload("invalid", "invalid feedback entry", entry.errors)})
+            continue
+        data = entry.validated_data
+        if not visible_to(caller).filter(pk=data["knowledge_id"]).exists():
+            results.append({"index": position, "knowledge_id": knowledge_id, "ok": False,
+                            "error": error_payload("not_found", f"no knowledge item {data['knowledge_id']}", {})})
+            continue
+        feedback.feedback_record(knowledge_id=data["knowledge_id"], helpful=data["is_helpful"], case=data["case"],
+                                 reported_by=caller.principal)
+        results.append({"index": position, "knowledge_id": knowledge_id, "ok": True})
+    failed = sum(1 for r in results if not r["ok"])
+    return {"results": results, "succeeded": len(results) - failed, "failed": failed}
+
+
+class NotImplementedApi(APIException):
+    status_code = 501
+    default_code = "not_implemented"
+
+
 class KnowledgeDetailApi(APIView):
-    """GET /api/knowledge/{id}: 404 unless one of the item's scopes is readable."""
+    """GET /api/knowledge/{id}; PUT: feedback cases and score (seed 003). 404 unless readable."""
 
     def get(self, request, knowledge_id):
-        item = visible_to(caller_of(request)).filter(pk=knowledge_id).first()
-        if item is None:
-            raise Http404
+        return Response(KnowledgeSerializer(_visible_item(caller_of(request), knowledge_id)).data)
+
+    def put(self, request, knowledge_id):
+        params = KnowledgeUpdateInput(data=request.data)
+        params.is_valid(raise_exception=True)
+        args = {"knowledge_id": knowledge_id, **params.validated_data}
+        item = invoke("knowledge_update", _update, args, {"caller": caller_of(request)})
         return Response(KnowledgeSerializer(item).data)
+
+
+class KnowledgeBatchUpdateApi(APIView):
+    """POST /api/knowledge/batch_update: per-entry results; one bad entry does not lose the good ones."""
+
+    def post(self, request):
+        params = BatchUpdateInput(data=request.data)
+        params.is_valid(raise_exception=True)
+        return Response(invoke("knowledge_batch_update", _batch_update, dict(params.validated_data), {"caller": caller_of(request)}))
 
 
 class KnowledgeFiltersApi(APIView):

@@ -1,0 +1,38 @@
+"""Feedback on knowledge: helpful/harmful cases and score changes.
+
+A case is appended and its counter incremented in one transaction, and the
+counter moves with `F() + 1` in an UPDATE, which locks the row: concurrent
+reports queue up instead of overwriting each other.
+"""
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from knowledge.models import FeedbackCase, Knowledge
+
+MAX_CASE_KEYS = 20
+
+
+def normalize_case(case: dict | None, *, reported_by: str) -> dict:
+    case = dict(case or {})
+    case.setdefault("timestamp", timezone.now().isoformat().replace("+00:00", "Z"))
+    if reported_by:
+        case.setdefault("reported_by", reported_by)
+    return case
+
+
+@transaction.atomic
+def feedback_record(*, knowledge_id: str, helpful: bool, case: dict | None = None, reported_by: str = "") -> None:
+    """Raises Knowledge.DoesNotExist when there is no such item."""
+    kind = "helpful" if helpful else "harmful"
+    updated = Knowledge.objects.filter(pk=knowledge_id).update(**{kind: F(kind) + 1}, updated_at=timezone.now())
+    if not updated:
+        raise Knowledge.DoesNotExist(knowledge_id)
+    FeedbackCase.objects.create(
+        knowledge_id=knowledge_id, kind=kind, case=normalize_case(case, reported_by=reported_by), reported_by=reported_by
+    )
+
+
+def score_set(*, knowledge_id: str, score: int) -> None:
+    if not Knowledge.objects.filter(pk=knowledge_id).update(score=score, updated_at=timezone.now()):
+        raise Knowledge.DoesNotExist(knowledge_id)

@@ -1,0 +1,121 @@
+"""PUT /api/knowledge/{id} and POST /api/knowledge/batch_update (seed 003), and feedback under load."""
+import threading
+
+import pytest
+from django.db import connection
+
+from knowledge.feedback import feedback_record
+from knowledge.models import FeedbackCase, Knowledge
+from tests.factories import make_knowledge
+from tests.knowledge.test_api_knowledge import client_for
+
+SEED_PUT_BODY = {
+    "add_helpful_case": {"task": "任务描述", "outcome": "成功", "timestamp": "2026-03-05T12:00:00Z"},
+    "add_harmful_case": {"task": "任务描述", "outcome": "失败", "reason": "原因", "timestamp": "2026-03-05T12:00:00Z"},
+    "update_score": 4,
+}
+
+
+@pytest.fixture
+def item(db):
+    return make_knowledge(task="Use the staging proxy", scopes=["org:acme"], embed=False)
+
+
+@pytest.fixture
+def acme():
+    return client_for("research_agent", ["org:acme"])
+
+
+@pytest.mark.django_db
+def test_seed_put_body_records_both_cases_and_the_score(acme, item):
+    response = acme.put(f"/api/knowledge/{item.id}", SEED_PUT_BODY, format="json")
+    assert response.status_code == 200, response.json()
+    evaluation = response.json()["eval"]
+    assert (evaluation["score"], evaluation["helpful"], evaluation["harmful"]) == (4, 1, 1)
+    helpful = evaluation["helpful_history"][0]
+    assert {k: helpful[k] for k in SEED_PUT_BODY["add_helpful_case"]} == SEED_PUT_BODY["add_helpful_case"]
+    assert helpful["reported_by"] == "agent:research_agent"
+    assert evaluation["harmful_history"][0]["reason"] == "原因"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("body", "field"), [({}, "non_field_errors"), ({"update_score": 7}, "update_score"),
+                                             ({"add_helpful_case": "great"}, "add_helpful_case")])
+def test_bad_put_bodies_are_400_and_change_nothing(acme, item, body, field):
+    response = acme.put(f"/api/knowledge/{item.id}", body, format="json")
+    assert response.status_code == 400 and field in response.json()["error"]["fields"]
+    item.refresh_from_db()
+    assert (item.score, item.helpful, item.harmful) == (3, 0, 0)
+
+
+@pytest.mark.django_db
+def test_other_orgs_cannot_rate_or_rescore_and_learn_nothing(item):
+    outsider = client_for("spy", ["org:other"])
+    assert outsider.put(f"/api/knowledge/{item.id}", SEED_PUT_BODY, format="json").status_code == 404
+    item.refresh_from_db()
+    assert (item.score, item.helpful, item.harmful) == (3, 0, 0)
+    batch = outsider.post("/api/knowledge/batch_update", {"feedback_list": [{"knowledge_id": item.id, "is_helpful": True}]}, format="json").json()
+    assert batch["failed"] == 1 and batch["results"][0]["error"]["code"] == "not_found"
+    assert not FeedbackCase.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_read_only_token_may_report_cases_but_not_change_the_score(item):
+    reader = client_for("reader", ["org:acme"], writable_scopes=[])
+    assert reader.put(f"/api/knowledge/{item.id}", {"add_helpful_case": {"outcome": "ok"}}, format="json").status_code == 200
+    assert reader.put(f"/api/knowledge/{item.id}", {"update_score": 5}, format="json").status_code == 403
+
+
+@pytest.mark.django_db
+def test_evolve_is_refused_clearly_until_evolve_jobs_exist(acme, item):
+    response = acme.put(f"/api/knowledge/{item.id}", {"evolve_feedback": "be shorter"}, format="json")
+    assert response.status_code == 501 and "evolve_feedback" in response.json()["error"]["message"]
+
+
+@pytest.mark.django_db
+def test_batch_update_keeps_the_good_entries_and_says_which_failed(acme, item):
+    other = make_knowledge(task="another", scopes=["org:acme"], embed=False)
+    body = {"feedback_list": [
+        {"knowledge_id": item.id, "is_helpful": True, "case": {"task": "任务描述", "outcome": "成功", "timestamp": "2026-03-05T12:00:00Z"}},
+        {"knowledge_id": "knowledge-20990101-none", "is_helpful": True},
+        {"knowledge_id": other.id},
+        {"knowledge_id": other.id, "is_helpful": False, "case": {"reason": "outdated"}},
+    ]}
+    response = acme.post("/api/knowledge/batch_update", body, format="json")
+    assert response.status_code == 200
+    result = response.json()
+    assert (result["succeeded"], result["failed"]) == (2, 2)
+    assert [r["ok"] for r in result["results"]] == [True, False, False, True]
+    assert "is_helpful" in result["results"][2]["error"]["fields"]
+    assert Knowledge.objects.get(pk=item.id).helpful == 1 and Knowledge.objects.get(pk=other.id).harmful == 1
+
+
+@pytest.mark.django_db
+def test_batch_update_needs_a_list(acme):
+    response = acme.post("/api/knowledge/batch_update", {"feedback_list": []}, format="json")
+    assert response.status_code == 400 and "feedback_list" in response.json()["error"]["fields"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_fifty_threads_of_twenty_cases_lose_nothing():
+    item = make_knowledge(task="hot item", embed=False)
+    errors = []
+
+    def report(worker):
+        try:
+            for n in range(20):
+                feedback_record(knowledge_id=item.id, helpful=True, case={"worker": worker, "n": n}, reported_by=f"agent:w{worker}")
+        except Exception as exc:  # noqa: BLE001 - surfaced below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=report, args=(w,)) for w in range(50)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    item.refresh_from_db()
+    assert item.helpful == 1000
+    assert FeedbackCase.objects.filter(knowledge=item, kind="helpful").count() == 1000
