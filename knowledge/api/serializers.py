@@ -1,6 +1,7 @@
 """Request bodies and query parameters of the agent API (seed 003)."""
 import json
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from knowledge.models import KNOWLEDGE_TYPES
@@ -21,6 +22,11 @@ class CommaListField(serializers.ListField):
         return super().to_internal_value(data)
 
 
+@extend_schema_field({
+    "description": 'A filter expression, e.g. {"op": "EQ", "key": "tags.domain", "value": "coding_style"}; '
+    "JSON text in a query string. See GET /api/knowledge/filters.",
+    "oneOf": [{"type": "object"}, {"type": "array"}, {"type": "string"}],
+})
 class FilterField(serializers.Field):
     """A filter expression: JSON text (query string) or a JSON value (body)."""
 

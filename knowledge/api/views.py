@@ -5,11 +5,13 @@ from rest_framework import status
 from django.db import transaction
 from rest_framework.exceptions import APIException, PermissionDenied
 from rest_framework.response import Response
+from drf_spectacular.utils import extend_schema
 from rest_framework.views import APIView
 
 from agents.caller import Caller
 from agents.chain import invoke
 from knowledge import selectors, services
+from knowledge.api import schema
 from knowledge.api.pagination import encode_cursor
 from knowledge import feedback
 from knowledge.api.errors import error_payload
@@ -63,9 +65,11 @@ def _search(*, q, top_k, min_score, types, scopes, filters, rank, explain, conte
 class KnowledgeSearchApi(APIView):
     """GET /api/knowledge/search?q=&top_k=5&min_score=3&types=a,b (POST: the same as JSON)."""
 
+    @extend_schema(parameters=[SearchInput], responses={200: schema.SearchOutput, **schema.ERRORS})
     def get(self, request):
         return self._run(request, request.query_params)
 
+    @extend_schema(request=SearchInput, responses={200: schema.SearchOutput, **schema.ERRORS})
     def post(self, request):
         return self._run(request, request.data)
 
@@ -117,11 +121,13 @@ def _list(*, limit, types, scopes, cursor, context):
 class KnowledgeCollectionApi(APIView):
     """GET /api/knowledge: newest first, cursor-paginated. POST: save a new item (201)."""
 
+    @extend_schema(operation_id="knowledge_list", parameters=[KnowledgeListInput], responses={200: schema.ListOutput, **schema.ERRORS})
     def get(self, request):
         params = KnowledgeListInput(data=request.query_params)
         params.is_valid(raise_exception=True)
         return Response(invoke("knowledge_list", _list, dict(params.validated_data), {"caller": caller_of(request)}))
 
+    @extend_schema(request=KnowledgeCreateInput, responses={201: KnowledgeSerializer, **schema.ERRORS})
     def post(self, request):
         params = KnowledgeCreateInput(data=request.data)
         params.is_valid(raise_exception=True)
@@ -184,9 +190,11 @@ class NotImplementedApi(APIException):
 class KnowledgeDetailApi(APIView):
     """GET /api/knowledge/{id}; PUT: feedback cases and score (seed 003). 404 unless readable."""
 
+    @extend_schema(operation_id="knowledge_get", responses={200: KnowledgeSerializer, **schema.ERRORS})
     def get(self, request, knowledge_id):
         return Response(KnowledgeSerializer(_visible_item(caller_of(request), knowledge_id)).data)
 
+    @extend_schema(request=KnowledgeUpdateInput, responses={200: KnowledgeSerializer, **schema.ERRORS})
     def put(self, request, knowledge_id):
         params = KnowledgeUpdateInput(data=request.data)
         params.is_valid(raise_exception=True)
@@ -198,6 +206,7 @@ class KnowledgeDetailApi(APIView):
 class KnowledgeBatchUpdateApi(APIView):
     """POST /api/knowledge/batch_update: per-entry results; one bad entry does not lose the good ones."""
 
+    @extend_schema(request=schema.BatchUpdateRequest, responses={200: schema.BatchOutput, **schema.ERRORS})
     def post(self, request):
         params = BatchUpdateInput(data=request.data)
         params.is_valid(raise_exception=True)
@@ -207,6 +216,7 @@ class KnowledgeBatchUpdateApi(APIView):
 class KnowledgeFiltersApi(APIView):
     """GET /api/knowledge/filters: the filter keys and operators valid for this agent, with sample values."""
 
+    @extend_schema(responses={200: schema.FiltersOutput, **schema.ERRORS})
     def get(self, request):
         caller = caller_of(request)
         keys = valid_filter_keys(visible_to(caller).filter(status="active"))

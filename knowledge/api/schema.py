@@ -1,0 +1,82 @@
+"""Response shapes for the OpenAPI schema (the views build plain dicts of these shapes)."""
+from drf_spectacular.utils import OpenApiResponse
+from rest_framework import serializers
+
+from knowledge.serializers import KnowledgeSerializer
+
+
+class ErrorBody(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+    fields = serializers.DictField()
+
+
+class ErrorOutput(serializers.Serializer):
+    error = ErrorBody()
+
+
+class HitEval(serializers.Serializer):
+    score = serializers.IntegerField()
+    helpful = serializers.IntegerField()
+    harmful = serializers.IntegerField()
+    confidence = serializers.FloatField()
+
+
+class SearchHit(serializers.Serializer):
+    id = serializers.CharField()
+    task = serializers.CharField()
+    content = serializers.CharField()
+    types = serializers.ListField(child=serializers.CharField())
+    tags = serializers.DictField(child=serializers.CharField())
+    scopes = serializers.ListField(child=serializers.CharField())
+    owner = serializers.CharField()
+    resource_ids = serializers.ListField(child=serializers.CharField())
+    eval = HitEval()
+    quality_score = serializers.FloatField()
+    explanation = serializers.DictField(required=False)
+
+
+class SearchOutput(serializers.Serializer):
+    results = SearchHit(many=True)
+    count = serializers.IntegerField()
+    notes = serializers.ListField(child=serializers.CharField(), required=False)
+
+
+class ListOutput(serializers.Serializer):
+    results = KnowledgeSerializer(many=True)
+    count = serializers.IntegerField()
+    next = serializers.CharField(allow_null=True)
+
+
+class BatchResult(serializers.Serializer):
+    index = serializers.IntegerField()
+    knowledge_id = serializers.CharField(allow_null=True)
+    ok = serializers.BooleanField()
+    error = ErrorBody(required=False)
+
+
+class BatchOutput(serializers.Serializer):
+    results = BatchResult(many=True)
+    succeeded = serializers.IntegerField()
+    failed = serializers.IntegerField()
+
+
+class BatchUpdateRequest(serializers.Serializer):
+    from knowledge.api.serializers import FeedbackEntry as _Entry
+
+    feedback_list = _Entry(many=True)
+
+
+class FiltersOutput(serializers.Serializer):
+    operators = serializers.ListField(child=serializers.CharField())
+    keys = serializers.DictField()
+    static_filters = serializers.JSONField(allow_null=True)
+    example = serializers.JSONField()
+
+
+ERRORS = {code: OpenApiResponse(ErrorOutput, description=text) for code, text in {
+    400: "invalid input; `fields` names what is wrong",
+    401: "missing or invalid token",
+    403: "not allowed for this token",
+    404: "no such item visible to this token",
+}.items()}
