@@ -6,6 +6,7 @@ from rest_framework.views import exception_handler
 
 from agents.chain import ChainError
 from knowledge.errors import KnowledgeError, KnowledgeIdConflictError
+from resources.services import ResourceExistsError
 
 
 def error_payload(code: str, message: str, fields: dict | None = None) -> dict:
@@ -39,7 +40,7 @@ def _first_message(value) -> str:
 
 
 def api_exception_handler(exc, context):
-    if isinstance(exc, KnowledgeIdConflictError):
+    if isinstance(exc, (KnowledgeIdConflictError, ResourceExistsError)):
         return error_response(status.HTTP_409_CONFLICT, "conflict", exc.message, {exc.field: [exc.message]})
     if isinstance(exc, KnowledgeError):  # FilterError, UnknownResourceError, ...
         field = exc.field or "non_field_errors"

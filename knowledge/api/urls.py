@@ -1,6 +1,7 @@
 from django.urls import path
 
 from knowledge.api import views
+from resources.api import ResourceCollectionApi, ResourceDetailApi
 
 urlpatterns = [
     path("knowledge/search", views.KnowledgeSearchApi.as_view(), name="knowledge-search"),
@@ -8,4 +9,6 @@ urlpatterns = [
     path("knowledge/filters", views.KnowledgeFiltersApi.as_view(), name="knowledge-filters"),
     path("knowledge", views.KnowledgeCollectionApi.as_view(), name="knowledge-collection"),
     path("knowledge/<str:knowledge_id>", views.KnowledgeDetailApi.as_view(), name="knowledge-detail"),
+    path("resource", ResourceCollectionApi.as_view(), name="resource-collection"),
+    path("resource/<path:resource_id>", ResourceDetailApi.as_view(), name="resource-detail"),
 ]

@@ -1,0 +1,104 @@
+"""POST /api/resource and GET /api/resource/{id} (seed 003, scenarios 1-4)."""
+from django.http import Http404
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import APIException, PermissionDenied
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from agents.caller import Caller
+from agents.chain import invoke
+from knowledge.api import schema
+from knowledge.api.views import caller_of
+from knowledge.serializers import SCOPE_RE
+from resources.models import RESOURCE_ID_PATTERN, Resource, ResourceContentType
+from resources.services import resource_create
+
+
+class ResourceInput(serializers.Serializer):
+    id = serializers.RegexField(RESOURCE_ID_PATTERN, max_length=255,
+                                error_messages={"invalid": "must be path-like, e.g. code/selenium/login"})
+    title = serializers.CharField(max_length=300)
+    body = serializers.CharField(required=False, allow_blank=True, default="", max_length=1_000_000)
+    secure_body = serializers.CharField(required=False, allow_blank=True, default="", max_length=100_000)
+    content_type = serializers.ChoiceField(choices=ResourceContentType.values, default="text")
+    metadata = serializers.DictField(required=False, default=dict)
+    scopes = serializers.ListField(child=serializers.RegexField(SCOPE_RE.pattern, max_length=200), required=False, min_length=1)
+    expires_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
+
+    def validate(self, attrs):
+        # Seed scenario 3 puts a cookie's expiry in metadata: honour it there too.
+        if attrs.get("expires_at") is None and attrs.get("metadata", {}).get("expires_at"):
+            try:
+                attrs["expires_at"] = serializers.DateTimeField().to_internal_value(attrs["metadata"]["expires_at"])
+            except serializers.ValidationError as exc:
+                raise serializers.ValidationError({"metadata": {"expires_at": exc.detail}}) from exc
+        return attrs
+
+
+class ResourceOutput(serializers.Serializer):
+    id = serializers.CharField()
+    title = serializers.CharField()
+    body = serializers.CharField()
+    content_type = serializers.CharField()
+    metadata = serializers.DictField()
+    scopes = serializers.ListField(child=serializers.CharField())
+    owner = serializers.CharField()
+    expires_at = serializers.DateTimeField(allow_null=True)
+    has_secret = serializers.BooleanField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class Gone(APIException):
+    status_code = status.HTTP_410_GONE
+    default_code = "expired"
+
+
+def resource_data(resource: Resource, *, reveal: bool) -> dict:
+    data = ResourceOutput(resource).data
+    if reveal:
+        data["secure_body"] = resource.secure_body
+    return data
+
+
+def _save(*, context, **data):
+    caller: Caller = context["caller"]
+    scopes = data.pop("scopes", None) or list(caller.writable_scopes or ())[:1]
+    refused = caller.may_write(scopes) if scopes else ["(none)"]
+    if refused:
+        raise PermissionDenied(f"this token may not write to scope(s): {', '.join(refused)}")
+    return resource_create(resource_id=data.pop("id"), scopes=scopes, owner=caller.principal, **data)
+
+
+class ResourceCollectionApi(APIView):
+    @extend_schema(request=ResourceInput, responses={201: ResourceOutput, **schema.ERRORS})
+    def post(self, request):
+        params = ResourceInput(data=request.data)
+        params.is_valid(raise_exception=True)
+        resource = invoke("resource_save", _save, dict(params.validated_data), {"caller": caller_of(request)})
+        return Response(resource_data(resource, reveal=False), status=status.HTTP_201_CREATED)
+
+
+class ResourceDetailApi(APIView):
+    @extend_schema(
+        operation_id="resource_get",
+        parameters=[OpenApiParameter("reveal", bool, description="include secure_body (tokens with secret access only)")],
+        responses={200: ResourceOutput, 410: schema.ErrorOutput, **schema.ERRORS},
+    )
+    def get(self, request, resource_id):
+        caller = caller_of(request)
+        resources = Resource.objects.all()
+        if caller.readable_scopes is not None:
+            resources = resources.filter(scopes__overlap=list(caller.readable_scopes))
+        resource = resources.filter(pk=resource_id).first()
+        if resource is None:
+            raise Http404
+        reveal = request.query_params.get("reveal", "").lower() in ("1", "true", "yes")
+        if reveal:
+            if not caller.can_read_secrets:
+                raise PermissionDenied("this token may not reveal secrets")
+            if resource.expires_at and resource.expires_at <= timezone.now():
+                raise Gone(f"this {resource.content_type} expired at {resource.expires_at.isoformat()}")
+        return Response(resource_data(resource, reveal=reveal))

@@ -1,0 +1,24 @@
+"""Writes to resources."""
+from django.db import IntegrityError, transaction
+
+from knowledge.errors import KnowledgeError
+from resources.models import Resource
+
+
+class ResourceExistsError(KnowledgeError):
+    def __init__(self, resource_id: str):
+        super().__init__(f"a resource with id {resource_id} already exists", field="id")
+
+
+def resource_create(*, resource_id: str, title: str, scopes: list[str], owner: str, body: str = "", secure_body: str = "",
+                    content_type: str = "text", metadata: dict | None = None, expires_at=None) -> Resource:
+    try:
+        with transaction.atomic():
+            return Resource.objects.create(
+                id=resource_id, title=title, body=body, secure_body=secure_body, content_type=content_type,
+                metadata=metadata or {}, scopes=scopes, owner=owner, expires_at=expires_at,
+            )
+    except IntegrityError as exc:
+        if Resource.objects.filter(pk=resource_id).exists():
+            raise ResourceExistsError(resource_id) from exc
+        raise

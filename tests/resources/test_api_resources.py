@@ -1,0 +1,96 @@
+"""POST /api/resource and GET /api/resource/{id} with the seed's scenarios."""
+import pytest
+
+from tests.knowledge.test_api_knowledge import client_for
+
+pytestmark = pytest.mark.django_db
+
+CREDENTIAL = {
+    "id": "credentials/website_a",
+    "title": "某网站测试账号",
+    "body": "使用方法:直接登录即可,每天限额 100 次",
+    "secure_body": "账号:user@example.com\n密码:SecurePass123",
+    "content_type": "credential",
+    "metadata": {"acquired_at": "2026-03-06T10:00:00Z"},
+}
+COOKIE = {
+    "id": "cookies/website_a",
+    "title": "某网站 Cookie",
+    "body": "适用于:已登录状态的 API 调用",
+    "secure_body": "session_id=abc123; auth_token=xyz789",
+    "content_type": "cookie",
+    "metadata": {"acquired_at": "2026-03-06T10:00:00Z", "expires_at": "2026-03-07T10:00:00Z"},
+}
+CODE = {
+    "id": "code/selenium/undetected_login",
+    "title": "Selenium 绕过检测登录代码",
+    "body": "import undetected_chromedriver as uc\n\ndriver = uc.Chrome()...",
+    "content_type": "code",
+    "metadata": {"language": "python"},
+}
+
+
+@pytest.fixture
+def writer():
+    return client_for("research_agent", ["org:acme"])
+
+
+@pytest.fixture
+def keeper():
+    return client_for("vault_agent", ["org:acme"], can_read_secrets=True)
+
+
+def test_seed_resources_save_verbatim_and_never_show_the_secret_by_default(writer):
+    for body in (CREDENTIAL, COOKIE, CODE):
+        response = writer.post("/api/resource", body, format="json")
+        assert response.status_code == 201, response.json()
+        assert "SecurePass123" not in response.content.decode() and "abc123" not in response.content.decode()
+    got = writer.get("/api/resource/credentials/website_a").json()
+    assert got["title"] == CREDENTIAL["title"] and got["has_secret"] is True and "secure_body" not in got
+    assert writer.get("/api/resource/code/selenium/undetected_login").json()["body"] == CODE["body"]
+
+
+def test_knowledge_can_reference_saved_resources(writer):
+    writer.post("/api/resource", CODE, format="json")
+    body = {"task": "使用 Selenium 登录某网站并绕过反爬检测", "content": "使用 undetected_chromedriver", "types": ["tool", "strategy"],
+            "resource_ids": ["code/selenium/undetected_login"]}
+    item = writer.post("/api/knowledge", body, format="json").json()
+    assert item["resource_ids"] == ["code/selenium/undetected_login"]
+
+
+def test_reveal_needs_secret_access(writer, keeper):
+    writer.post("/api/resource", CREDENTIAL, format="json")
+    assert writer.get("/api/resource/credentials/website_a", {"reveal": "true"}).status_code == 403
+    revealed = keeper.get("/api/resource/credentials/website_a", {"reveal": "true"}).json()
+    assert revealed["secure_body"] == CREDENTIAL["secure_body"]
+
+
+def test_an_expired_cookie_is_never_revealed(writer, keeper):
+    writer.post("/api/resource", COOKIE, format="json")  # expired 2026-03-07, read from metadata
+    response = keeper.get("/api/resource/cookies/website_a", {"reveal": "true"})
+    assert response.status_code == 410
+    assert "2026-03-07T10:00:00" in response.json()["error"]["message"]
+
+
+def test_other_orgs_get_404(writer):
+    writer.post("/api/resource", CREDENTIAL, format="json")
+    outsider = client_for("spy", ["org:other"], can_read_secrets=True)
+    assert outsider.get("/api/resource/credentials/website_a", {"reveal": "true"}).status_code == 404
+
+
+@pytest.mark.parametrize(("change", "field"), [({"id": "../etc/passwd"}, "id"), ({"content_type": "binary"}, "content_type"),
+                                               ({"scopes": ["org:other"]}, None), ({"title": ""}, "title"),
+                                               ({"metadata": {"expires_at": "soon"}}, "metadata")])
+def test_bad_resources_are_refused(writer, change, field):
+    response = writer.post("/api/resource", {**CREDENTIAL, **change}, format="json")
+    if field is None:
+        assert response.status_code == 403
+    else:
+        assert response.status_code == 400 and field in response.json()["error"]["fields"]
+
+
+def test_saving_an_existing_id_is_a_conflict_and_keeps_the_original(writer, keeper):
+    writer.post("/api/resource", CREDENTIAL, format="json")
+    again = writer.post("/api/resource", {**CREDENTIAL, "secure_body": "new"}, format="json")
+    assert again.status_code == 409
+    assert keeper.get("/api/resource/credentials/website_a", {"reveal": "1"}).json()["secure_body"] == CREDENTIAL["secure_body"]
