@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from agents.models import AgentToken
+from agents.models import AgentToken, AuditEvent
 
 
 @admin.register(AgentToken)
@@ -12,3 +12,21 @@ class AgentTokenAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False  # tokens are created with `manage.py create_agent_token`, which shows the key once
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(admin.ModelAdmin):
+    list_display = ["at", "principal", "operation", "target"]
+    list_filter = ["operation"]
+    search_fields = ["principal", "target"]
+    readonly_fields = ["at", "principal", "operation", "target", "args"]
+
+    # Append-only: nobody edits or deletes the record of what happened.
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

@@ -6,4 +6,4 @@ class AgentsConfig(AppConfig):
     verbose_name = "Agents and API tokens"
 
     def ready(self):
-        from agents import schema  # noqa: F401 - registers the OpenAPI auth extension
+        from agents import builtin_filters, schema  # noqa: F401 - register the audit filter and the OpenAPI auth extension

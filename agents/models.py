@@ -29,3 +29,19 @@ class AgentToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.agent_id} ({self.key_prefix}…)"
+
+
+class AuditEvent(models.Model):
+    """One write through the API: who, what, on which item, with which arguments (secrets left out)."""
+
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+    principal = models.CharField(max_length=200)
+    operation = models.CharField(max_length=100)
+    target = models.CharField(max_length=255, blank=True, default="")
+    args = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M:%S} {self.principal} {self.operation} {self.target}"

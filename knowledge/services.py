@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from knowledge.errors import KnowledgeIdConflictError, UnknownResourceError
 from knowledge.ids import MAX_SUFFIX_LENGTH, SUFFIX_LENGTH, new_knowledge_id
-from knowledge.models import FeedbackCase, Knowledge, KnowledgeResource
+from knowledge.models import FeedbackCase, Knowledge, KnowledgeResource, KnowledgeVersion
 from knowledge.search import indexing
 
 SOURCE_KEYS = ("name", "category", "urls", "agent_id", "submitted_by", "timestamp", "message_id")
@@ -142,3 +142,43 @@ def _insert_with_unique_id(item: Knowledge, knowledge_id: str | None) -> None:
 def _is_primary_key_violation(exc: IntegrityError) -> bool:
     diag = getattr(exc.__cause__, "diag", None)
     return getattr(diag, "constraint_name", None) == f"{Knowledge._meta.db_table}_pkey"
+
+
+@transaction.atomic
+def knowledge_edit(
+    *,
+    knowledge_id: str,
+    changed_by: str,
+    reason: str = "",
+    task: str | None = None,
+    content: str | None = None,
+    tags: Mapping[str, str] | None = None,
+    types: Iterable[str] | None = None,
+) -> Knowledge:
+    """Change an item's text, tags or types, keeping the previous task/content/tags as a version.
+
+    Raises Knowledge.DoesNotExist. The row lock serialises concurrent edits,
+    so version numbers never collide and no edit is silently overwritten.
+    """
+    item = Knowledge.objects.select_for_update().get(pk=knowledge_id)
+    changes = {
+        name: value for name, value in (("task", task), ("content", content), ("tags", None if tags is None else dict(tags)),
+                                        ("types", None if types is None else list(dict.fromkeys(types))))
+        if value is not None and value != getattr(item, name)
+    }
+    if not changes:
+        return item
+    if {"task", "content", "tags"} & set(changes):
+        last = item.versions.order_by("-number").values_list("number", flat=True).first() or 0
+        KnowledgeVersion.objects.create(
+            knowledge=item, number=last + 1, task=item.task, content=item.content, tags=item.tags,
+            changed_by=changed_by, reason=reason,
+        )
+    for name, value in changes.items():
+        setattr(item, name, value)
+    item.updated_at = timezone.now()
+    item.save(update_fields=[*changes, "updated_at"])
+    indexing.index_keywords(item=item)
+    if {"task", "content"} & set(changes):
+        transaction.on_commit(lambda: indexing.embed_now_or_later(knowledge_id=item.id))
+    return item

@@ -1,4 +1,6 @@
 """One JSON error shape for the whole API: {"error": {"code", "message", "fields"}}."""
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -48,6 +50,9 @@ def api_exception_handler(exc, context):
     if isinstance(exc, ChainError):
         err = exc.error
         return error_response(err.status, err.code, f"{err.filter}: {err.reason}" if err.filter else err.reason, err.fields)
+    if isinstance(exc, RequestDataTooBig):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return error_response(413, "too_large", f"request body is larger than {limit:,} bytes")
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     response = exception_handler(exc, context)

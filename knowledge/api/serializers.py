@@ -95,6 +95,21 @@ class KnowledgeCreateInput(serializers.Serializer):
         return value
 
 
+class KnowledgePatchInput(serializers.Serializer):
+    """PATCH /api/knowledge/{id}: plain edits by the item's owner; each keeps a version."""
+
+    task = serializers.CharField(max_length=10_000, required=False)
+    content = serializers.CharField(max_length=100_000, required=False)
+    tags = serializers.DictField(child=StrictCharField(allow_blank=True, max_length=500), required=False)
+    types = serializers.ListField(child=serializers.ChoiceField(choices=KNOWLEDGE_TYPES), min_length=1, required=False)
+    reason = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
+
+    def validate(self, attrs):
+        if not set(attrs) - {"reason"}:
+            raise serializers.ValidationError({"non_field_errors": ["give at least one of task, content, tags, types"]})
+        return attrs
+
+
 class CaseField(serializers.DictField):
     """A feedback case: task, outcome, reason, timestamp, ... (an object of at most 20 keys)."""
 

@@ -16,7 +16,8 @@ from knowledge.api.pagination import encode_cursor
 from knowledge import feedback
 from knowledge.api.errors import error_payload
 from knowledge.api.serializers import (
-    BatchUpdateInput, FeedbackEntry, KnowledgeCreateInput, KnowledgeListInput, KnowledgeUpdateInput, SearchInput,
+    BatchUpdateInput, FeedbackEntry, KnowledgeCreateInput, KnowledgeListInput, KnowledgePatchInput, KnowledgeUpdateInput,
+    SearchInput,
 )
 from knowledge.models import Knowledge
 from knowledge.search import engine
@@ -182,6 +183,15 @@ def _batch_update(*, feedback_list, context):
     return {"results": results, "succeeded": len(results) - failed, "failed": failed}
 
 
+def _edit(*, knowledge_id, reason, context, **changes):
+    caller: Caller = context["caller"]
+    item = _visible_item(caller, knowledge_id)
+    if caller.readable_scopes is not None and item.owner != caller.principal:
+        raise PermissionDenied(f"only the owner ({item.owner}) may edit this item; give feedback with PUT instead")
+    services.knowledge_edit(knowledge_id=item.id, changed_by=caller.principal, reason=reason, **changes)
+    return selectors.knowledge_get(knowledge_id=item.id)
+
+
 class NotImplementedApi(APIException):
     status_code = 501
     default_code = "not_implemented"
@@ -201,6 +211,14 @@ class KnowledgeDetailApi(APIView):
         args = {"knowledge_id": knowledge_id, **params.validated_data}
         item = invoke("knowledge_update", _update, args, {"caller": caller_of(request)})
         return Response(KnowledgeSerializer(item).data)
+
+
+    @extend_schema(request=KnowledgePatchInput, responses={200: KnowledgeSerializer, **schema.ERRORS})
+    def patch(self, request, knowledge_id):
+        params = KnowledgePatchInput(data=request.data)
+        params.is_valid(raise_exception=True)
+        args = {"knowledge_id": knowledge_id, **params.validated_data}
+        return Response(KnowledgeSerializer(invoke("knowledge_edit", _edit, args, {"caller": caller_of(request)})).data)
 
 
 class KnowledgeBatchUpdateApi(APIView):

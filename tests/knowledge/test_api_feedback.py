@@ -119,3 +119,42 @@ def test_fifty_threads_of_twenty_cases_lose_nothing():
     item.refresh_from_db()
     assert item.helpful == 1000
     assert FeedbackCase.objects.filter(knowledge=item, kind="helpful").count() == 1000
+
+
+@pytest.mark.django_db
+def test_the_owner_patches_text_and_the_old_text_is_kept_as_a_version(acme):
+    from knowledge.models import KnowledgeVersion
+
+    created = acme.post("/api/knowledge", {"task": "old task", "content": "old content", "types": ["tool"], "tags": {"a": "1"}}, format="json").json()
+    response = acme.patch(f"/api/knowledge/{created['id']}", {"content": "new content about kubernetes", "reason": "outdated"}, format="json")
+    assert response.status_code == 200 and response.json()["content"] == "new content about kubernetes"
+    version = KnowledgeVersion.objects.get(knowledge_id=created["id"])
+    assert (version.number, version.content, version.task, version.tags) == (1, "old content", "old task", {"a": "1"})
+    assert (version.changed_by, version.reason) == ("agent:research_agent", "outdated")
+    found = acme.get("/api/knowledge/search", {"q": "kubernetes"}).json()["results"]
+    assert [r["id"] for r in found] == [created["id"]]
+
+
+@pytest.mark.django_db
+def test_only_the_owner_may_patch(acme):
+    created = acme.post("/api/knowledge", {"task": "t", "content": "c", "types": ["tool"]}, format="json").json()
+    colleague = client_for("other_agent", ["org:acme"])
+    response = colleague.patch(f"/api/knowledge/{created['id']}", {"task": "hijacked"}, format="json")
+    assert response.status_code == 403 and "owner" in response.json()["error"]["message"]
+    assert client_for("spy", ["org:other"]).patch(f"/api/knowledge/{created['id']}", {"task": "x"}, format="json").status_code == 404
+    assert acme.patch(f"/api/knowledge/{created['id']}", {"reason": "nothing"}, format="json").status_code == 400
+
+
+@pytest.mark.django_db
+def test_writes_are_audited_without_secrets(acme, item):
+    from agents.models import AuditEvent
+
+    acme.put(f"/api/knowledge/{item.id}", {"add_helpful_case": {"outcome": "ok"}}, format="json")
+    acme.post("/api/resource", {"id": "credentials/x", "title": "x", "secure_body": "hunter2-secret"}, format="json")
+    acme.get("/api/knowledge/search", {"q": "proxy"})  # reads are not audited
+    events = list(AuditEvent.objects.order_by("id"))
+    assert [(e.operation, e.target, e.principal) for e in events] == [
+        ("knowledge_update", item.id, "agent:research_agent"),
+        ("resource_save", "credentials/x", "agent:research_agent"),
+    ]
+    assert "hunter2-secret" not in str(events[1].args) and events[1].args["secure_body"] == "[secret]"

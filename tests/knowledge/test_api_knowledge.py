@@ -260,3 +260,12 @@ def test_filters_endpoint_lists_keys_with_samples_from_visible_items_only(owner)
     assert "EQ" in body["operators"] and "STARTSWITH" in body["operators"]
     assert "tags.domain" in body["keys"] and "coding_style" in body["keys"]["tags.domain"]["samples"]
     assert "tags.secret_project" not in body["keys"]
+
+
+def test_an_oversized_body_is_413_in_the_error_shape(owner):
+    from knowledge.models import Knowledge
+
+    response = owner.post("/api/knowledge", {"task": "t", "content": "x" * 3_000_000, "types": ["tool"]}, format="json")
+    assert response.status_code == 413
+    assert response.json()["error"]["code"] == "too_large"
+    assert not Knowledge.objects.exists()
