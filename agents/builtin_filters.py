@@ -1,4 +1,4 @@
-"""Filters every deployment runs: audit logging of writes.
+"""Filters every deployment runs: audit logging of writes, redaction of secrets sent to an LLM.
 
 Authentication and scope checks happen before the chain (DRF and the
 caller's scopes, which every operation applies), input validation in the
@@ -41,3 +41,27 @@ def audit_writes(ctx):
 
 
 AUDIT_WRITES = register(Filter("audit_writes", "post_invocation", audit_writes, priority=100))
+
+
+REDACTED = "[REDACTED]"
+
+
+def redact_secrets(ctx):
+    """Replace every known secret (ctx["context"]["secrets"]) in the outgoing messages."""
+    secrets = sorted({s for s in ctx["context"].get("secrets", []) if s}, key=len, reverse=True)
+    if secrets:
+        messages = []
+        for message in ctx["messages"]:
+            content = message.get("content") or ""
+            for secret in secrets:
+                content = content.replace(secret, REDACTED)
+                # A multi-line secret may be quoted line by line: redact its lines too.
+                for line in secret.splitlines():
+                    if len(line.strip()) >= 6:
+                        content = content.replace(line, REDACTED)
+            messages.append({**message, "content": content})
+        ctx = {**ctx, "messages": messages}
+    return Continue(ctx)
+
+
+REDACT_SECRETS = register(Filter("redact_secrets", "pre_chat", redact_secrets, priority=-100))

@@ -1,4 +1,7 @@
+import uuid
+
 from django.db import models
+from django.utils import timezone
 
 
 class WorkerHeartbeat(models.Model):
@@ -19,3 +22,34 @@ class WorkerHeartbeat(models.Model):
 
     def __str__(self) -> str:
         return f"{self.hostname} (pid {self.pid})"
+
+
+class Job(models.Model):
+    """A background job an agent or curator asked for; its state is what GET /api/jobs/{id} shows."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    kind = models.CharField(max_length=20)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    knowledge = models.ForeignKey("knowledge.Knowledge", null=True, blank=True, on_delete=models.PROTECT, related_name="jobs")
+    params = models.JSONField(default=dict, blank=True)
+    progress = models.JSONField(default=dict, blank=True)
+    result = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True, default="")
+    requested_by = models.CharField(max_length=200)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["status", "-created_at"], name="job_status_created")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.id} ({self.status})"

@@ -100,6 +100,8 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # A worker counts as alive while its heartbeat row is younger than this.
 KNOWHUB_WORKER_STALE_SECONDS = env_int("KNOWHUB_WORKER_STALE_SECONDS", 30)
 KNOWHUB_WORKER_HEARTBEAT_SECONDS = env_int("KNOWHUB_WORKER_HEARTBEAT_SECONDS", 5)
+# LLM jobs retry after base, 2*base, 4*base seconds, then fail with a readable error.
+KNOWHUB_RETRY_BACKOFF_SECONDS = env_int("KNOWHUB_RETRY_BACKOFF_SECONDS", 5)
 
 # --- LLM and embeddings -------------------------------------------------------
 OPENAI_API_KEY = env_str("OPENAI_API_KEY")

@@ -41,21 +41,36 @@ def _client(timeout: float):
 
 def chat_json(
     *, system: str, user: str, schema: dict, schema_name: str, model: str | None = None,
-    timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    timeout: float = DEFAULT_TIMEOUT_SECONDS, secrets: list[str] | None = None,
 ) -> dict:
-    """Ask for a JSON object matching `schema`; raise LLMError unless the reply does."""
+    """Ask for a JSON object matching `schema`; raise LLMError unless the reply does.
+
+    The call runs through the pre_chat / post_chat filter chain; `secrets`
+    (e.g. linked resources' secure bodies) are redacted from every message
+    by the built-in filter before anything leaves this process.
+    """
     from openai import OpenAIError
+
+    from agents.chain import ChainError, chat
 
     if not llm_configured():
         raise LLMNotConfigured()
+
+    def send(messages):
+        try:
+            return _client(timeout).chat.completions.create(
+                model=model or settings.KNOWHUB_LLM_MODEL,
+                messages=messages,
+                response_format={"type": "json_schema", "json_schema": {"name": schema_name, "schema": schema, "strict": True}},
+            )
+        except OpenAIError as exc:
+            raise LLMError(f"LLM request failed: {type(exc).__name__}: {exc}") from exc
+
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
     try:
-        response = _client(timeout).chat.completions.create(
-            model=model or settings.KNOWHUB_LLM_MODEL,
-            messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
-            response_format={"type": "json_schema", "json_schema": {"name": schema_name, "schema": schema, "strict": True}},
-        )
-    except OpenAIError as exc:
-        raise LLMError(f"LLM request failed: {type(exc).__name__}: {exc}") from exc
+        response = chat(messages, {"secrets": [s for s in (secrets or []) if s]}, send)
+    except ChainError as exc:
+        raise LLMError(f"LLM call refused by filter {exc.error.filter}: {exc.error.reason}") from exc
     try:
         text = response.choices[0].message.content or ""
         data = json.loads(text)

@@ -179,6 +179,7 @@ class KnowledgeVersion(models.Model):
     tags = models.JSONField(default=dict, blank=True)
     changed_by = models.CharField(max_length=200, help_text="agent:<id>, user:<name> or job:<kind>:<id>")
     reason = models.TextField(blank=True, default="")
+    job = models.ForeignKey("jobs.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="versions")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -154,6 +154,7 @@ def knowledge_edit(
     content: str | None = None,
     tags: Mapping[str, str] | None = None,
     types: Iterable[str] | None = None,
+    job=None,
 ) -> Knowledge:
     """Change an item's text, tags or types, keeping the previous task/content/tags as a version.
 
@@ -172,7 +173,7 @@ def knowledge_edit(
         last = item.versions.order_by("-number").values_list("number", flat=True).first() or 0
         KnowledgeVersion.objects.create(
             knowledge=item, number=last + 1, task=item.task, content=item.content, tags=item.tags,
-            changed_by=changed_by, reason=reason,
+            changed_by=changed_by, reason=reason, job=job,
         )
     for name, value in changes.items():
         setattr(item, name, value)

@@ -12,3 +12,25 @@ def embed_knowledge(self, knowledge_id: str) -> None:
     item = Knowledge.objects.filter(pk=knowledge_id).only("id", "task", "content").first()
     if item is not None:
         embed_items(items=[item])
+
+
+EVOLVE_MAX_RETRIES = 3
+
+
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=EVOLVE_MAX_RETRIES)
+def run_evolve(self, job_id: str) -> None:
+    from knowledge import evolve, llm
+
+    try:
+        evolve.evolve_run(job_id=job_id)
+    except llm.LLMError as exc:
+        if self.request.retries >= self.max_retries:
+            evolve.evolve_fail(job_id=job_id, error=f"gave up after {self.request.retries + 1} attempts: {exc}")
+            return
+        raise self.retry(exc=exc, countdown=2 ** self.request.retries * _backoff_base())
+
+
+def _backoff_base() -> float:
+    from django.conf import settings
+
+    return float(getattr(settings, "KNOWHUB_RETRY_BACKOFF_SECONDS", 5))

@@ -38,7 +38,7 @@ def wait_for(predicate, *, timeout: float, interval: float = 0.25, message: str 
 class CeleryWorker:
     """A real `celery worker` process against the test database."""
 
-    def __init__(self, *, broker_url: str | None = None, name: str = "test-worker"):
+    def __init__(self, *, broker_url: str | None = None, name: str = "test-worker", extra_env: dict | None = None):
         db_url = database_url_for_subprocess()
         self.hostname = f"{name}@%h"
         self.env = {
@@ -47,6 +47,7 @@ class CeleryWorker:
             "CELERY_BROKER_URL": broker_url or settings.CELERY_BROKER_URL,
             "KNOWHUB_WORKER_HEARTBEAT_SECONDS": "1",
             "DJANGO_SETTINGS_MODULE": "knowhub_site.test_settings",
+            **(extra_env or {}),
         }
         self.proc: subprocess.Popen | None = None
 
@@ -95,3 +96,15 @@ def fake_openai(settings):
     settings.KNOWHUB_LLM_MODEL = "fake-model"
     yield server
     server.stop()
+
+
+@pytest.fixture
+def llm_worker(fake_openai, django_db_setup, django_db_blocker):
+    """A real worker whose LLM is the loopback fake, retrying without waiting."""
+    with django_db_blocker.unblock():
+        worker = CeleryWorker(name="llm-worker", extra_env={
+            "OPENAI_BASE_URL": fake_openai.base_url, "OPENAI_API_KEY": "test-key", "KNOWHUB_LLM_MODEL": "fake-model",
+            "KNOWHUB_RETRY_BACKOFF_SECONDS": "0",
+        }).start()
+    yield worker
+    worker.stop()

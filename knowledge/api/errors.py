@@ -8,6 +8,7 @@ from rest_framework.views import exception_handler
 
 from agents.chain import ChainError
 from knowledge.errors import KnowledgeError, KnowledgeIdConflictError
+from knowledge.llm import LLMNotConfigured
 from resources.services import ResourceExistsError
 
 
@@ -42,6 +43,8 @@ def _first_message(value) -> str:
 
 
 def api_exception_handler(exc, context):
+    if isinstance(exc, LLMNotConfigured):
+        return error_response(status.HTTP_409_CONFLICT, "llm_not_configured", str(exc))
     if isinstance(exc, (KnowledgeIdConflictError, ResourceExistsError)):
         return error_response(status.HTTP_409_CONFLICT, "conflict", exc.message, {exc.field: [exc.message]})
     if isinstance(exc, KnowledgeError):  # FilterError, UnknownResourceError, ...

@@ -3,7 +3,7 @@ from django.db.models import Q
 from django.http import Http404
 from rest_framework import status
 from django.db import transaction
-from rest_framework.exceptions import APIException, PermissionDenied
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 from drf_spectacular.utils import extend_schema
 from rest_framework.views import APIView
@@ -13,7 +13,7 @@ from agents.chain import invoke
 from knowledge import selectors, services
 from knowledge.api import schema
 from knowledge.api.pagination import encode_cursor
-from knowledge import feedback
+from knowledge import evolve, feedback
 from knowledge.api.errors import error_payload
 from knowledge.api.serializers import (
     BatchUpdateInput, FeedbackEntry, KnowledgeCreateInput, KnowledgeListInput, KnowledgePatchInput, KnowledgeUpdateInput,
@@ -149,16 +149,18 @@ def _update(*, knowledge_id, context, add_helpful_case=None, add_harmful_case=No
     item = _visible_item(caller, knowledge_id)
     if (update_score is not None or evolve_feedback) and len(caller.may_write(item.scopes)) == len(item.scopes):
         raise PermissionDenied("changing the score or evolving needs write access to one of the item's scopes")
-    if evolve_feedback:
-        raise NotImplementedApi("evolve_feedback: LLM evolve jobs are not available in this version yet; nothing was changed")
     with transaction.atomic():
+        job = evolve.evolve_request(knowledge_id=item.id, feedback=evolve_feedback, requested_by=caller.principal) if evolve_feedback else None
         if add_helpful_case is not None:
             feedback.feedback_record(knowledge_id=item.id, helpful=True, case=add_helpful_case, reported_by=caller.principal)
         if add_harmful_case is not None:
             feedback.feedback_record(knowledge_id=item.id, helpful=False, case=add_harmful_case, reported_by=caller.principal)
         if update_score is not None:
             feedback.score_set(knowledge_id=item.id, score=update_score)
-    return selectors.knowledge_get(knowledge_id=item.id)
+    body = KnowledgeSerializer(selectors.knowledge_get(knowledge_id=item.id)).data
+    if job is not None:
+        body["job"] = {"id": str(job.id), "status": job.status, "url": f"/api/jobs/{job.id}"}
+    return body
 
 
 def _batch_update(*, feedback_list, context):
@@ -192,11 +194,6 @@ def _edit(*, knowledge_id, reason, context, **changes):
     return selectors.knowledge_get(knowledge_id=item.id)
 
 
-class NotImplementedApi(APIException):
-    status_code = 501
-    default_code = "not_implemented"
-
-
 class KnowledgeDetailApi(APIView):
     """GET /api/knowledge/{id}; PUT: feedback cases and score (seed 003). 404 unless readable."""
 
@@ -209,8 +206,7 @@ class KnowledgeDetailApi(APIView):
         params = KnowledgeUpdateInput(data=request.data)
         params.is_valid(raise_exception=True)
         args = {"knowledge_id": knowledge_id, **params.validated_data}
-        item = invoke("knowledge_update", _update, args, {"caller": caller_of(request)})
-        return Response(KnowledgeSerializer(item).data)
+        return Response(invoke("knowledge_update", _update, args, {"caller": caller_of(request)}))
 
 
     @extend_schema(request=KnowledgePatchInput, responses={200: KnowledgeSerializer, **schema.ERRORS})

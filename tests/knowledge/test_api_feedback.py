@@ -67,9 +67,10 @@ def test_a_read_only_token_may_report_cases_but_not_change_the_score(item):
 
 
 @pytest.mark.django_db
-def test_evolve_is_refused_clearly_until_evolve_jobs_exist(acme, item):
-    response = acme.put(f"/api/knowledge/{item.id}", {"evolve_feedback": "be shorter"}, format="json")
-    assert response.status_code == 501 and "evolve_feedback" in response.json()["error"]["message"]
+def test_evolve_needs_write_access(item):
+    reader = client_for("reader", ["org:acme"], writable_scopes=[])
+    response = reader.put(f"/api/knowledge/{item.id}", {"evolve_feedback": "be shorter"}, format="json")
+    assert response.status_code == 403
 
 
 @pytest.mark.django_db

@@ -1,0 +1,89 @@
+"""Evolve: an LLM rewrites an item from feedback; the old text is kept as a version.
+
+`evolve_request` (API) creates a Job and queues it; `evolve_run` (worker)
+does the work and is safe to run twice: it claims the job only while it is
+queued or running, and writes the new version, the item and the job's
+success in one transaction, so a worker killed mid-job leaves nothing half
+written and the redelivered job runs once to completion.
+"""
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from jobs.models import Job
+from knowledge import llm, services
+from knowledge.models import Knowledge
+
+RECENT_CASES = 10
+SYSTEM = (
+    "You maintain a knowledge base for AI agents. Rewrite the knowledge item so that it is more useful, "
+    "taking the feedback and the reported cases into account. Keep what is right, fix what the feedback "
+    "shows is wrong, stay concise. Answer in the language of the item."
+)
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "task": {"type": "string", "minLength": 1, "maxLength": 10000},
+        "content": {"type": "string", "minLength": 1, "maxLength": 100000},
+        "summary_of_changes": {"type": "string", "maxLength": 2000},
+    },
+    "required": ["task", "content", "summary_of_changes"],
+    "additionalProperties": False,
+}
+
+
+def evolve_request(*, knowledge_id: str, feedback: str, requested_by: str) -> Job:
+    """Queue an evolve job. Raises llm.LLMNotConfigured when there is no LLM to do it."""
+    if not llm.llm_configured():
+        raise llm.LLMNotConfigured()
+    from knowledge.tasks import run_evolve
+
+    job = Job.objects.create(kind="evolve", knowledge_id=knowledge_id, requested_by=requested_by,
+                             params={"feedback": feedback})
+    transaction.on_commit(lambda: run_evolve.delay(str(job.id)))
+    return job
+
+
+def _prompt(item: Knowledge, feedback: str) -> str:
+    cases = list(item.feedback_cases.order_by("-id")[:RECENT_CASES])
+    lines = [f"Task: {item.task}", f"Content: {item.content}", f"Types: {', '.join(item.types)}",
+             f"Score: {item.score}, helpful {item.helpful}, harmful {item.harmful}", "", f"Feedback: {feedback}"]
+    if cases:
+        lines += ["", "Recent cases:"] + [f"- {c.kind}: {c.case}" for c in cases]
+    return "\n".join(lines)
+
+
+def _secrets_of(item: Knowledge) -> list[str]:
+    return [r.secure_body for r in item.resources.all() if r.secure_body]
+
+
+def evolve_run(*, job_id: str) -> Job:
+    """Do the job. Raises llm.LLMError (the task retries or fails the job)."""
+    claimed = Job.objects.filter(pk=job_id, status__in=[Job.Status.QUEUED, Job.Status.RUNNING]).update(
+        status=Job.Status.RUNNING, started_at=timezone.now(), attempts=F("attempts") + 1
+    )
+    job = Job.objects.get(pk=job_id)
+    if not claimed:
+        return job  # already finished: a redelivered message does nothing
+    item = Knowledge.objects.get(pk=job.knowledge_id)
+    reply = llm.chat_json(system=SYSTEM, user=_prompt(item, job.params["feedback"]), schema=SCHEMA,
+                          schema_name="evolved_knowledge", secrets=_secrets_of(item))
+    with transaction.atomic():
+        job = Job.objects.select_for_update().get(pk=job_id)
+        if job.status != Job.Status.RUNNING:
+            return job
+        services.knowledge_edit(
+            knowledge_id=item.id, changed_by=f"job:evolve:{job.id}", task=reply["task"], content=reply["content"],
+            reason=f"evolve ({job.params['feedback'][:200]}): {reply['summary_of_changes']}", job=job,
+        )
+        job.status = Job.Status.SUCCEEDED
+        job.finished_at = timezone.now()
+        job.result = {"knowledge_id": item.id, "summary_of_changes": reply["summary_of_changes"]}
+        job.save(update_fields=["status", "finished_at", "result"])
+    return job
+
+
+def evolve_fail(*, job_id: str, error: str) -> None:
+    Job.objects.filter(pk=job_id, status__in=[Job.Status.QUEUED, Job.Status.RUNNING]).update(
+        status=Job.Status.FAILED, error=error[:2000], finished_at=timezone.now()
+    )

@@ -1,0 +1,91 @@
+"""Evolve through the API, the real worker and broker, and a loopback OpenAI-compatible server."""
+import pytest
+
+from jobs.models import Job
+from knowledge.models import Knowledge, KnowledgeVersion
+from tests.conftest import wait_for
+from tests.knowledge.test_api_knowledge import client_for
+
+SECRET = "hunter2-Sup3rSecret"
+
+
+def finished(client, job_url):
+    body = client.get(job_url).json()
+    return body if body["status"] in ("succeeded", "failed") else None
+
+
+@pytest.fixture
+def acme():
+    return client_for("research_agent", ["org:acme"])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_evolve_rewrites_the_item_and_keeps_the_old_version(acme, fake_openai, llm_worker):
+    created = acme.post("/api/knowledge", {"task": "Log in to site A", "content": f"Use password {SECRET} on the login page", "types": ["tool"]}, format="json").json()
+    acme.put(f"/api/knowledge/{created['id']}", {"add_harmful_case": {"outcome": "failed", "reason": "captcha"}}, format="json")
+    fake_openai.reply_json({"task": "Log in to site A despite the captcha", "content": "Solve the captcha first, then log in with the stored credential.", "summary_of_changes": "captcha step"})
+
+    response = acme.put(f"/api/knowledge/{created['id']}", {"evolve_feedback": "mention the captcha"}, format="json")
+    assert response.status_code == 200, response.json()
+    job = response.json()["job"]
+    assert job["status"] == "queued"
+    done = wait_for(lambda: finished(acme, job["url"]), timeout=90, message="the evolve job")
+    assert done["status"] == "succeeded" and done["attempts"] == 1
+
+    item = Knowledge.objects.get(pk=created["id"])
+    assert item.task == "Log in to site A despite the captcha"
+    version = KnowledgeVersion.objects.get(knowledge=item)
+    assert version.content == f"Use password {SECRET} on the login page"
+    assert str(version.job_id) == job["id"] and version.changed_by == f"job:evolve:{job['id']}"
+    assert "mention the captcha" in version.reason
+
+    sent = fake_openai.requests[-1]["body"]
+    prompt = " ".join(m["content"] for m in sent["messages"])
+    assert "mention the captcha" in prompt and "captcha" in prompt and sent["response_format"]["type"] == "json_schema"
+    wait_for(lambda: Knowledge.objects.get(pk=item.pk).embedding is not None, timeout=30, message="re-embedding")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_secrets_of_linked_resources_never_reach_the_llm(acme, fake_openai, llm_worker):
+    acme.post("/api/resource", {"id": "credentials/site_a", "title": "site A", "secure_body": SECRET, "content_type": "credential"}, format="json")
+    created = acme.post("/api/knowledge", {"task": "Log in to site A", "content": f"the password is {SECRET}", "types": ["tool"],
+                                           "resource_ids": ["credentials/site_a"]}, format="json").json()
+    fake_openai.reply_json({"task": "t", "content": "c", "summary_of_changes": "s"})
+    job = acme.put(f"/api/knowledge/{created['id']}", {"evolve_feedback": "shorter"}, format="json").json()["job"]
+    assert wait_for(lambda: finished(acme, job["url"]), timeout=90, message="the evolve job")["status"] == "succeeded"
+    sent = str(fake_openai.requests[-1]["body"])
+    assert SECRET not in sent and "[REDACTED]" in sent
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("misbehave", ["junk", "http_500"])
+def test_a_misbehaving_llm_fails_the_job_readably_after_retries_and_leaves_the_item_alone(acme, fake_openai, llm_worker, misbehave):
+    created = acme.post("/api/knowledge", {"task": "keep me", "content": "unchanged", "types": ["tool"]}, format="json").json()
+    for _ in range(6):
+        fake_openai.reply_text("sure! here is a better version") if misbehave == "junk" else fake_openai.fail(500)
+    job = acme.put(f"/api/knowledge/{created['id']}", {"evolve_feedback": "improve"}, format="json").json()["job"]
+    done = wait_for(lambda: finished(acme, job["url"]), timeout=120, message="the evolve job to fail")
+    assert done["status"] == "failed" and done["attempts"] == 4
+    assert "gave up after 4 attempts" in done["error"]
+    assert ("schema" in done["error"]) if misbehave == "junk" else ("InternalServerError" in done["error"])
+    item = Knowledge.objects.get(pk=created["id"])
+    assert (item.task, item.content) == ("keep me", "unchanged") and not KnowledgeVersion.objects.exists()
+
+
+@pytest.mark.django_db
+def test_evolve_without_an_llm_is_409_saying_how_to_configure_one(acme, settings):
+    settings.KNOWHUB_LLM_MODEL = ""
+    created = acme.post("/api/knowledge", {"task": "t", "content": "c", "types": ["tool"]}, format="json").json()
+    response = acme.put(f"/api/knowledge/{created['id']}", {"evolve_feedback": "improve", "add_helpful_case": {"outcome": "ok"}}, format="json")
+    assert response.status_code == 409
+    assert "KNOWHUB_LLM_MODEL" in response.json()["error"]["message"]
+    assert not Job.objects.exists() and Knowledge.objects.get(pk=created["id"]).helpful == 0  # all or nothing
+
+
+@pytest.mark.django_db
+def test_jobs_are_private_to_who_can_see_them(acme, fake_openai):
+    created = acme.post("/api/knowledge", {"task": "t", "content": "c", "types": ["tool"]}, format="json").json()
+    job = Job.objects.create(kind="evolve", knowledge_id=created["id"], requested_by="agent:research_agent")
+    assert acme.get(f"/api/jobs/{job.id}").json()["status"] == "queued"
+    assert client_for("spy", ["org:other"]).get(f"/api/jobs/{job.id}").status_code == 404
+    assert acme.get("/api/jobs/not-a-uuid").status_code == 404
