@@ -7,7 +7,8 @@ operations' serializers.
 from agents.chain import Continue, Filter, register
 from agents.models import AuditEvent
 
-WRITE_OPERATIONS = {"knowledge_save", "knowledge_update", "knowledge_edit", "knowledge_batch_update", "resource_save"}
+WRITE_OPERATIONS = {"knowledge_save", "knowledge_update", "knowledge_edit", "knowledge_batch_update", "knowledge_slim",
+                    "resource_save"}
 SECRET_ARGS = {"secure_body"}
 MAX_ARG_CHARS = 500
 

@@ -9,7 +9,7 @@ The seed's nested JSON shape is produced by `knowledge.serializers`.
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 from django.db.models.lookups import Exact
 from django.utils import timezone
 from django.contrib.postgres.search import SearchVectorField
@@ -190,3 +190,18 @@ class KnowledgeVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.knowledge_id} v{self.number}"
+
+
+class SlimRejection(models.Model):
+    """A pair a curator said must not be merged; slim never proposes it again."""
+
+    first = models.ForeignKey(Knowledge, on_delete=models.CASCADE, related_name="+")
+    second = models.ForeignKey(Knowledge, on_delete=models.CASCADE, related_name="+")
+    rejected_by = models.CharField(max_length=200)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["first", "second"], name="slim_rejection_once"),
+            models.CheckConstraint(condition=Q(first__lt=F("second")), name="slim_rejection_ordered"),
+        ]

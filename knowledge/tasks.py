@@ -34,3 +34,18 @@ def _backoff_base() -> float:
     from django.conf import settings
 
     return float(getattr(settings, "KNOWHUB_RETRY_BACKOFF_SECONDS", 5))
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True)
+def run_slim(job_id: str) -> None:
+    from knowledge import slim
+
+    try:
+        slim.slim_run(job_id=job_id)
+    except Exception as exc:  # noqa: BLE001 - a crashed job must say why, not stay "running"
+        from jobs.models import Job
+        from django.utils import timezone
+
+        Job.objects.filter(pk=job_id, status=Job.Status.RUNNING).update(
+            status=Job.Status.FAILED, error=f"{type(exc).__name__}: {exc}"[:2000], finished_at=timezone.now())
+        raise

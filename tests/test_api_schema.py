@@ -13,7 +13,7 @@ def test_schema_and_docs_are_served_and_list_every_endpoint():
     schema = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
     assert schema["openapi"].startswith("3.")
     assert {"/api/knowledge", "/api/knowledge/search", "/api/knowledge/{knowledge_id}", "/api/knowledge/batch_update",
-            "/api/knowledge/filters", "/api/resource", "/api/resource/{resource_id}"} <= set(schema["paths"])
+            "/api/knowledge/filters", "/api/resource", "/api/resource/{resource_id}", "/api/knowledge/slim", "/api/jobs/{job_id}"} <= set(schema["paths"])
     assert "BearerToken" in schema["components"]["securitySchemes"]
     docs = client.get("/api/docs/")
     assert docs.status_code == 200

@@ -67,6 +67,16 @@ class BatchUpdateRequest(serializers.Serializer):
     feedback_list = _Entry(many=True)
 
 
+class JobLink(serializers.Serializer):
+    id = serializers.UUIDField()
+    status = serializers.CharField()
+    url = serializers.CharField()
+
+
+class JobRef(serializers.Serializer):
+    job = JobLink()
+
+
 class FiltersOutput(serializers.Serializer):
     operators = serializers.ListField(child=serializers.CharField())
     keys = serializers.DictField()

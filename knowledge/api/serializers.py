@@ -144,3 +144,8 @@ class FeedbackEntry(serializers.Serializer):
 
 class BatchUpdateInput(serializers.Serializer):
     feedback_list = serializers.ListField(child=serializers.DictField(), min_length=1, max_length=500)
+
+
+class SlimInput(serializers.Serializer):
+    model = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    dry_run = serializers.BooleanField(default=False)

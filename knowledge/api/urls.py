@@ -7,6 +7,7 @@ from resources.api import ResourceCollectionApi, ResourceDetailApi
 urlpatterns = [
     path("knowledge/search", views.KnowledgeSearchApi.as_view(), name="knowledge-search"),
     path("knowledge/batch_update", views.KnowledgeBatchUpdateApi.as_view(), name="knowledge-batch-update"),
+    path("knowledge/slim", views.KnowledgeSlimApi.as_view(), name="knowledge-slim"),
     path("knowledge/filters", views.KnowledgeFiltersApi.as_view(), name="knowledge-filters"),
     path("knowledge", views.KnowledgeCollectionApi.as_view(), name="knowledge-collection"),
     path("knowledge/<str:knowledge_id>", views.KnowledgeDetailApi.as_view(), name="knowledge-detail"),

@@ -13,11 +13,11 @@ from agents.chain import invoke
 from knowledge import selectors, services
 from knowledge.api import schema
 from knowledge.api.pagination import encode_cursor
-from knowledge import evolve, feedback
+from knowledge import evolve, feedback, slim
 from knowledge.api.errors import error_payload
 from knowledge.api.serializers import (
     BatchUpdateInput, FeedbackEntry, KnowledgeCreateInput, KnowledgeListInput, KnowledgePatchInput, KnowledgeUpdateInput,
-    SearchInput,
+    SearchInput, SlimInput,
 )
 from knowledge.models import Knowledge
 from knowledge.search import engine
@@ -243,3 +243,23 @@ class KnowledgeFiltersApi(APIView):
                 {"op": "GTE", "key": "score", "value": 3},
             ]},
         })
+
+
+def _slim(*, model, dry_run, context):
+    caller: Caller = context["caller"]
+    if caller.writable_scopes is not None and not caller.writable_scopes:
+        raise PermissionDenied("slim merges items: this token may not write to any scope")
+    job = slim.slim_request(model=model or None, dry_run=dry_run, requested_by=caller.principal,
+                            writable_scopes=None if caller.writable_scopes is None else list(caller.writable_scopes))
+    return {"job": {"id": str(job.id), "status": job.status, "url": f"/api/jobs/{job.id}"}}
+
+
+class KnowledgeSlimApi(APIView):
+    """POST /api/knowledge/slim: queue a merge of near-duplicates within the token's writable scopes (202)."""
+
+    @extend_schema(request=SlimInput, responses={202: schema.JobRef, **schema.ERRORS})
+    def post(self, request):
+        params = SlimInput(data=request.data)
+        params.is_valid(raise_exception=True)
+        body = invoke("knowledge_slim", _slim, dict(params.validated_data), {"caller": caller_of(request)})
+        return Response(body, status=status.HTTP_202_ACCEPTED)

@@ -1,0 +1,104 @@
+"""Slim: near-duplicates merged by the real worker with a loopback LLM; reversible."""
+import pytest
+
+from knowledge.models import Knowledge
+from knowledge.search.indexing import embed_items
+from knowledge.slim import find_groups, knowledge_unmerge, slim_reject
+from tests.conftest import wait_for
+from tests.factories import make_knowledge
+from tests.knowledge.test_api_knowledge import client_for
+
+DUPLICATES = [
+    ("Log in to site A with Selenium", "Use undetected_chromedriver to avoid bot detection, add random delays."),
+    ("Logging in to site A using Selenium", "undetected_chromedriver avoids the bot detection; also wait a random time between actions."),
+    ("Selenium login for site A", "To not get flagged as a bot use undetected_chromedriver and random pauses."),
+]
+TABS = [
+    ("User prefers tabs", "The user wants tabs for indentation and type hints in Python."),
+    ("Indentation preference of the user", "This user likes tab indentation and Python type annotations."),
+]
+OTHERS = [
+    ("Scrape site A with requests", "Use a session with the exported cookies, rotate proxies."),
+    ("Reconcile invoices", "Export the ledger as CSV and match invoice numbers."),
+]
+
+
+def seed(scopes=("org:acme",), owner="agent:research_agent", rows=DUPLICATES + TABS + OTHERS, **extra):
+    items = [make_knowledge(task=t, content=c, scopes=list(scopes), owner=owner, embed=False, **extra) for t, c in rows]
+    embed_items(items=items)
+    return [i.id for i in items]
+
+
+@pytest.mark.django_db
+def test_near_duplicates_are_grouped_and_different_items_are_not():
+    ids = seed()
+    assert find_groups() == sorted([sorted(ids[:3]), sorted(ids[3:5])], key=lambda g: g[0])
+
+
+@pytest.mark.django_db
+def test_groups_never_cross_scopes_or_owners():
+    acme = seed(rows=DUPLICATES[:1])
+    other_org = seed(scopes=("org:other",), rows=DUPLICATES[1:2])
+    other_owner = seed(owner="agent:someone_else", rows=DUPLICATES[2:3])
+    assert find_groups() == []
+    both = seed(scopes=("org:acme", "org:other"), rows=DUPLICATES[1:2])
+    assert find_groups() == []  # same text, but a merge would widen who sees the acme item
+    assert acme and other_org and other_owner and both
+
+
+@pytest.mark.django_db
+def test_a_rejected_pair_is_not_proposed_again():
+    ids = seed(rows=TABS)
+    slim_reject(first_id=ids[1], second_id=ids[0], rejected_by="user:alice")
+    assert find_groups() == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_slim_merges_groups_through_the_worker_and_unmerge_restores_exactly(fake_openai, llm_worker):
+    acme = client_for("research_agent", ["org:acme"])
+    ids = seed(tags={"domain": "scraping"})
+    Knowledge.objects.filter(pk=ids[0]).update(helpful=2, harmful=1, score=5)
+    Knowledge.objects.filter(pk=ids[1]).update(helpful=3, score=3)
+    before = {k.id: (k.task, k.content, k.status, k.helpful) for k in Knowledge.objects.all()}
+    fake_openai.default = ("json", {"task": "Merged task", "content": "Merged content"})
+
+    response = acme.post("/api/knowledge/slim", {"model": "google/gemini-2.0-flash-001"}, format="json")
+    assert response.status_code == 202
+    url = response.json()["job"]["url"]
+    job = wait_for(lambda: (b := acme.get(url).json())["status"] in ("succeeded", "failed") and b, timeout=120, message="slim")
+    assert job["status"] == "succeeded", job
+    assert job["progress"] == {"groups_found": 2, "merged": 2, "proposed": 0, "failed": 0}
+    assert fake_openai.requests[-1]["body"]["model"] == "google/gemini-2.0-flash-001"
+
+    merged_ids = [g["merged_id"] for g in job["result"]["groups"]]
+    first = Knowledge.objects.get(pk=next(m for m, g in zip(merged_ids, job["result"]["groups"]) if ids[0] in g["ids"]))
+    assert (first.helpful, first.harmful, first.score) == (5, 1, 4)  # summed; mean of 5, 3, 3
+    assert first.scopes == ["org:acme"] and first.tags == {"domain": "scraping"}
+    originals = Knowledge.objects.filter(pk__in=ids[:3])
+    assert {o.status for o in originals} == {"merged"} and {o.merged_into_id for o in originals} == {first.id}
+    assert acme.get(f"/api/knowledge/{ids[0]}").status_code == 200  # still readable by id
+    assert acme.get("/api/knowledge/search", {"q": "Merged task", "min_score": 1}).json()["results"][0]["id"] in merged_ids
+
+    for merged_id in merged_ids:
+        knowledge_unmerge(merged_id=merged_id)
+    after = {k.id: (k.task, k.content, k.status, k.helpful) for k in Knowledge.objects.filter(pk__in=before)}
+    assert after == before
+    assert set(Knowledge.objects.filter(pk__in=merged_ids).values_list("status", flat=True)) == {"archived"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_dry_run_proposes_without_writing(fake_openai, llm_worker):
+    acme = client_for("research_agent", ["org:acme"])
+    ids = seed(rows=TABS)
+    fake_openai.default = ("json", {"task": "Tabs", "content": "Tabs and type hints"})
+    url = acme.post("/api/knowledge/slim", {"dry_run": True}, format="json").json()["job"]["url"]
+    job = wait_for(lambda: (b := acme.get(url).json())["status"] in ("succeeded", "failed") and b, timeout=120, message="slim")
+    assert job["result"]["groups"] == [{"ids": sorted(ids), "proposal": {"task": "Tabs", "content": "Tabs and type hints"}}]
+    assert set(Knowledge.objects.values_list("status", flat=True)) == {"active"} and Knowledge.objects.count() == 2
+
+
+@pytest.mark.django_db
+def test_slim_without_an_llm_is_409(settings):
+    settings.KNOWHUB_LLM_MODEL = ""
+    response = client_for("research_agent", ["org:acme"]).post("/api/knowledge/slim", {}, format="json")
+    assert response.status_code == 409 and "OPENAI_API_KEY" in response.json()["error"]["message"]
