@@ -1,17 +1,43 @@
-from django.contrib import admin
+from django import forms
+from django.contrib import admin, messages
 
 from agents.models import AgentToken, AuditEvent
+from agents.services import agent_token_create
+from knowledge.search.filters import FilterError, parse_filter
+
+
+class AgentTokenForm(forms.ModelForm):
+    class Meta:
+        model = AgentToken
+        fields = ["agent_id", "name", "readable_scopes", "writable_scopes", "can_read_secrets", "static_filters", "is_active"]
+
+    def clean_static_filters(self):
+        value = self.cleaned_data.get("static_filters")
+        if value:
+            try:
+                parse_filter(value)
+            except FilterError as exc:
+                raise forms.ValidationError(exc.message) from exc
+        return value or None
 
 
 @admin.register(AgentToken)
 class AgentTokenAdmin(admin.ModelAdmin):
+    form = AgentTokenForm
     list_display = ["agent_id", "name", "key_prefix", "readable_scopes", "writable_scopes", "can_read_secrets", "is_active", "last_used_at"]
     list_filter = ["is_active", "can_read_secrets"]
     search_fields = ["agent_id", "name", "key_prefix"]
-    readonly_fields = ["key_prefix", "key_hash", "created_at", "last_used_at"]
+    readonly_fields = ["key_prefix", "created_at", "last_used_at"]
 
-    def has_add_permission(self, request):
-        return False  # tokens are created with `manage.py create_agent_token`, which shows the key once
+    def save_model(self, request, obj, form, change):
+        if change:
+            return super().save_model(request, obj, form, change)
+        token, raw_key = agent_token_create(
+            agent_id=obj.agent_id, name=obj.name, readable_scopes=obj.readable_scopes, writable_scopes=obj.writable_scopes,
+            can_read_secrets=obj.can_read_secrets, static_filters=obj.static_filters,
+        )
+        obj.pk, obj.key_prefix, obj.key_hash, obj.created_at = token.pk, token.key_prefix, token.key_hash, token.created_at
+        messages.warning(request, f"Token for agent:{token.agent_id}: {raw_key} — copy it now, it is not shown again.")
 
 
 @admin.register(AuditEvent)

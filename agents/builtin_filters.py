@@ -1,11 +1,46 @@
-"""Filters every deployment runs: audit logging of writes, redaction of secrets sent to an LLM.
+"""Filters every deployment runs, whoever calls (the REST API, the MCP server, a command):
 
-Authentication and scope checks happen before the chain (DRF and the
-caller's scopes, which every operation applies), input validation in the
-operations' serializers.
+- require_caller (pre_invocation, -100): no operation runs without an authenticated caller;
+  the caller's scopes then bound everything the operation reads or writes.
+- validate_input (pre_invocation, -50): the raw `data` of an operation is checked by its
+  registered input serializer and replaced by the validated values (400 naming the field).
+- audit_writes (post_invocation, 100): every write is recorded in the append-only audit log.
+- redact_secrets (pre_chat, -100): known secrets never leave in a message to an LLM.
 """
-from agents.chain import Continue, Filter, register
+from agents.chain import Continue, Error, Filter, register
 from agents.models import AuditEvent
+
+INPUTS: dict[str, type] = {}
+
+
+def register_input(operation: str, serializer_class: type) -> None:
+    INPUTS[operation] = serializer_class
+
+
+def require_caller(ctx):
+    caller = ctx["context"].get("caller")
+    if caller is None:
+        return Error("no authenticated caller", status=401, code="not_authenticated")
+    return Continue(ctx)
+
+
+def validate_input(ctx):
+    serializer_class = INPUTS.get(ctx["operation"])
+    if serializer_class is None or "data" not in ctx["args"]:
+        return Continue(ctx)
+    serializer = serializer_class(data=ctx["args"]["data"])
+    if not serializer.is_valid():
+        from knowledge.api.errors import first_message
+
+        fields = dict(serializer.errors)
+        name = next(iter(fields), "non_field_errors")
+        return Error(f"{name}: {first_message(fields.get(name, 'invalid input'))}", status=400, code="invalid", fields=fields)
+    args = {key: value for key, value in ctx["args"].items() if key != "data"}
+    return Continue({**ctx, "args": {**args, **serializer.validated_data}})
+
+
+REQUIRE_CALLER = register(Filter("require_caller", "pre_invocation", require_caller, priority=-100))
+VALIDATE_INPUT = register(Filter("validate_input", "pre_invocation", validate_input, priority=-50))
 
 WRITE_OPERATIONS = {"knowledge_save", "knowledge_update", "knowledge_edit", "knowledge_batch_update", "knowledge_slim",
                     "resource_save"}

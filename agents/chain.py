@@ -95,7 +95,8 @@ def run_chain(filter_type: str, ctx: dict) -> "Continue | Skip | Error":
             outcome = f.handler(ctx)
         except Exception as exc:  # noqa: BLE001 - a broken filter is an error result, not a 500
             logger.exception("filter %s failed", f.name)
-            return Error(reason=f"filter {f.name} failed: {type(exc).__name__}: {exc}", filter=f.name, status=500,
+            # 503, not 500: the call failed in a deployment's filter, and says which.
+            return Error(reason=f"filter {f.name} failed: {type(exc).__name__}: {exc}", filter=f.name, status=503,
                          code="filter_failed")
         if isinstance(outcome, Continue):
             ctx = outcome.context
@@ -105,7 +106,7 @@ def run_chain(filter_type: str, ctx: dict) -> "Continue | Skip | Error":
             return outcome
         else:
             return Error(reason=f"filter {f.name} returned {outcome!r}, not Continue/Skip/Error", filter=f.name,
-                         status=500, code="filter_failed")
+                         status=503, code="filter_failed")
     return Continue(ctx)
 
 

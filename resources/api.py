@@ -75,9 +75,7 @@ def _save(*, context, **data):
 class ResourceCollectionApi(APIView):
     @extend_schema(request=ResourceInput, responses={201: ResourceOutput, **schema.ERRORS})
     def post(self, request):
-        params = ResourceInput(data=request.data)
-        params.is_valid(raise_exception=True)
-        resource = invoke("resource_save", _save, dict(params.validated_data), {"caller": caller_of(request)})
+        resource = invoke("resource_save", _save, {"data": request.data}, {"caller": caller_of(request)})
         return Response(resource_data(resource, reveal=False), status=status.HTTP_201_CREATED)
 
 

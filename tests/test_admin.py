@@ -80,3 +80,34 @@ def test_two_curators_never_get_the_same_generated_password(django_user_model):
     call_command("ensure_curator", "--username", "two", stdout=second)
     grab = lambda out: re.search(r"with password: (\S+)", out.getvalue()).group(1)  # noqa: E731
     assert grab(first) != grab(second)
+
+
+def test_a_curator_creates_an_agent_token_in_the_admin_and_it_works(client, curator):
+    from rest_framework.test import APIClient
+
+    from agents.models import AgentToken
+
+    client.force_login(curator)
+    response = client.post("/admin/agents/agenttoken/add/", {
+        "agent_id": "research_agent", "name": "laptop", "readable_scopes": "org:acme", "writable_scopes": "org:acme",
+        "static_filters": "", "is_active": "on",
+    }, follow=True)
+    page = response.content.decode()
+    key = page.split("Token for agent:research_agent: ")[1].split(" ")[0]
+    token = AgentToken.objects.get()
+    assert token.key_prefix == key[:10] and key not in str(AgentToken.objects.values_list())
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert api.get("/api/knowledge/search", {"q": "x"}).status_code == 200
+
+
+def test_admin_refuses_a_token_with_a_bad_static_filter(client, curator):
+    from agents.models import AgentToken
+
+    client.force_login(curator)
+    response = client.post("/admin/agents/agenttoken/add/", {
+        "agent_id": "a", "readable_scopes": "org:acme", "writable_scopes": "", "is_active": "on",
+        "static_filters": '{"op": "EQ", "key": "colour", "value": "red"}',
+    })
+    assert response.status_code == 200 and "unknown filter key" in response.content.decode().lower()
+    assert not AgentToken.objects.exists()

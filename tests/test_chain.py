@@ -8,6 +8,9 @@ def add(a, b, context):
     return a + b
 
 
+CTX = {"caller": "a test caller"}  # the built-in require_caller filter refuses calls without one
+
+
 def test_filters_run_in_priority_order_and_may_change_args():
     seen = []
 
@@ -24,7 +27,7 @@ def test_filters_run_in_priority_order_and_may_change_args():
         Filter("early", "pre_invocation", record("early", change=100), priority=-5),
         Filter("default", "pre_invocation", record("default")),
     ):
-        assert invoke("add", add, {"a": 1, "b": 2}, {}) == 102
+        assert invoke("add", add, {"a": 1, "b": 2}, CTX) == 102
     assert seen == ["early", "default", "late"]
 
 
@@ -33,13 +36,13 @@ def test_skip_short_circuits_with_a_value_and_the_operation_never_runs():
         raise AssertionError("ran")
 
     with registered_temporarily(Filter("cache", "pre_invocation", lambda ctx: Skip("cached"))):
-        assert invoke("x", never, {}, {}) == "cached"
+        assert invoke("x", never, {}, CTX) == "cached"
 
 
 def test_error_stops_the_call_naming_the_filter():
     with registered_temporarily(Filter("quota", "pre_invocation", lambda ctx: Error("over quota", status=429))):
         with pytest.raises(ChainError) as excinfo:
-            invoke("add", add, {"a": 1, "b": 2}, {})
+            invoke("add", add, {"a": 1, "b": 2}, CTX)
     assert excinfo.value.error.filter == "quota" and excinfo.value.error.status == 429
 
 
@@ -49,7 +52,7 @@ def test_an_exception_in_a_handler_becomes_an_error_result():
 
     with registered_temporarily(Filter("broken", "pre_invocation", broken)):
         with pytest.raises(ChainError, match="filter broken failed: KeyError"):
-            invoke("add", add, {"a": 1, "b": 2}, {})
+            invoke("add", add, {"a": 1, "b": 2}, CTX)
 
 
 def test_post_filters_may_change_the_result():
@@ -58,7 +61,7 @@ def test_post_filters_may_change_the_result():
         return Continue(ctx)
 
     with registered_temporarily(Filter("double", "post_invocation", double)):
-        assert invoke("add", add, {"a": 1, "b": 2}, {}) == 6
+        assert invoke("add", add, {"a": 1, "b": 2}, CTX) == 6
 
 
 def test_chat_filters_wrap_the_llm_call():
@@ -80,7 +83,33 @@ def test_unknown_filter_type_is_refused():
 
 def test_filters_listed_in_settings_are_applied(settings):
     settings.KNOWHUB_FILTERS = ["tests.test_chain.TRIPLE"]
-    assert invoke("add", add, {"a": 1, "b": 2}, {}) == 9
+    assert invoke("add", add, {"a": 1, "b": 2}, CTX) == 9
 
 
 TRIPLE = Filter("triple", "post_invocation", lambda ctx: Continue({**ctx, "result": ctx["result"] * 3}))
+
+
+@pytest.mark.django_db
+def test_builtin_filters_refuse_a_call_without_a_caller_and_validate_raw_input():
+    from agents.caller import Caller
+    from knowledge.api.views import _search
+
+    with pytest.raises(ChainError) as excinfo:
+        invoke("knowledge_search", _search, {"data": {"q": "x"}}, {})
+    assert excinfo.value.error.status == 401 and excinfo.value.error.filter == "require_caller"
+
+    caller = Caller(principal="agent:a", agent_id="a", readable_scopes=("org:a",), writable_scopes=("org:a",))
+    with pytest.raises(ChainError) as excinfo:
+        invoke("knowledge_search", _search, {"data": {"q": "x", "top_k": 500}}, {"caller": caller})
+    assert excinfo.value.error.status == 400 and "top_k" in excinfo.value.error.fields
+    assert invoke("knowledge_search", _search, {"data": {"q": "x"}}, {"caller": caller}) == {"results": [], "count": 0}
+
+
+def test_a_broken_filter_is_a_503_naming_it_not_a_500():
+    def broken(ctx):
+        raise RuntimeError("boom")
+
+    with registered_temporarily(Filter("broken", "pre_invocation", broken)):
+        with pytest.raises(ChainError) as excinfo:
+            invoke("add", add, {"a": 1, "b": 2}, CTX)
+    assert excinfo.value.error.status == 503 and excinfo.value.error.filter == "broken"

@@ -34,11 +34,11 @@ def _messages(value):
     return [str(value)]
 
 
-def _first_message(value) -> str:
+def first_message(value) -> str:
     if isinstance(value, dict):
         value = list(value.values())
     if isinstance(value, list) and value:
-        return _first_message(value[0])
+        return first_message(value[0])
     return str(value)
 
 
@@ -64,7 +64,7 @@ def api_exception_handler(exc, context):
     if isinstance(exc, exceptions.ValidationError):
         fields = _flatten(exc.detail)
         name, value = next(iter(fields.items()), ("non_field_errors", ["invalid input"]))
-        message = f"{name}: {_first_message(value)}"
+        message = f"{name}: {first_message(value)}"
         response.data = {"error": {"code": "invalid", "message": message, "fields": fields}}
         return response
     detail = exc.detail if isinstance(exc, exceptions.APIException) else str(exc)

@@ -75,10 +75,7 @@ class KnowledgeSearchApi(APIView):
         return self._run(request, request.data)
 
     def _run(self, request, data):
-        params = SearchInput(data=data)
-        params.is_valid(raise_exception=True)
-        body = invoke("knowledge_search", _search, dict(params.validated_data), {"caller": caller_of(request)})
-        return Response(body)
+        return Response(invoke("knowledge_search", _search, {"data": data}, {"caller": caller_of(request)}))
 
 
 def _create(*, context, **data):
@@ -124,15 +121,11 @@ class KnowledgeCollectionApi(APIView):
 
     @extend_schema(operation_id="knowledge_list", parameters=[KnowledgeListInput], responses={200: schema.ListOutput, **schema.ERRORS})
     def get(self, request):
-        params = KnowledgeListInput(data=request.query_params)
-        params.is_valid(raise_exception=True)
-        return Response(invoke("knowledge_list", _list, dict(params.validated_data), {"caller": caller_of(request)}))
+        return Response(invoke("knowledge_list", _list, {"data": request.query_params}, {"caller": caller_of(request)}))
 
     @extend_schema(request=KnowledgeCreateInput, responses={201: KnowledgeSerializer, **schema.ERRORS})
     def post(self, request):
-        params = KnowledgeCreateInput(data=request.data)
-        params.is_valid(raise_exception=True)
-        item = invoke("knowledge_save", _create, dict(params.validated_data), {"caller": caller_of(request)})
+        item = invoke("knowledge_save", _create, {"data": request.data}, {"caller": caller_of(request)})
         return Response(KnowledgeSerializer(selectors.knowledge_get(knowledge_id=item.id)).data, status=status.HTTP_201_CREATED)
 
 
@@ -203,17 +196,13 @@ class KnowledgeDetailApi(APIView):
 
     @extend_schema(request=KnowledgeUpdateInput, responses={200: KnowledgeSerializer, **schema.ERRORS})
     def put(self, request, knowledge_id):
-        params = KnowledgeUpdateInput(data=request.data)
-        params.is_valid(raise_exception=True)
-        args = {"knowledge_id": knowledge_id, **params.validated_data}
+        args = {"knowledge_id": knowledge_id, "data": request.data}
         return Response(invoke("knowledge_update", _update, args, {"caller": caller_of(request)}))
 
 
     @extend_schema(request=KnowledgePatchInput, responses={200: KnowledgeSerializer, **schema.ERRORS})
     def patch(self, request, knowledge_id):
-        params = KnowledgePatchInput(data=request.data)
-        params.is_valid(raise_exception=True)
-        args = {"knowledge_id": knowledge_id, **params.validated_data}
+        args = {"knowledge_id": knowledge_id, "data": request.data}
         return Response(KnowledgeSerializer(invoke("knowledge_edit", _edit, args, {"caller": caller_of(request)})).data)
 
 
@@ -222,9 +211,7 @@ class KnowledgeBatchUpdateApi(APIView):
 
     @extend_schema(request=schema.BatchUpdateRequest, responses={200: schema.BatchOutput, **schema.ERRORS})
     def post(self, request):
-        params = BatchUpdateInput(data=request.data)
-        params.is_valid(raise_exception=True)
-        return Response(invoke("knowledge_batch_update", _batch_update, dict(params.validated_data), {"caller": caller_of(request)}))
+        return Response(invoke("knowledge_batch_update", _batch_update, {"data": request.data}, {"caller": caller_of(request)}))
 
 
 class KnowledgeFiltersApi(APIView):
@@ -259,7 +246,5 @@ class KnowledgeSlimApi(APIView):
 
     @extend_schema(request=SlimInput, responses={202: schema.JobRef, **schema.ERRORS})
     def post(self, request):
-        params = SlimInput(data=request.data)
-        params.is_valid(raise_exception=True)
-        body = invoke("knowledge_slim", _slim, dict(params.validated_data), {"caller": caller_of(request)})
+        body = invoke("knowledge_slim", _slim, {"data": request.data}, {"caller": caller_of(request)})
         return Response(body, status=status.HTTP_202_ACCEPTED)
