@@ -32,6 +32,8 @@ class WorkerHeartbeatStep(bootsteps.StartStopStep):
         self._with_connection(
             lambda: _services().worker_heartbeat_record(hostname=worker.hostname, pid=os.getpid())
         )
+        # Jobs of workers that died (SIGKILL, power loss) are sent again; see jobs_requeue_orphans.
+        self._with_connection(_services().jobs_requeue_orphans)
 
     @staticmethod
     def _with_connection(fn):

@@ -43,7 +43,9 @@ class Job(models.Model):
     error = models.TextField(blank=True, default="")
     requested_by = models.CharField(max_length=200)
     attempts = models.PositiveSmallIntegerField(default=0)
+    worker = models.CharField(max_length=255, blank=True, default="", help_text="hostname of the worker running it")
     created_at = models.DateTimeField(default=timezone.now)
+    sent_at = models.DateTimeField(default=timezone.now, help_text="when its message was last sent to the broker")
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

@@ -6,11 +6,12 @@ queued or running, and writes the new version, the item and the job's
 success in one transaction, so a worker killed mid-job leaves nothing half
 written and the redelivered job runs once to completion.
 """
+from django.conf import settings
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from jobs.models import Job
+from jobs.services import job_claim
 from knowledge import llm, services
 from knowledge.models import Knowledge
 
@@ -39,7 +40,7 @@ def evolve_request(*, knowledge_id: str, feedback: str, requested_by: str) -> Jo
     from knowledge.tasks import run_evolve
 
     job = Job.objects.create(kind="evolve", knowledge_id=knowledge_id, requested_by=requested_by,
-                             params={"feedback": feedback})
+                             params={"feedback": feedback, "model": settings.KNOWHUB_LLM_MODEL})
     transaction.on_commit(lambda: run_evolve.delay(str(job.id)))
     return job
 
@@ -57,11 +58,9 @@ def _secrets_of(item: Knowledge) -> list[str]:
     return [r.secure_body for r in item.resources.all() if r.secure_body]
 
 
-def evolve_run(*, job_id: str) -> Job:
+def evolve_run(*, job_id: str, worker: str = "") -> Job:
     """Do the job. Raises llm.LLMError (the task retries or fails the job)."""
-    claimed = Job.objects.filter(pk=job_id, status__in=[Job.Status.QUEUED, Job.Status.RUNNING]).update(
-        status=Job.Status.RUNNING, started_at=timezone.now(), attempts=F("attempts") + 1
-    )
+    claimed = job_claim(job_id=job_id, worker=worker)
     job = Job.objects.get(pk=job_id)
     if not claimed:
         return job  # already finished: a redelivered message does nothing
@@ -74,11 +73,12 @@ def evolve_run(*, job_id: str) -> Job:
             return job
         services.knowledge_edit(
             knowledge_id=item.id, changed_by=f"job:evolve:{job.id}", task=reply["task"], content=reply["content"],
-            reason=f"evolve ({job.params['feedback'][:200]}): {reply['summary_of_changes']}", job=job,
+            reason=f"evolve with {job.params.get('model')} ({job.params['feedback'][:200]}): {reply['summary_of_changes']}",
+            job=job,
         )
         job.status = Job.Status.SUCCEEDED
         job.finished_at = timezone.now()
-        job.result = {"knowledge_id": item.id, "summary_of_changes": reply["summary_of_changes"]}
+        job.result = {"knowledge_id": item.id, "model": job.params.get("model"), "summary_of_changes": reply["summary_of_changes"]}
         job.save(update_fields=["status", "finished_at", "result"])
     return job
 

@@ -9,8 +9,6 @@ import json
 import jsonschema
 from django.conf import settings
 
-DEFAULT_TIMEOUT_SECONDS = 30
-
 
 class LLMError(RuntimeError):
     """The LLM could not give a usable answer (down, timed out, malformed reply)."""
@@ -41,7 +39,7 @@ def _client(timeout: float):
 
 def chat_json(
     *, system: str, user: str, schema: dict, schema_name: str, model: str | None = None,
-    timeout: float = DEFAULT_TIMEOUT_SECONDS, secrets: list[str] | None = None,
+    timeout: float | None = None, secrets: list[str] | None = None,
 ) -> dict:
     """Ask for a JSON object matching `schema`; raise LLMError unless the reply does.
 
@@ -58,7 +56,7 @@ def chat_json(
 
     def send(messages):
         try:
-            return _client(timeout).chat.completions.create(
+            return _client(timeout or settings.KNOWHUB_LLM_TIMEOUT_SECONDS).chat.completions.create(
                 model=model or settings.KNOWHUB_LLM_MODEL,
                 messages=messages,
                 response_format={"type": "json_schema", "json_schema": {"name": schema_name, "schema": schema, "strict": True}},

@@ -17,10 +17,10 @@ The originals become `merged` with a pointer to the result; `knowledge_unmerge`
 restores them and archives the merged item.
 """
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from jobs.models import Job
+from jobs.services import job_claim
 from knowledge import llm, services
 from knowledge.models import FeedbackCase, Knowledge, KnowledgeStatus, SlimRejection
 from knowledge.search.embeddings import get_embedder
@@ -145,10 +145,9 @@ def slim_request(*, model: str | None, dry_run: bool, requested_by: str, writabl
     return job
 
 
-def slim_run(*, job_id: str) -> Job:
+def slim_run(*, job_id: str, worker: str = "") -> Job:
     """Safe to run again: merged groups are no longer active, so they are not found twice."""
-    claimed = Job.objects.filter(pk=job_id, status__in=[Job.Status.QUEUED, Job.Status.RUNNING]).update(
-        status=Job.Status.RUNNING, started_at=timezone.now(), attempts=F("attempts") + 1)
+    claimed = job_claim(job_id=job_id, worker=worker)
     job = Job.objects.get(pk=job_id)
     if not claimed:
         return job

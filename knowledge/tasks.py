@@ -22,7 +22,7 @@ def run_evolve(self, job_id: str) -> None:
     from knowledge import evolve, llm
 
     try:
-        evolve.evolve_run(job_id=job_id)
+        evolve.evolve_run(job_id=job_id, worker=self.request.hostname or "")
     except llm.LLMError as exc:
         if self.request.retries >= self.max_retries:
             evolve.evolve_fail(job_id=job_id, error=f"gave up after {self.request.retries + 1} attempts: {exc}")
@@ -36,12 +36,12 @@ def _backoff_base() -> float:
     return float(getattr(settings, "KNOWHUB_RETRY_BACKOFF_SECONDS", 5))
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True)
-def run_slim(job_id: str) -> None:
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True)
+def run_slim(self, job_id: str) -> None:
     from knowledge import slim
 
     try:
-        slim.slim_run(job_id=job_id)
+        slim.slim_run(job_id=job_id, worker=self.request.hostname or "")
     except Exception as exc:  # noqa: BLE001 - a crashed job must say why, not stay "running"
         from jobs.models import Job
         from django.utils import timezone

@@ -54,6 +54,7 @@ class FakeOpenAI:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
+        self.server.block_on_close = False  # a stalled request must not hold up shutdown
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     @property

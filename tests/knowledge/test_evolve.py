@@ -89,3 +89,53 @@ def test_jobs_are_private_to_who_can_see_them(acme, fake_openai):
     assert acme.get(f"/api/jobs/{job.id}").json()["status"] == "queued"
     assert client_for("spy", ["org:other"]).get(f"/api/jobs/{job.id}").status_code == 404
     assert acme.get("/api/jobs/not-a-uuid").status_code == 404
+
+
+def llm_env(fake, **extra):
+    return {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "test-key", "KNOWHUB_LLM_MODEL": "fake-model",
+            "KNOWHUB_RETRY_BACKOFF_SECONDS": "0", **extra}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_llm_timeout_is_retried_then_fails_the_job(acme, fake_openai):
+    from tests.conftest import CeleryWorker
+
+    worker = CeleryWorker(name="impatient", extra_env=llm_env(fake_openai, KNOWHUB_LLM_TIMEOUT_SECONDS="1")).start()
+    try:
+        created = acme.post("/api/knowledge", {"task": "keep me", "content": "unchanged", "types": ["tool"]}, format="json").json()
+        for _ in range(4):
+            fake_openai.stall(3)
+        job = acme.put(f"/api/knowledge/{created['id']}", {"evolve_feedback": "improve"}, format="json").json()["job"]
+        done = wait_for(lambda: finished(acme, job["url"]), timeout=120, message="the job to time out")
+        assert done["status"] == "failed" and "Timeout" in done["error"] and done["attempts"] == 4
+        assert Knowledge.objects.get(pk=created["id"]).content == "unchanged"
+    finally:
+        worker.stop()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_killed_mid_job_loses_nothing_and_the_job_runs_once(acme, fake_openai):
+    import os
+    import signal
+
+    from tests.conftest import CeleryWorker
+
+    fast = {"KNOWHUB_WORKER_HEARTBEAT_SECONDS": "1", "KNOWHUB_WORKER_STALE_SECONDS": "3"}
+    doomed = CeleryWorker(name="doomed", extra_env=llm_env(fake_openai, **fast)).start()
+    created = acme.post("/api/knowledge", {"task": "old task", "content": "old content", "types": ["tool"]}, format="json").json()
+    fake_openai.stall(30)  # the doomed worker's call hangs: it is mid-job when killed
+    fake_openai.reply_json({"task": "new task", "content": "new content", "summary_of_changes": "s"})
+    job = acme.put(f"/api/knowledge/{created['id']}", {"evolve_feedback": "improve"}, format="json").json()["job"]
+    wait_for(lambda: fake_openai.requests, timeout=60, message="the doomed worker to call the LLM")
+    assert Job.objects.get(pk=job["id"]).status == "running"
+    os.killpg(doomed.proc.pid, signal.SIGKILL)
+    doomed.proc.wait()
+
+    rescuer = CeleryWorker(name="rescuer", extra_env=llm_env(fake_openai, **fast)).start()
+    try:
+        done = wait_for(lambda: finished(acme, job["url"]), timeout=120, message="the rescued job")
+    finally:
+        rescuer.stop()
+    assert done["status"] == "succeeded" and done["attempts"] == 2
+    assert KnowledgeVersion.objects.filter(knowledge_id=created["id"]).count() == 1
+    assert Knowledge.objects.get(pk=created["id"]).content == "new content"
