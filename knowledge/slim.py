@@ -129,6 +129,11 @@ def knowledge_unmerge(*, merged_id: str) -> list[str]:
     return originals
 
 
+def slim_approve(*, ids: list[str], task: str, content: str, approved_by: str) -> Knowledge:
+    """A curator accepts a proposed group, with the proposal's text or their edit of it."""
+    return merge_group(ids, text={"task": task, "content": content}, merged_by=approved_by)
+
+
 def slim_reject(*, first_id: str, second_id: str, rejected_by: str) -> None:
     a, b = _pair(first_id, second_id)
     SlimRejection.objects.get_or_create(first_id=a, second_id=b, defaults={"rejected_by": rejected_by})

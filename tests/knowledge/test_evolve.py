@@ -139,3 +139,28 @@ def test_a_worker_killed_mid_job_loses_nothing_and_the_job_runs_once(acme, fake_
     assert done["status"] == "succeeded" and done["attempts"] == 2
     assert KnowledgeVersion.objects.filter(knowledge_id=created["id"]).count() == 1
     assert Knowledge.objects.get(pk=created["id"]).content == "new content"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_evolve_runs_through_a_redis_broker_too(acme, fake_openai):
+    import redis
+
+    from knowhub_site.celery import app
+    from knowledge.tasks import run_evolve
+    from tests.conftest import CeleryWorker
+
+    broker = "redis://127.0.0.1:6379/14"
+    redis.Redis.from_url(broker).flushdb()
+    worker = CeleryWorker(name="redis-llm", broker_url=broker, extra_env=llm_env(fake_openai)).start()
+    try:
+        created = acme.post("/api/knowledge", {"task": "old", "content": "old", "types": ["tool"]}, format="json").json()
+        fake_openai.reply_json({"task": "via redis", "content": "new", "summary_of_changes": "s"})
+        job = Job.objects.create(kind="evolve", knowledge_id=created["id"], requested_by="agent:research_agent",
+                                 params={"feedback": "improve", "model": "fake-model"})
+        with app.connection_for_write(broker) as connection:
+            run_evolve.apply_async(args=[str(job.id)], connection=connection)
+        done = wait_for(lambda: finished(acme, f"/api/jobs/{job.id}"), timeout=90, message="the Redis-brokered job")
+    finally:
+        worker.stop()
+    assert done["status"] == "succeeded"
+    assert Knowledge.objects.get(pk=created["id"]).task == "via redis"

@@ -102,3 +102,15 @@ def test_slim_without_an_llm_is_409(settings):
     settings.KNOWHUB_LLM_MODEL = ""
     response = client_for("research_agent", ["org:acme"]).post("/api/knowledge/slim", {}, format="json")
     assert response.status_code == 409 and "OPENAI_API_KEY" in response.json()["error"]["message"]
+
+
+@pytest.mark.django_db
+def test_a_curator_approves_an_edited_proposal():
+    from knowledge.slim import slim_approve
+
+    ids = seed(rows=TABS)
+    merged = slim_approve(ids=ids, task="Tabs, edited", content="Edited by a curator", approved_by="user:alice")
+    assert (merged.task, merged.source["submitted_by"]) == ("Tabs, edited", "user:alice")
+    assert set(Knowledge.objects.filter(pk__in=ids).values_list("status", flat=True)) == {"merged"}
+    with pytest.raises(ValueError, match="no longer active"):
+        slim_approve(ids=ids, task="again", content="again", approved_by="user:alice")
