@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from resources.models import Resource
+from resources.models import Resource, RevealEvent
 
 
 @admin.register(Resource)
@@ -15,3 +15,20 @@ class ResourceAdmin(admin.ModelAdmin):
     @admin.display(boolean=True, description="secret")
     def has_secret(self, obj):
         return obj.has_secret
+
+
+@admin.register(RevealEvent)
+class RevealEventAdmin(admin.ModelAdmin):
+    list_display = ["at", "principal", "resource_id", "remote_addr"]
+    search_fields = ["principal", "resource_id"]
+    readonly_fields = ["at", "principal", "resource_id", "remote_addr", "user_agent"]
+
+    # Append-only: reveals are evidence, nobody edits or deletes them here.
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

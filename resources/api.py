@@ -13,7 +13,7 @@ from knowledge.api import schema
 from knowledge.api.views import caller_of
 from knowledge.serializers import SCOPE_RE
 from resources.models import RESOURCE_ID_PATTERN, Resource, ResourceContentType
-from resources.services import resource_create
+from resources.services import resource_create, resource_reveal
 
 
 class ResourceInput(serializers.Serializer):
@@ -56,10 +56,10 @@ class Gone(APIException):
     default_code = "expired"
 
 
-def resource_data(resource: Resource, *, reveal: bool) -> dict:
+def resource_data(resource: Resource, *, secret: str | None = None) -> dict:
     data = ResourceOutput(resource).data
-    if reveal:
-        data["secure_body"] = resource.secure_body
+    if secret is not None:
+        data["secure_body"] = secret
     return data
 
 
@@ -76,7 +76,7 @@ class ResourceCollectionApi(APIView):
     @extend_schema(request=ResourceInput, responses={201: ResourceOutput, **schema.ERRORS})
     def post(self, request):
         resource = invoke("resource_save", _save, {"data": request.data}, {"caller": caller_of(request)})
-        return Response(resource_data(resource, reveal=False), status=status.HTTP_201_CREATED)
+        return Response(resource_data(resource), status=status.HTTP_201_CREATED)
 
 
 class ResourceDetailApi(APIView):
@@ -93,10 +93,12 @@ class ResourceDetailApi(APIView):
         resource = resources.filter(pk=resource_id).first()
         if resource is None:
             raise Http404
-        reveal = request.query_params.get("reveal", "").lower() in ("1", "true", "yes")
-        if reveal:
-            if not caller.can_read_secrets:
-                raise PermissionDenied("this token may not reveal secrets")
-            if resource.expires_at and resource.expires_at <= timezone.now():
-                raise Gone(f"this {resource.content_type} expired at {resource.expires_at.isoformat()}")
-        return Response(resource_data(resource, reveal=reveal))
+        if request.query_params.get("reveal", "").lower() not in ("1", "true", "yes"):
+            return Response(resource_data(resource))
+        if not caller.can_read_secrets:
+            raise PermissionDenied("this token may not reveal secrets")
+        if resource.expires_at and resource.expires_at <= timezone.now():
+            raise Gone(f"this {resource.content_type} expired at {resource.expires_at.isoformat()}")
+        secret = resource_reveal(resource=resource, principal=caller.principal, remote_addr=request.META.get("REMOTE_ADDR"),
+                                 user_agent=request.META.get("HTTP_USER_AGENT", ""))
+        return Response(resource_data(resource, secret=secret))

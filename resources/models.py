@@ -49,3 +49,19 @@ class Resource(models.Model):
     @property
     def has_secret(self) -> bool:
         return bool(self.secure_body)
+
+
+class RevealEvent(models.Model):
+    """Append-only record of every secret reveal: who, when, which resource, from where."""
+
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+    principal = models.CharField(max_length=200)
+    resource_id = models.CharField(max_length=255, db_index=True)  # not a FK: the record outlives the resource
+    remote_addr = models.GenericIPAddressField(null=True, blank=True)
+    user_agent = models.CharField(max_length=300, blank=True, default="")
+
+    class Meta:
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M:%S} {self.principal} revealed {self.resource_id}"

@@ -22,3 +22,12 @@ def resource_create(*, resource_id: str, title: str, scopes: list[str], owner: s
         if Resource.objects.filter(pk=resource_id).exists():
             raise ResourceExistsError(resource_id) from exc
         raise
+
+
+def resource_reveal(*, resource: Resource, principal: str, remote_addr: str | None, user_agent: str = "") -> str:
+    """The secret, with a RevealEvent written first: no reveal goes unrecorded."""
+    from resources.models import RevealEvent
+
+    RevealEvent.objects.create(principal=principal, resource_id=resource.pk, remote_addr=remote_addr or None,
+                               user_agent=user_agent[:300])
+    return resource.secure_body

@@ -94,3 +94,20 @@ def test_saving_an_existing_id_is_a_conflict_and_keeps_the_original(writer, keep
     again = writer.post("/api/resource", {**CREDENTIAL, "secure_body": "new"}, format="json")
     assert again.status_code == 409
     assert keeper.get("/api/resource/credentials/website_a", {"reveal": "1"}).json()["secure_body"] == CREDENTIAL["secure_body"]
+
+
+def test_every_reveal_is_audited_and_refusals_are_not(writer, keeper, client, curator):
+    from resources.models import RevealEvent
+
+    writer.post("/api/resource", CREDENTIAL, format="json")
+    writer.get("/api/resource/credentials/website_a", {"reveal": "true"})  # refused: no secret access
+    keeper.get("/api/resource/credentials/website_a")  # not a reveal
+    keeper.get("/api/resource/credentials/website_a", {"reveal": "true"}, HTTP_USER_AGENT="vault-bot/1.0")
+    event = RevealEvent.objects.get()
+    assert (event.principal, event.resource_id, event.remote_addr, event.user_agent) == (
+        "agent:vault_agent", "credentials/website_a", "127.0.0.1", "vault-bot/1.0")
+    client.force_login(curator)
+    assert client.get("/admin/resources/revealevent/").status_code == 200
+    assert client.get(f"/admin/resources/revealevent/{event.pk}/change/").status_code == 200
+    assert client.post(f"/admin/resources/revealevent/{event.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert RevealEvent.objects.count() == 1

@@ -32,3 +32,42 @@ def test_resource_ids_must_be_path_like(bad_id):
 
     with pytest.raises(IntegrityError, match="resource_id_path_like"), transaction.atomic():
         Resource.objects.create(id=bad_id, title="t")
+
+
+def test_key_rotation_round_trips_and_is_resumable(settings):
+    import io
+
+    from cryptography.fernet import Fernet
+    from django.core.management import call_command
+
+    old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    settings.KNOWHUB_ENCRYPTION_KEYS = [old]
+    for i in range(5):
+        Resource.objects.create(id=f"credentials/site_{i}", title="t", content_type="credential", secure_body=f"{SECRET} #{i}")
+    before = {i: raw_secure_body(f"credentials/site_{i}") for i in range(5)}
+
+    settings.KNOWHUB_ENCRYPTION_KEYS = [new, old]  # the first encrypts, all decrypt
+    out = io.StringIO()
+    call_command("rotate_encryption_keys", stdout=out)
+    assert "5 of 5 secrets re-encrypted" in out.getvalue()
+    after = {i: raw_secure_body(f"credentials/site_{i}") for i in range(5)}
+    assert all(before[i] != after[i] and SECRET not in after[i] for i in range(5))
+    assert Fernet(new.encode()).decrypt(after[0].encode()).decode() == f"{SECRET} #0"
+
+    settings.KNOWHUB_ENCRYPTION_KEYS = [new]  # the old key can now be dropped
+    assert [r.secure_body for r in Resource.objects.order_by("id")] == [f"{SECRET} #{i}" for i in range(5)]
+    out = io.StringIO()
+    call_command("rotate_encryption_keys", stdout=out)
+    assert "0 of 5 secrets re-encrypted" in out.getvalue()  # a second run has nothing left to do
+
+
+def test_rotation_stops_clearly_when_no_key_fits(settings):
+    from cryptography.fernet import Fernet
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    settings.KNOWHUB_ENCRYPTION_KEYS = [Fernet.generate_key().decode()]
+    Resource.objects.create(id="credentials/x", title="t", secure_body=SECRET)
+    settings.KNOWHUB_ENCRYPTION_KEYS = [Fernet.generate_key().decode()]
+    with pytest.raises(CommandError, match="credentials/x: no configured key"):
+        call_command("rotate_encryption_keys")
