@@ -12,6 +12,16 @@ import dj_database_url
 from knowhub_site.env import env_bool, env_int, env_list, env_str, persistent_secret
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+
+# "production" refuses to start without the settings a real deployment must own,
+# instead of quietly generating local ones under var/.
+KNOWHUB_ENV = env_str("KNOWHUB_ENV", "local")
+if KNOWHUB_ENV == "production":
+    _missing = [name for name in ("SECRET_KEY", "KNOWHUB_ENCRYPTION_KEYS", "DATABASE_URL") if not env_str(name)]
+    if _missing:
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(f"KNOWHUB_ENV=production needs {', '.join(_missing)} set")
 VAR_DIR = Path(env_str("KNOWHUB_VAR_DIR", str(BASE_DIR / "var"))).resolve()
 
 SECRET_KEY = env_str("SECRET_KEY") or persistent_secret(VAR_DIR / "secret_key")

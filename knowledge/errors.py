@@ -12,8 +12,18 @@ class KnowledgeError(Exception):
 
 class UnknownResourceError(KnowledgeError):
     def __init__(self, missing: list[str]):
-        super().__init__(f"unknown resource ids: {', '.join(missing)}", field="resource_ids")
+        super().__init__(f"unknown or unreadable resource ids: {', '.join(missing)}", field="resource_ids")
         self.missing = missing
+
+
+class ResourceScopeError(KnowledgeError):
+    def __init__(self, narrower: list[str], item_scopes: list[str]):
+        super().__init__(
+            f"resources {', '.join(narrower)} are not readable in every scope of this item ({', '.join(item_scopes)}): "
+            "give them those scopes, or narrow the item's",
+            field="resource_ids",
+        )
+        self.narrower = narrower
 
 
 class KnowledgeIdConflictError(KnowledgeError):

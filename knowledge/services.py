@@ -5,7 +5,7 @@ from datetime import datetime
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from knowledge.errors import KnowledgeIdConflictError, UnknownResourceError
+from knowledge.errors import KnowledgeIdConflictError, ResourceScopeError, UnknownResourceError
 from knowledge.ids import MAX_SUFFIX_LENGTH, SUFFIX_LENGTH, new_knowledge_id
 from knowledge.models import FeedbackCase, Knowledge, KnowledgeResource, KnowledgeVersion
 from knowledge.search import indexing
@@ -51,18 +51,21 @@ def knowledge_create(
     created_at: datetime | None = None,
     updated_at: datetime | None = None,
     embed: bool = True,
+    reader_scopes: Iterable[str] | None = None,
 ) -> Knowledge:
     """Store a new knowledge item and return it.
 
     `knowledge_id`, timestamps, counters and histories are for restoring an
     exported item exactly; agents' saves leave them unset. The item is
     keyword-searchable on commit; with `embed` its vector is computed right
-    after commit (or by a job if the embedder fails).
+    after commit (or by a job if the embedder fails). Linked resources must be
+    readable by the saver (`reader_scopes`, None for curators) and by everyone
+    who can read the item: their scopes must include all of the item's.
     """
     now = timezone.now()
     created_at = created_at or now
     resource_ids = list(dict.fromkeys(resource_ids))
-    _check_resources_exist(resource_ids)
+    _check_resources(resource_ids, item_scopes=list(scopes), reader_scopes=reader_scopes)
 
     item = Knowledge(
         message_id=message_id,
@@ -95,15 +98,21 @@ def knowledge_create(
     return item
 
 
-def _check_resources_exist(resource_ids: list[str]) -> None:
+def _check_resources(resource_ids: list[str], *, item_scopes: list[str], reader_scopes) -> None:
     from resources.models import Resource
 
     if not resource_ids:
         return
-    found = set(Resource.objects.filter(id__in=resource_ids).values_list("id", flat=True))
+    readable = Resource.objects.filter(id__in=resource_ids)
+    if reader_scopes is not None:
+        readable = readable.filter(scopes__overlap=list(reader_scopes))
+    found = dict(readable.values_list("id", "scopes"))
     missing = [rid for rid in resource_ids if rid not in found]
-    if missing:
+    if missing:  # unknown and unreadable look the same, so ids do not leak
         raise UnknownResourceError(missing)
+    narrower = [rid for rid in resource_ids if not set(item_scopes) <= set(found[rid])]
+    if narrower:
+        raise ResourceScopeError(narrower, item_scopes)
 
 
 def _insert_with_unique_id(item: Knowledge, knowledge_id: str | None) -> None:

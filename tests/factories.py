@@ -36,6 +36,7 @@ SEED_EXAMPLE = {
 
 def make_resource(resource_id: str, **fields) -> Resource:
     fields.setdefault("title", resource_id)
+    fields.setdefault("scopes", ["org:acme", "org:cybertogether"])
     return Resource.objects.create(id=resource_id, **fields)
 
 

@@ -88,7 +88,7 @@ def _create(*, context, **data):
         raise PermissionDenied(f"this token may not write to scope(s): {', '.join(refused)}")
     source = {"agent_id": caller.agent_id, **data.pop("source", {})}
     owner = data.pop("owner", None) or caller.principal
-    return services.knowledge_create(scopes=scopes, owner=owner, source=source, **data)
+    return services.knowledge_create(scopes=scopes, owner=owner, source=source, reader_scopes=caller.readable_scopes, **data)
 
 
 def visible_to(caller: Caller):

@@ -31,3 +31,18 @@ def test_persistent_secret_is_random_private_and_stable(tmp_path):
     assert persistent_secret(tmp_path / "k") == first
     assert persistent_secret(tmp_path / "other") != first
     assert (tmp_path / "k").stat().st_mode & 0o777 == 0o600
+
+
+def test_production_refuses_to_start_without_its_own_keys():
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT
+
+    env = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "KNOWHUB_ENCRYPTION_KEYS", "DATABASE_URL")}
+    env.update(KNOWHUB_ENV="production", DJANGO_SETTINGS_MODULE="knowhub_site.settings")
+    result = subprocess.run([sys.executable, "-c", "import django; django.setup()"], cwd=REPO_ROOT, env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0
+    assert "KNOWHUB_ENV=production needs SECRET_KEY, KNOWHUB_ENCRYPTION_KEYS, DATABASE_URL set" in result.stderr

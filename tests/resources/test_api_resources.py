@@ -111,3 +111,18 @@ def test_every_reveal_is_audited_and_refusals_are_not(writer, keeper, client, cu
     assert client.get(f"/admin/resources/revealevent/{event.pk}/change/").status_code == 200
     assert client.post(f"/admin/resources/revealevent/{event.pk}/delete/", {"post": "yes"}).status_code == 403
     assert RevealEvent.objects.count() == 1
+
+
+def test_knowledge_may_only_link_resources_its_readers_can_read(writer):
+    from tests.factories import make_resource
+
+    make_resource("credentials/private", scopes=["org:other"])
+    make_resource("code/narrow", scopes=["org:acme"])
+    body = {"task": "t", "content": "c", "types": ["tool"]}
+    unreadable = writer.post("/api/knowledge", {**body, "resource_ids": ["credentials/private"]}, format="json")
+    assert unreadable.status_code == 400 and "credentials/private" in unreadable.json()["error"]["message"]
+    assert "unknown or unreadable" in unreadable.json()["error"]["message"]
+    wide = client_for("wide_agent", ["org:acme", "org:beta"])
+    widening = wide.post("/api/knowledge", {**body, "scopes": ["org:acme", "org:beta"], "resource_ids": ["code/narrow"]}, format="json")
+    assert widening.status_code == 400 and "code/narrow" in widening.json()["error"]["fields"]["resource_ids"][0]
+    assert writer.post("/api/knowledge", {**body, "resource_ids": ["code/narrow"]}, format="json").status_code == 201

@@ -35,6 +35,9 @@ class Command(BaseCommand):
         self._check_port_free(host, port)
         where = "embedded PostgreSQL in " + str(settings.VAR_DIR / "pgdata") if settings.EMBEDDED_DB else "DATABASE_URL"
         self.stdout.write(f"Database: {where}")
+        if not settings.KNOWHUB_ENCRYPTION_KEYS:
+            self.stdout.write(f"Secrets: encrypted with a local key in {settings.VAR_DIR / 'encryption_key'} "
+                              "(set KNOWHUB_ENCRYPTION_KEYS to use your own)")
         call_command("migrate", interactive=False, verbosity=0)
         call_command("ensure_curator")
         call_command("collectstatic", interactive=False, verbosity=0)
