@@ -36,6 +36,9 @@ class Command(BaseCommand):
         where = "embedded PostgreSQL in " + str(settings.VAR_DIR / "pgdata") if settings.EMBEDDED_DB else "DATABASE_URL"
         self.stdout.write(f"Database: {where}")
         if not settings.KNOWHUB_ENCRYPTION_KEYS:
+            from resources.crypto import configured_keys
+
+            configured_keys()  # creates var/encryption_key (0600) on first start
             self.stdout.write(f"Secrets: encrypted with a local key in {settings.VAR_DIR / 'encryption_key'} "
                               "(set KNOWHUB_ENCRYPTION_KEYS to use your own)")
         call_command("migrate", interactive=False, verbosity=0)
