@@ -107,6 +107,9 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULE = {
+    "mark-expired-resources": {"task": "resources.tasks.mark_expired_resources", "schedule": 300.0},
+}
 # A worker counts as alive while its heartbeat row is younger than this.
 KNOWHUB_WORKER_STALE_SECONDS = env_int("KNOWHUB_WORKER_STALE_SECONDS", 30)
 KNOWHUB_WORKER_HEARTBEAT_SECONDS = env_int("KNOWHUB_WORKER_HEARTBEAT_SECONDS", 5)

@@ -30,6 +30,7 @@ class Resource(models.Model):
     scopes = ArrayField(models.CharField(max_length=200), default=list, blank=True)
     owner = models.CharField(max_length=200, blank=True, default="")
     expires_at = models.DateTimeField(null=True, blank=True)
+    is_expired = models.BooleanField(default=False, help_text="set by the periodic expiry check")
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 

@@ -31,3 +31,13 @@ def resource_reveal(*, resource: Resource, principal: str, remote_addr: str | No
     RevealEvent.objects.create(principal=principal, resource_id=resource.pk, remote_addr=remote_addr or None,
                                user_agent=user_agent[:300])
     return resource.secure_body
+
+
+def resources_mark_expired() -> list[str]:
+    """Flag resources whose expiry has passed; returns the ids newly flagged."""
+    from django.utils import timezone
+
+    due = Resource.objects.filter(expires_at__lte=timezone.now(), is_expired=False)
+    ids = list(due.values_list("id", flat=True))
+    Resource.objects.filter(pk__in=ids).update(is_expired=True)
+    return ids

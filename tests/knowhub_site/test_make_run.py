@@ -82,6 +82,7 @@ def test_make_run_comes_up_healthy_stops_cleanly_and_keeps_data(tmp_path):
     assert "Created curator account 'curator' with password: " in out
     assert f"Secrets: encrypted with a local key in {var_dir / 'encryption_key'}" in out
     assert (var_dir / "encryption_key").stat().st_mode & 0o777 == 0o600
+    assert "beat: Starting" in out  # periodic tasks (resource expiry) run
     assert healthz(port) == (None, None)
     wait_for(lambda: not embedded_postgres_running(var_dir), timeout=30, message="embedded PostgreSQL to stop")
 

@@ -126,3 +126,16 @@ def test_knowledge_may_only_link_resources_its_readers_can_read(writer):
     widening = wide.post("/api/knowledge", {**body, "scopes": ["org:acme", "org:beta"], "resource_ids": ["code/narrow"]}, format="json")
     assert widening.status_code == 400 and "code/narrow" in widening.json()["error"]["fields"]["resource_ids"][0]
     assert writer.post("/api/knowledge", {**body, "resource_ids": ["code/narrow"]}, format="json").status_code == 201
+
+
+def test_the_expiry_check_flags_expired_resources_and_lists_what_depends_on_them(writer):
+    from resources.selectors import resources_needing_refresh
+    from resources.tasks import mark_expired_resources
+
+    writer.post("/api/resource", COOKIE, format="json")  # expired in March
+    writer.post("/api/resource", {**CREDENTIAL, "expires_at": "2099-01-01T00:00:00Z"}, format="json")
+    item = writer.post("/api/knowledge", {"task": "call the API", "content": "with the cookie", "types": ["tool"],
+                                          "resource_ids": ["cookies/website_a"]}, format="json").json()
+    assert mark_expired_resources() == ["cookies/website_a"]
+    assert mark_expired_resources() == []  # flagged once
+    assert [(r["id"], r["knowledge_ids"]) for r in resources_needing_refresh()] == [("cookies/website_a", [item["id"]])]

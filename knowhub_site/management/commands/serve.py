@@ -57,7 +57,9 @@ class Command(BaseCommand):
                     "--workers", str(web_workers), "--threads", "4", "--graceful-timeout", "10",
                     "--access-logfile", "-", "--no-control-socket"],
             "worker": [sys.executable, "-m", "celery", "-A", "knowhub_site", "worker", "--loglevel", "info",
-                       "--concurrency", str(worker_concurrency), "--hostname", f"knowhub-{port}@%h"],
+                       "--concurrency", str(worker_concurrency), "--hostname", f"knowhub-{port}@%h",
+                       # periodic tasks (resource expiry) run in this one worker's embedded beat
+                       "--beat", "--schedule", str(settings.VAR_DIR / "celerybeat-schedule")],
         }
         processes = {name: subprocess.Popen(cmd, env=env, start_new_session=True) for name, cmd in commands.items()}
 
