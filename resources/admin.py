@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from resources.models import Resource, RevealEvent
+from resources.models import Resource, ResourceVersion, RevealEvent
 
 
 @admin.register(Resource)
@@ -35,4 +35,18 @@ class RevealEventAdmin(admin.ModelAdmin):
         return False
 
     def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(ResourceVersion)
+class ResourceVersionAdmin(admin.ModelAdmin):
+    list_display = ["resource", "number", "title", "replaced_by", "created_at"]
+    search_fields = ["resource__id", "title"]
+    exclude = ["secure_body"]  # old secrets stay encrypted and out of pages
+    readonly_fields = ["resource", "number", "title", "body", "content_type", "metadata", "expires_at", "replaced_by", "created_at"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
         return False

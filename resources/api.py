@@ -13,7 +13,7 @@ from knowledge.api import schema
 from knowledge.api.views import caller_of
 from knowledge.serializers import SCOPE_RE
 from resources.models import RESOURCE_ID_PATTERN, Resource, ResourceContentType
-from resources.services import resource_create, resource_reveal
+from resources.services import ResourceExistsError, resource_create, resource_reveal, resource_save_version
 
 
 class ResourceInput(serializers.Serializer):
@@ -47,8 +47,13 @@ class ResourceOutput(serializers.Serializer):
     owner = serializers.CharField()
     expires_at = serializers.DateTimeField(allow_null=True)
     has_secret = serializers.BooleanField()
+    version = serializers.SerializerMethodField()
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
+
+
+    def get_version(self, resource) -> int:
+        return resource.versions.count() + 1
 
 
 class Gone(APIException):
@@ -64,7 +69,17 @@ def resource_data(resource: Resource, *, secret: str | None = None) -> dict:
 
 
 def _save(*, context, **data):
+    """Create, or save a new version of an id the caller may write (the old one is kept)."""
     caller: Caller = context["caller"]
+    existing = Resource.objects.filter(pk=data["id"]).first()
+    if existing is not None:
+        visible = caller.readable_scopes is None or set(existing.scopes) & set(caller.readable_scopes)
+        if not visible:
+            raise ResourceExistsError(data["id"])  # the id is taken; say no more about it
+        if len(caller.may_write(existing.scopes)) == len(existing.scopes):
+            raise PermissionDenied(f"this token may not write to the scopes of {existing.pk}")
+        data.pop("scopes", None)  # a new version keeps who may see it
+        return resource_save_version(resource_id=data.pop("id"), replaced_by=caller.principal, **data)
     scopes = data.pop("scopes", None) or list(caller.writable_scopes or ())[:1]
     refused = caller.may_write(scopes) if scopes else ["(none)"]
     if refused:

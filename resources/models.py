@@ -66,3 +66,22 @@ class RevealEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M:%S} {self.principal} revealed {self.resource_id}"
+
+
+class ResourceVersion(models.Model):
+    """A resource's previous state, kept (secret still encrypted) when the same id is saved again."""
+
+    resource = models.ForeignKey(Resource, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    title = models.CharField(max_length=300)
+    body = models.TextField(blank=True, default="")
+    secure_body = EncryptedTextField(blank=True, default="")
+    content_type = models.CharField(max_length=20)
+    metadata = models.JSONField(default=dict, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    replaced_by = models.CharField(max_length=200)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["resource", "-number"]
+        constraints = [models.UniqueConstraint(fields=["resource", "number"], name="resource_version_number_unique")]

@@ -1,5 +1,6 @@
 """Writes to resources."""
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from knowledge.errors import KnowledgeError
 from resources.models import Resource
@@ -22,6 +23,26 @@ def resource_create(*, resource_id: str, title: str, scopes: list[str], owner: s
         if Resource.objects.filter(pk=resource_id).exists():
             raise ResourceExistsError(resource_id) from exc
         raise
+
+
+@transaction.atomic
+def resource_save_version(*, resource_id: str, replaced_by: str, title: str, body: str = "", secure_body: str = "",
+                          content_type: str = "text", metadata: dict | None = None, expires_at=None) -> Resource:
+    """Save an existing id again (seed resource_save): the previous state becomes a version, secret still encrypted."""
+    from resources.models import ResourceVersion
+
+    resource = Resource.objects.select_for_update().get(pk=resource_id)
+    last = resource.versions.order_by("-number").values_list("number", flat=True).first() or 0
+    ResourceVersion.objects.create(
+        resource=resource, number=last + 1, title=resource.title, body=resource.body, secure_body=resource.secure_body,
+        content_type=resource.content_type, metadata=resource.metadata, expires_at=resource.expires_at, replaced_by=replaced_by,
+    )
+    resource.title, resource.body, resource.secure_body = title, body, secure_body
+    resource.content_type, resource.metadata, resource.expires_at = content_type, metadata or {}, expires_at
+    resource.is_expired = False
+    resource.updated_at = timezone.now()
+    resource.save()
+    return resource
 
 
 def resource_reveal(*, resource: Resource, principal: str, remote_addr: str | None, user_agent: str = "") -> str:

@@ -89,10 +89,29 @@ def test_bad_resources_are_refused(writer, change, field):
         assert response.status_code == 400 and field in response.json()["error"]["fields"]
 
 
-def test_saving_an_existing_id_is_a_conflict_and_keeps_the_original(writer, keeper):
+def test_saving_an_existing_id_again_makes_a_version_and_keeps_the_old_secret_encrypted(writer, keeper):
+    from django.db import connection
+
+    from resources.models import ResourceVersion
+
     writer.post("/api/resource", CREDENTIAL, format="json")
-    again = writer.post("/api/resource", {**CREDENTIAL, "secure_body": "new"}, format="json")
-    assert again.status_code == 409
+    again = writer.post("/api/resource", {**CREDENTIAL, "secure_body": "账号:new@example.com\n密码:NewPass456"}, format="json")
+    assert again.status_code == 201 and again.json()["version"] == 2
+    assert keeper.get("/api/resource/credentials/website_a", {"reveal": "1"}).json()["secure_body"].endswith("NewPass456")
+    old = ResourceVersion.objects.get()
+    assert (old.number, old.secure_body, old.replaced_by) == (1, CREDENTIAL["secure_body"], "agent:research_agent")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT secure_body FROM resources_resourceversion")
+        assert "SecurePass123" not in cursor.fetchone()[0]
+
+
+def test_another_org_cannot_overwrite_or_probe_a_resource_id(writer, keeper):
+    writer.post("/api/resource", CREDENTIAL, format="json")
+    outsider = client_for("spy", ["org:other"])
+    response = outsider.post("/api/resource", {**CREDENTIAL, "secure_body": "pwned"}, format="json")
+    assert response.status_code == 409
+    reader = client_for("reader", ["org:acme"], writable_scopes=[])
+    assert reader.post("/api/resource", {**CREDENTIAL, "secure_body": "pwned"}, format="json").status_code == 403
     assert keeper.get("/api/resource/credentials/website_a", {"reveal": "1"}).json()["secure_body"] == CREDENTIAL["secure_body"]
 
 
