@@ -3,6 +3,7 @@ from django.contrib import admin, messages
 
 from agents.models import AgentToken, AuditEvent
 from agents.services import agent_token_create
+from knowhub_site.admin_tools import AppendOnlyAdmin
 from knowledge.search.filters import FilterError, parse_filter
 
 
@@ -41,18 +42,9 @@ class AgentTokenAdmin(admin.ModelAdmin):
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
+class AuditEventAdmin(AppendOnlyAdmin):
     list_display = ["at", "principal", "operation", "target"]
     list_filter = ["operation"]
     search_fields = ["principal", "target"]
     readonly_fields = ["at", "principal", "operation", "target", "args"]
 
-    # Append-only: nobody edits or deletes the record of what happened.
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

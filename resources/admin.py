@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from knowhub_site.admin_tools import AppendOnlyAdmin
 from resources.models import Resource, ResourceVersion, RevealEvent
 
 
@@ -22,31 +23,8 @@ class ResourceAdmin(admin.ModelAdmin):
 
 
 @admin.register(RevealEvent)
-class RevealEventAdmin(admin.ModelAdmin):
+class RevealEventAdmin(AppendOnlyAdmin):
     list_display = ["at", "principal", "resource_id", "remote_addr"]
     search_fields = ["principal", "resource_id"]
     readonly_fields = ["at", "principal", "resource_id", "remote_addr", "user_agent"]
 
-    # Append-only: reveals are evidence, nobody edits or deletes them here.
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-
-@admin.register(ResourceVersion)
-class ResourceVersionAdmin(admin.ModelAdmin):
-    list_display = ["resource", "number", "title", "replaced_by", "created_at"]
-    search_fields = ["resource__id", "title"]
-    exclude = ["secure_body"]  # old secrets stay encrypted and out of pages
-    readonly_fields = ["resource", "number", "title", "body", "content_type", "metadata", "expires_at", "replaced_by", "created_at"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
