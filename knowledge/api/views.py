@@ -1,5 +1,5 @@
 """Agent API views: validate, call a service or selector through the filter chain, serialize."""
-from django.db.models import Q
+from django.db.models import Q, prefetch_related_objects
 from django.http import Http404
 from rest_framework import status
 from django.db import transaction
@@ -23,6 +23,10 @@ from knowledge.models import Knowledge
 from knowledge.search import engine
 from knowledge.search.filters import AND, VALID_OPERATORS, parse_filter, valid_filter_keys
 from knowledge.serializers import KnowledgeSerializer
+
+
+def job_link(job) -> dict:
+    return {"id": str(job.id), "status": job.status, "url": f"/api/jobs/{job.id}"}
 
 
 def caller_of(request) -> Caller:
@@ -55,8 +59,9 @@ def _search(*, q, top_k, min_score, types, scopes, filters, rank, explain, conte
         query=q, top_k=top_k, min_score=min_score, types=types, scopes=scopes,
         filters=AND(*combined) if combined else None, readable_scopes=caller.readable_scopes, rank=rank,
     )
-    items = {i.id: i for i in Knowledge.objects.filter(pk__in=[h.id for h in result.hits]).prefetch_related("resource_links")}
-    results = [search_result(items[h.id], h, explain) for h in result.hits]
+    hits = result.ordered_items()  # the engine already loaded them; only their resource links are missing
+    prefetch_related_objects(hits, "resource_links")
+    results = [search_result(item, hit, explain) for item, hit in zip(hits, result.hits)]
     body = {"results": results, "count": len(results)}
     if explain and result.notes:
         body["notes"] = result.notes
@@ -152,7 +157,7 @@ def _update(*, knowledge_id, context, add_helpful_case=None, add_harmful_case=No
             feedback.score_set(knowledge_id=item.id, score=update_score)
     body = KnowledgeSerializer(selectors.knowledge_get(knowledge_id=item.id)).data
     if job is not None:
-        body["job"] = {"id": str(job.id), "status": job.status, "url": f"/api/jobs/{job.id}"}
+        body["job"] = job_link(job)
     return body
 
 
@@ -238,7 +243,7 @@ def _slim(*, model, dry_run, context):
         raise PermissionDenied("slim merges items: this token may not write to any scope")
     job = slim.slim_request(model=model or None, dry_run=dry_run, requested_by=caller.principal,
                             writable_scopes=None if caller.writable_scopes is None else list(caller.writable_scopes))
-    return {"job": {"id": str(job.id), "status": job.status, "url": f"/api/jobs/{job.id}"}}
+    return {"job": job_link(job)}
 
 
 class KnowledgeSlimApi(APIView):

@@ -2,11 +2,11 @@
 
 Resumable: every batch commits, and a re-run only picks up what is still stale.
 """
-import sys
 import time
 
 from django.core.management.base import BaseCommand, CommandError
 
+from knowhub_site.progress import write_progress
 from knowledge.search.embeddings import EmbedderError, build_embedder
 from knowledge.search.indexing import reembed_batches, stale_items
 
@@ -35,16 +35,9 @@ class Command(BaseCommand):
         try:
             for count in reembed_batches(embedder=embedder, batch_size=batch_size):
                 done += count
-                self._progress(done, total, started)
+                rate = done / max(time.monotonic() - started, 1e-9)
+                write_progress(self.stdout, done, total, f" ({rate:.1f}/s)")
         except EmbedderError as exc:
             raise CommandError(f"stopped after {done} items: {exc}. Run again to resume.") from exc
         self.stdout.write("")
         self.stdout.write(self.style.SUCCESS(f"Embedded {done} items."))
-
-    def _progress(self, done, total, started):
-        width = 30
-        filled = int(width * min(done, total) / total)
-        rate = done / max(time.monotonic() - started, 1e-9)
-        line = f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} ({rate:.1f}/s)"
-        self.stdout.write(line, ending="")
-        sys.stdout.flush()

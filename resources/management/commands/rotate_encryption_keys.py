@@ -5,12 +5,11 @@ commits, so an interrupted run continues where it stopped. Each row is
 rewritten only if it still holds the token that was read (compare-and-set),
 so a concurrent edit is never overwritten.
 """
-import sys
-
 from cryptography.fernet import Fernet, InvalidToken
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection, transaction
 
+from knowhub_site.progress import write_progress
 from resources import crypto
 
 BATCH = 200
@@ -52,12 +51,6 @@ class Command(BaseCommand):
                         rotated += cursor.rowcount
                     done += 1
                 last_id = rows[-1][0]
-            self._progress(done, total)
+            write_progress(self.stdout, done, total)
         self.stdout.write("")
         self.stdout.write(self.style.SUCCESS(f"{rotated} of {done} secrets re-encrypted under the newest key."))
-
-    def _progress(self, done, total):
-        width = 30
-        filled = int(width * min(done, total) / total)
-        self.stdout.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total}", ending="")
-        sys.stdout.flush()
