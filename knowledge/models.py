@@ -84,6 +84,9 @@ class Knowledge(models.Model):
     # Keyword index: task, content and tag values, Chinese pre-segmented
     # (knowledge.search.keyword.document_expression).
     search_document = SearchVectorField(null=True, blank=True, editable=False)
+    # Writing system of task + content (knowledge.search.text.script_of): vector
+    # search calibrates similarities within each one (knowledge.search.crosslingual).
+    script = models.CharField(max_length=12, blank=True, default="", editable=False)
 
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)

@@ -107,6 +107,20 @@ class ConcatEmbedder:
     def embed_query(self, text):
         return np.concatenate([s * p.embed_query(text) for p, s in zip(self.parts, self._scales)])
 
+    def reweighted(self, query_vector: np.ndarray, weights: dict[str, float]) -> np.ndarray:
+        """A query vector whose dot product with stored passages is sum(weights[part] * part cosine).
+
+        Stored passages keep this embedder's own scales; the query's parts are
+        rescaled so any other weighting can search the same index. A part not
+        named in `weights` gets weight 0.
+        """
+        pieces, start = [], 0
+        for part, scale in zip(self.parts, self._scales):
+            piece = query_vector[start : start + part.dimensions] / scale
+            pieces.append(weights.get(part.name, 0.0) * piece)
+            start += part.dimensions
+        return np.concatenate(pieces)
+
 
 class OpenAIEmbedder:
     def __init__(self, model: str, dimensions: int | None = None):

@@ -18,9 +18,9 @@ from knowledge.search import filters as filter_exprs
 from knowledge.search import routing
 from knowledge.search.embeddings import EmbedderError, get_embedder
 from knowledge.search.fusion import RRF_K, convex_combination, keyword_boost, reciprocal_rank_fusion
+from knowledge.search.crosslingual import calibrated_vector_candidates
 from knowledge.search.keyword import keyword_candidates
 from knowledge.search.rerank import Candidate, quality_rerank
-from knowledge.search.vector import vector_candidates
 
 MODES = ("hybrid", "vector", "keyword")
 # Each retriever contributes this many candidates (at least) to the fusion.
@@ -116,12 +116,8 @@ def search(
     if query.strip() and mode in ("hybrid", "vector"):
         try:
             embedder = get_embedder(embedder_name)
-            lists["vector"] = vector_candidates(
-                base,
-                vector=embedder.embed_query(query),
-                model_name=embedder.name,
-                dimensions=embedder.dimensions,
-                limit=pool,
+            lists["vector"] = calibrated_vector_candidates(
+                base, query=query, query_vector=embedder.embed_query(query), embedder=embedder, limit=pool
             )
         except EmbedderError as exc:
             notes.append(f"vector search unavailable ({exc}); keyword results only")

@@ -8,14 +8,16 @@ from django.db.models import Q
 from knowledge.models import Knowledge
 from knowledge.search import keyword, vector
 from knowledge.search.embeddings import Embedder, EmbedderError, get_embedder, item_text
+from knowledge.search.text import script_of
 
 logger = logging.getLogger(__name__)
 
 
 def index_keywords(*, item: Knowledge) -> None:
-    """Recompute `search_document` (call inside the transaction that saved the item)."""
+    """Recompute `search_document` and `script` (call inside the transaction that saved the item)."""
     Knowledge.objects.filter(pk=item.pk).update(
-        search_document=keyword.document_expression(task=item.task, content=item.content, tags=item.tags)
+        search_document=keyword.document_expression(task=item.task, content=item.content, tags=item.tags),
+        script=script_of(item_text(item.task, item.content)),
     )
 
 

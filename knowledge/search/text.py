@@ -52,3 +52,38 @@ def identifiers(text: str) -> list[str]:
     """Distinct identifier-like tokens, lower-cased, in order of appearance."""
     found = (m.group(0) for m in IDENTIFIER.finditer(text[:MAX_TEXT]))
     return list(dict.fromkeys(tok.lower() for tok in found if HAS_MARK.search(tok) and len(tok) <= 100))
+
+
+# Writing systems, for language-calibrated vector search (knowledge.search.crosslingual).
+_SCRIPTS = (
+    ("kana", re.compile(r"[\u3040-\u30ff]")),
+    ("hangul", re.compile(r"[\uac00-\ud7af\u1100-\u11ff]")),
+    ("han", re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")),
+    ("cyrillic", re.compile(r"[\u0400-\u04ff]")),
+    ("arabic", re.compile(r"[\u0600-\u06ff]")),
+    ("latin", re.compile(r"[A-Za-z\u00c0-\u024f]")),
+)
+SCRIPT_SAMPLE = 2_000
+# Han characters carry a word each, Latin letters a fraction of one: a Chinese
+# text that quotes English names is still Chinese.
+HAN_SHARE = 0.2
+
+
+def script_of(text: str) -> str:
+    """The writing system a text is mostly in: han, kana, hangul, cyrillic, arabic, latin, or '' (none).
+
+    A cheap stand-in for its language: embedders score pairs of texts in one
+    language on a different scale than pairs across languages.
+    """
+    sample = text[:SCRIPT_SAMPLE]
+    counts = {name: len(pattern.findall(sample)) for name, pattern in _SCRIPTS}
+    letters = sum(counts.values())
+    if not letters:
+        return ""
+    if counts["kana"] >= 0.05 * letters:
+        return "kana"
+    if counts["hangul"] >= 0.2 * letters:
+        return "hangul"
+    if counts["han"] >= HAN_SHARE * letters:
+        return "han"
+    return max(counts, key=lambda name: (counts[name], name))

