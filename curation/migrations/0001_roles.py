@@ -13,9 +13,9 @@ ROLES = {"viewer": VIEWER, "curator": CURATOR, "admin": ADMIN}
 def create_roles(apps, schema_editor):
     # Model permissions are normally created after migrate; the groups need them now.
     for app_config in apps.get_app_configs():
-        app_config.models_module = True
+        models_module, app_config.models_module = getattr(app_config, "models_module", None), True
         create_permissions(app_config, verbosity=0, apps=apps)
-        app_config.models_module = None
+        app_config.models_module = models_module
     ContentType = apps.get_model("contenttypes", "ContentType")
     Permission = apps.get_model("auth", "Permission")
     Group = apps.get_model("auth", "Group")
