@@ -17,7 +17,7 @@ def stacked_bars(rows: list[dict], *, series: tuple[str, ...] = ("helpful", "har
             y -= h
             if h:
                 segments.append({"series": name, "x": round(x, 1), "y": round(y, 1), "h": round(h, 1)})
-        label = row["day"].strftime("%b %-d") if i % 7 == 0 or i == len(rows) - 1 else ""
+        label = row["day"].strftime("%b %-d") if (len(rows) - 1 - i) % 7 == 0 else ""  # weekly, ending today
         bars.append({"segments": segments, "label": label, "label_x": round(x + slot * 0.35, 1),
                      "title": f"{row['day']:%Y-%m-%d}: " + ", ".join(f"{row[s]} {s}" for s in series)})
     ticks = [{"value": v, "y": round(HEIGHT - PAD_BOTTOM - plot_h * v / peak, 1)} for v in sorted({0, peak // 2, peak})] if peak else []

@@ -25,11 +25,26 @@ def knowledge_list(request):
                                   owner=data["owner"], status=data["status"], score_min=data["score_min"],
                                   score_max=data["score_max"], sort=data["sort"])
         page = paginate(browse.items, data["page"])
-    query = request.GET.copy()
-    query.pop("page", None)
-    context = {"form": form, "page": page, "browse": browse, "query": query.urlencode(), "scopes": known_scopes()}
-    template = f"{LIST}#results" if request.htmx and not request.htmx.boosted else LIST
-    return render(request, template, context, status=200 if form.is_valid() else 422)
+    context = {"form": form, "page": page, "browse": browse, "query": clean_query(request.GET, drop=("page",)),
+               "scopes": known_scopes()}
+    if not request.htmx:
+        return render(request, LIST, context, status=200 if form.is_valid() else 422)
+    response = render(request, f"{LIST}#results", context, status=200 if form.is_valid() else 422)
+    query = clean_query(request.GET)
+    response["HX-Push-Url"] = f"{request.path}?{query}" if query else request.path  # a short URL to bookmark
+    return response
+
+
+def clean_query(params, *, drop=()) -> str:
+    """The query string without empty parameters (and without `drop`)."""
+    query = params.copy()
+    for key in list(query):
+        values = [v for v in query.getlist(key) if v.strip()]
+        if key in drop or not values:
+            query.pop(key)
+        else:
+            query.setlist(key, values)
+    return query.urlencode()
 
 
 def _item(knowledge_id: str) -> Knowledge:
