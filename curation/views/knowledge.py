@@ -1,11 +1,12 @@
 """Knowledge list (live search, filters, sort, pages) and detail with inline edit, feedback and score."""
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from curation import permissions
 from curation.browse import knowledge_browse, known_scopes
 from curation.explain import explain_item
-from curation.forms import EditForm, FeedbackForm, KnowledgeFilterForm, ScoreForm, EvolveForm
+from curation.forms import EditForm, EvolveForm, FeedbackForm, KnowledgeFilterForm, ScoreForm
 from curation.views.common import paginate, principal, render_parts
 from knowledge import feedback, selectors, services
 from knowledge.models import Knowledge
@@ -51,13 +52,11 @@ def _item(knowledge_id: str) -> Knowledge:
     try:
         return selectors.knowledge_get(knowledge_id=knowledge_id)
     except Knowledge.DoesNotExist:
-        from django.http import Http404
-
         raise Http404(f"no knowledge item {knowledge_id}") from None
 
 
 def detail_context(item: Knowledge, **extra) -> dict:
-    cases = list(item.feedback_cases.all())
+    cases = list(item.feedback_cases.all())[::-1]  # newest first
     return {
         "item": item,
         "helpful_cases": [c for c in cases if c.kind == "helpful"],
@@ -79,14 +78,11 @@ def knowledge_detail(request, knowledge_id):
 
 
 @permissions.require(permissions.CURATE)
+@require_http_methods(["GET", "POST"])
 def knowledge_edit(request, knowledge_id):
     item = _item(knowledge_id)
     if request.method == "GET":
         return render(request, f"{DETAIL}#edit-form", {"item": item, "form": EditForm(initial=EditForm.initial_for(item))})
-    if request.method != "POST":
-        from django.http import HttpResponseNotAllowed
-
-        return HttpResponseNotAllowed(["GET", "POST"])
     form = EditForm(request.POST)
     if not form.is_valid():
         return render(request, f"{DETAIL}#edit-form", {"item": item, "form": form}, status=422)
@@ -97,29 +93,35 @@ def knowledge_edit(request, knowledge_id):
     return render_parts(request, DETAIL, ["content", "versions"], context)
 
 
+def _feedback_panel(request, knowledge_id, form, *, form_name: str, record) -> HttpResponse:
+    """Validate `form`, call `record(item, data)` and answer the feedback panel (422 with the errors in place)."""
+    item = _item(knowledge_id)
+    if not form.is_valid():
+        return render(request, f"{DETAIL}#feedback", detail_context(item, **{form_name: form}), status=422)
+    recorded = record(item, form.cleaned_data)
+    return render(request, f"{DETAIL}#feedback", detail_context(_item(item.id), recorded=recorded))
+
+
 @permissions.require(permissions.CURATE)
 @require_POST
 def knowledge_feedback(request, knowledge_id):
-    item = _item(knowledge_id)
-    form = FeedbackForm(request.POST)
-    if not form.is_valid():
-        return render(request, f"{DETAIL}#feedback", detail_context(item, feedback_form=form), status=422)
-    note = form.cleaned_data["note"]
-    feedback.feedback_record(knowledge_id=item.id, helpful=form.cleaned_data["kind"] == "helpful",
-                             case={"note": note, "via": "curation UI"} if note else {"via": "curation UI"},
-                             reported_by=principal(request))
-    return render(request, f"{DETAIL}#feedback", detail_context(_item(item.id), recorded=form.cleaned_data["kind"]))
+    def record(item, data):
+        case = {"note": data["note"], "via": "curation UI"} if data["note"] else {"via": "curation UI"}
+        feedback.feedback_record(knowledge_id=item.id, helpful=data["kind"] == "helpful", case=case,
+                                 reported_by=principal(request))
+        return data["kind"]
+
+    return _feedback_panel(request, knowledge_id, FeedbackForm(request.POST), form_name="feedback_form", record=record)
 
 
 @permissions.require(permissions.CURATE)
 @require_POST
 def knowledge_score(request, knowledge_id):
-    item = _item(knowledge_id)
-    form = ScoreForm(request.POST)
-    if not form.is_valid():
-        return render(request, f"{DETAIL}#feedback", detail_context(item, score_form=form), status=422)
-    feedback.score_set(knowledge_id=item.id, score=form.cleaned_data["score"])
-    return render(request, f"{DETAIL}#feedback", detail_context(_item(item.id), recorded="score"))
+    def record(item, data):
+        feedback.score_set(knowledge_id=item.id, score=data["score"])
+        return "score"
+
+    return _feedback_panel(request, knowledge_id, ScoreForm(request.POST), form_name="score_form", record=record)
 
 
 @permissions.require(permissions.VIEW)

@@ -20,6 +20,9 @@ def test_search_uses_the_engine_and_htmx_gets_only_the_results(viewer_client):
     fragment = viewer_client.get("/knowledge/?q=chromedriver", HTTP_HX_REQUEST="true")
     assert "<html" not in tasks_in(fragment) and 'id="results"' in tasks_in(fragment)
     assert "Selenium login" in tasks_in(fragment)
+    assert fragment["HX-Push-Url"] == "/knowledge/?q=chromedriver"  # empty filters left out of the shared URL
+    filtered = viewer_client.get("/knowledge/?q=&types=tool&scopes=&sort=quality&page=", HTTP_HX_REQUEST="true")
+    assert filtered["HX-Push-Url"] == "/knowledge/?types=tool&sort=quality"
 
 
 @pytest.mark.parametrize("query, shown, hidden", [
