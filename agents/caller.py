@@ -24,6 +24,13 @@ class Caller:
         return cls(principal=f"user:{user.get_username()}", agent_id=user.get_username(), readable_scopes=None,
                    writable_scopes=None, can_read_secrets=user.has_perm("resources.view_resource") and user.is_superuser)
 
+    def search_filters(self, filters=None):
+        """The caller's static filters AND-ed with `filters` (either may be None): they only ever narrow."""
+        from knowledge.search.filters import AND, parse_filter
+
+        combined = [f for f in (self.static_filters and parse_filter(self.static_filters), filters) if f]
+        return AND(*combined) if combined else None
+
     def may_write(self, scopes) -> list[str]:
         """The scopes of `scopes` this caller may not write (empty when all are allowed)."""
         if self.writable_scopes is None:

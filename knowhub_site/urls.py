@@ -1,6 +1,6 @@
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from knowhub_site.health import healthz
@@ -11,5 +11,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/", include("knowledge.api.urls")),
-    path("", RedirectView.as_view(pattern_name="admin:index", permanent=False), name="home"),
+    path("login/", auth_views.LoginView.as_view(template_name="curation/login.html", redirect_authenticated_user=True), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("", include("curation.urls")),
 ]

@@ -192,3 +192,13 @@ def knowledge_edit(
     if {"task", "content"} & set(changes):
         transaction.on_commit(lambda: indexing.embed_now_or_later(knowledge_id=item.id))
     return item
+
+
+def knowledge_restore_version(*, knowledge_id: str, number: int, changed_by: str) -> Knowledge:
+    """Put a version's task/content/tags back; the text it replaces becomes a new version (nothing is lost).
+
+    Raises KnowledgeVersion.DoesNotExist.
+    """
+    version = KnowledgeVersion.objects.get(knowledge_id=knowledge_id, number=number)
+    return knowledge_edit(knowledge_id=knowledge_id, changed_by=changed_by, reason=f"restored version {number}",
+                          task=version.task, content=version.content, tags=version.tags)

@@ -178,3 +178,34 @@ def slim_run(*, job_id: str, worker: str = "") -> Job:
         Job.objects.filter(pk=job_id).update(progress=progress)
     Job.objects.filter(pk=job_id).update(status=Job.Status.SUCCEEDED, finished_at=timezone.now(), result={"groups": outcomes})
     return Job.objects.get(pk=job_id)
+
+
+def slim_proposals_pending() -> list[dict]:
+    """Proposed groups from dry-run slim jobs that still await a curator, newest job first.
+
+    A group is settled once any of its items is no longer active (approved, merged
+    elsewhere, archived) or any of its pairs was rejected; a group proposed again
+    by a later job is listed once.
+    """
+    rejected = {_pair(a, b) for a, b in SlimRejection.objects.values_list("first_id", "second_id")}
+    jobs = Job.objects.filter(kind="slim", status=Job.Status.SUCCEEDED, params__dry_run=True).order_by("-created_at")
+    proposals, seen = [], set()
+    for job in jobs:
+        for group in (job.result or {}).get("groups", []):
+            ids = tuple(sorted(group.get("ids", [])))
+            if "proposal" not in group or ids in seen:
+                continue
+            seen.add(ids)
+            if any(_pair(a, b) in rejected for i, a in enumerate(ids) for b in ids[i + 1:]):
+                continue
+            proposals.append({"job_id": str(job.id), "ids": list(ids), "proposal": group["proposal"]})
+    active = set(Knowledge.objects.filter(pk__in={i for p in proposals for i in p["ids"]}, status=KnowledgeStatus.ACTIVE)
+                 .values_list("id", flat=True))
+    return [p for p in proposals if set(p["ids"]) <= active]
+
+
+def slim_reject_group(*, ids: list[str], rejected_by: str) -> None:
+    """Reject a whole proposed group: none of its pairs is proposed again."""
+    for i, a in enumerate(ids):
+        for b in ids[i + 1:]:
+            slim_reject(first_id=a, second_id=b, rejected_by=rejected_by)

@@ -21,7 +21,7 @@ from knowledge.api.serializers import (
 )
 from knowledge.models import Knowledge
 from knowledge.search import engine
-from knowledge.search.filters import AND, VALID_OPERATORS, parse_filter, valid_filter_keys
+from knowledge.search.filters import VALID_OPERATORS, valid_filter_keys
 from knowledge.serializers import KnowledgeSerializer
 
 
@@ -54,10 +54,9 @@ def search_result(item: Knowledge, hit, explain: bool) -> dict:
 
 def _search(*, q, top_k, min_score, types, scopes, filters, rank, explain, context):
     caller: Caller = context["caller"]
-    combined = [f for f in (caller.static_filters and parse_filter(caller.static_filters), filters) if f]
     result = engine.search(
         query=q, top_k=top_k, min_score=min_score, types=types, scopes=scopes,
-        filters=AND(*combined) if combined else None, readable_scopes=caller.readable_scopes, rank=rank,
+        filters=caller.search_filters(filters), readable_scopes=caller.readable_scopes, rank=rank,
     )
     hits = result.ordered_items()  # the engine already loaded them; only their resource links are missing
     prefetch_related_objects(hits, "resource_links")

@@ -1,6 +1,7 @@
 """`make run` brings the whole stack up, healthy, and Ctrl-C brings it down."""
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -65,6 +66,16 @@ def embedded_postgres_running(var_dir) -> bool:
     return True
 
 
+def assert_curation_ui_served(port: int) -> None:
+    """The login page renders under gunicorn, and whitenoise serves htmx from the collected static files."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/login/", timeout=10) as response:
+        page = response.read().decode()
+    htmx = re.search(r'src="(/static/vendor/htmx\.min\.[0-9a-f]+\.js)"', page)
+    assert htmx, "the login page does not load the vendored, hashed htmx"
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{htmx.group(1)}", timeout=10) as response:
+        assert response.read(20).startswith(b"var htmx")
+
+
 def test_make_run_comes_up_healthy_stops_cleanly_and_keeps_data(tmp_path):
     var_dir = tmp_path / "var"
     port = free_port()
@@ -75,6 +86,7 @@ def test_make_run_comes_up_healthy_stops_cleanly_and_keeps_data(tmp_path):
                                 message="/healthz to answer 200")
         assert body["down"] == [] and set(body["checks"]) == {"database", "pgvector", "broker", "worker"}
         wait_for(lambda: "KnowHub is running at" in first.output(), timeout=30, message="the ready banner")
+        assert_curation_ui_served(port)
     finally:
         first.ctrl_c()
     out = first.output()

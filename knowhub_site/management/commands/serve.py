@@ -115,7 +115,8 @@ class Command(BaseCommand):
                 continue
             if report["status"] == "ok":
                 self.stdout.write(self.style.SUCCESS(f"\nKnowHub is running at {url}"))
-                self.stdout.write(f"  admin:  {url}admin/  (log in as the curator account above)")
+                self.stdout.write(f"  curation UI: {url}  (log in as the curator account above)")
+                self.stdout.write(f"  admin:  {url}admin/")
                 self.stdout.write(f"  health: {url}healthz")
                 self.stdout.write("Press Ctrl-C to stop.\n")
                 return

@@ -1,0 +1,69 @@
+"""The knowledge list's query: the real search engine for text, its filters for everything else."""
+from dataclasses import dataclass
+
+from django.db.models import F, QuerySet
+
+from knowledge.models import Knowledge
+from knowledge.search import engine
+from knowledge.search.filters import AND, EQ, GTE, LTE
+
+# With a query, this many best hits (2x as stage-1 candidates) are browsable.
+SEARCH_TOP_K = 100
+ORDERINGS = {
+    "quality": ("-quality", "-created_at", "id"),
+    "newest": ("-created_at", "id"),
+    "helpful": ("-helpful", "-created_at", "id"),
+    "harmful": ("-harmful", "-created_at", "id"),
+}
+
+
+@dataclass
+class Browse:
+    items: list | QuerySet
+    searched: bool
+    notes: list[str]
+
+
+def with_quality(queryset: QuerySet) -> QuerySet:
+    return queryset.annotate(quality=F("score") + F("helpful") - 2 * F("harmful"))
+
+
+def _extra_filters(*, owner: str, score_min: int | None, score_max: int | None):
+    conditions = []
+    if owner:
+        conditions.append(EQ("owner", owner))
+    if score_min:
+        conditions.append(GTE("score", score_min))
+    if score_max:
+        conditions.append(LTE("score", score_max))
+    return AND(*conditions) if conditions else None
+
+
+def knowledge_browse(*, q: str = "", types=(), scopes=(), tags=None, owner: str = "", status: str = "active",
+                     score_min: int | None = None, score_max: int | None = None, sort: str = "") -> Browse:
+    """Items matching the filters; with `q`, the engine's stage-1 candidates (every match, even
+    low-quality ones a curator must see), in relevance order unless another `sort` is asked for."""
+    statuses = () if status == "any" else (status or "active",)
+    filters = _extra_filters(owner=owner, score_min=score_min, score_max=score_max)
+    if q.strip():
+        result = engine.search(query=q, top_k=SEARCH_TOP_K, min_score=1, types=types or None, scopes=scopes or None,
+                               tags=tags or None, filters=filters, statuses=statuses, rank="relevance")
+        items = [result.items[c.id] for c in result.candidates]
+        for item, candidate in zip(items, result.candidates):
+            item.quality = item.quality_score
+            item.relevance = candidate.relevance
+        if sort in ORDERINGS:
+            key = {"quality": lambda k: -k.quality, "newest": lambda k: -k.created_at.timestamp(),
+                   "helpful": lambda k: -k.helpful, "harmful": lambda k: -k.harmful}[sort]
+            items.sort(key=key)
+        return Browse(items=items, searched=True, notes=result.notes)
+    queryset = engine.narrowed(Knowledge.objects.all(), types=types or None, scopes=scopes or None, tags=tags or None,
+                               statuses=statuses, filters=filters)
+    return Browse(items=with_quality(queryset).order_by(*ORDERINGS.get(sort, ORDERINGS["newest"])), searched=False, notes=[])
+
+
+def known_scopes() -> list[str]:
+    from django.db.models import Func
+
+    rows = Knowledge.objects.annotate(scope=Func(F("scopes"), function="unnest")).values_list("scope", flat=True)
+    return sorted(set(rows.order_by()))

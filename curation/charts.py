@@ -1,0 +1,26 @@
+"""Server-rendered SVG bar charts: geometry computed here, drawn by the template."""
+WIDTH, HEIGHT, PAD_LEFT, PAD_BOTTOM, PAD_TOP = 600, 160, 28, 20, 8
+
+
+def stacked_bars(rows: list[dict], *, series: tuple[str, ...] = ("helpful", "harmful")) -> dict:
+    """Bars per row, one stacked segment per series, with y-axis ticks; empty when every value is 0."""
+    peak = max((sum(r[s] for s in series) for r in rows), default=0)
+    plot_h = HEIGHT - PAD_BOTTOM - PAD_TOP
+    slot = (WIDTH - PAD_LEFT) / max(len(rows), 1)
+    bars = []
+    for i, row in enumerate(rows):
+        y = HEIGHT - PAD_BOTTOM
+        x = PAD_LEFT + i * slot + slot * 0.15
+        segments = []
+        for name in series:
+            h = plot_h * row[name] / peak if peak else 0
+            y -= h
+            if h:
+                segments.append({"series": name, "x": round(x, 1), "y": round(y, 1), "h": round(h, 1)})
+        label = row["day"].strftime("%b %-d") if (len(rows) - 1 - i) % 7 == 0 else ""  # weekly, ending today
+        bars.append({"segments": segments, "label": label, "label_x": round(x + slot * 0.35, 1),
+                     "title": f"{row['day']:%Y-%m-%d}: " + ", ".join(f"{row[s]} {s}" for s in series)})
+    ticks = [{"value": v, "y": round(HEIGHT - PAD_BOTTOM - plot_h * v / peak, 1)} for v in sorted({0, peak // 2, peak})] if peak else []
+    return {"bars": bars, "bar_width": round(slot * 0.7, 1), "ticks": ticks, "width": WIDTH, "height": HEIGHT,
+            "axis_x": PAD_LEFT, "axis_y": HEIGHT - PAD_BOTTOM, "empty": peak == 0,
+            "totals": {s: sum(r[s] for r in rows) for s in series}}

@@ -1,0 +1,38 @@
+"""Why an item ranks where it does for a query: both search stages, as an agent with every scope sees them."""
+from knowledge.models import Knowledge
+from knowledge.search import engine
+
+EXPLAIN_TOP_K = 10
+DEFAULT_MIN_SCORE = 3
+
+
+def explain_item(*, item: Knowledge, query: str, top_k: int = EXPLAIN_TOP_K, min_score: int = DEFAULT_MIN_SCORE) -> dict:
+    """Stage 1 (candidate rank, keyword/vector scores), stage 2 (kept or why dropped, final rank), filters."""
+    result = engine.search(query=query, top_k=top_k, min_score=min_score)
+    candidate_ids = [c.id for c in result.candidates]
+    hit_ids = [h.id for h in result.hits]
+    found = next((c for c in result.candidates if c.id == item.id), None)
+    reasons = []
+    if item.status != "active":
+        reasons.append(f"its status is {item.status}: searches return active items only")
+    if found is None and not reasons:
+        reasons.append(f"not among the best {len(candidate_ids)} stage-1 candidates: too little keyword or meaning overlap")
+    if found is not None and item.id not in hit_ids:
+        if item.score < min_score:
+            reasons.append(f"score {item.score} is below the minimum score {min_score}")
+        elif item.quality_score < 0:
+            reasons.append(f"quality score {item.quality_score:g} is negative (harmful reports)")
+        else:
+            reasons.append(f"{top_k} items with a higher quality score outrank it")
+    return {
+        "query": query,
+        "candidate_rank": candidate_ids.index(item.id) + 1 if found else None,
+        "candidate_count": len(candidate_ids),
+        "explanation": found.explanation if found else {},
+        "final_rank": hit_ids.index(item.id) + 1 if item.id in hit_ids else None,
+        "top_k": top_k,
+        "min_score": min_score,
+        "quality_score": item.quality_score,
+        "reasons": reasons,
+        "notes": result.notes,
+    }

@@ -1,0 +1,129 @@
+"""Forms of the curation UI: they name the field that is wrong, shown in place."""
+import json
+
+from django import forms
+
+from knowledge.models import KnowledgeStatus, KnowledgeType
+from knowledge.search.filters import FilterError, parse_filter
+from knowledge.search.rerank import RANK_MODES
+
+SORTS = [("relevance", "Relevance"), ("quality", "Quality"), ("newest", "Newest"),
+         ("helpful", "Most helpful"), ("harmful", "Most harmful")]
+STATUSES = [("active", "Active"), ("archived", "Archived"), ("merged", "Merged"), ("any", "Any status")]
+
+
+def parse_tags(text: str) -> dict[str, str]:
+    """'domain=coding, lang=python' -> {"domain": "coding", "lang": "python"}."""
+    tags = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip():
+            raise forms.ValidationError(f"“{part}” is not key=value")
+        tags[key.strip()] = value.strip()
+    return tags
+
+
+def split_list(text: str) -> list[str]:
+    return [p.strip() for p in text.split(",") if p.strip()]
+
+
+class KnowledgeFilterForm(forms.Form):
+    """The knowledge list's state; it lives in the URL's query string."""
+
+    q = forms.CharField(required=False, max_length=500, label="Search")
+    types = forms.MultipleChoiceField(required=False, choices=KnowledgeType.choices, widget=forms.CheckboxSelectMultiple)
+    scopes = forms.CharField(required=False, max_length=500, help_text="comma-separated")
+    tags = forms.CharField(required=False, max_length=500, help_text="key=value, comma-separated")
+    owner = forms.CharField(required=False, max_length=200)
+    status = forms.ChoiceField(required=False, choices=STATUSES)
+    score_min = forms.IntegerField(required=False, min_value=1, max_value=5, label="Score from")
+    score_max = forms.IntegerField(required=False, min_value=1, max_value=5, label="to")
+    sort = forms.ChoiceField(required=False, choices=SORTS)
+    page = forms.IntegerField(required=False, min_value=1)
+
+    def clean_tags(self):
+        return parse_tags(self.cleaned_data["tags"])
+
+    def clean_scopes(self):
+        return split_list(self.cleaned_data["scopes"])
+
+    def clean(self):
+        data = super().clean()
+        low, high = data.get("score_min"), data.get("score_max")
+        if low and high and low > high:
+            self.add_error("score_max", "must not be below “Score from”")
+        return data
+
+
+class EditForm(forms.Form):
+    task = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), max_length=10_000)
+    content = forms.CharField(widget=forms.Textarea(attrs={"rows": 8}), max_length=100_000)
+    tags = forms.CharField(required=False, max_length=2000, help_text="key=value, comma-separated")
+    types = forms.MultipleChoiceField(choices=KnowledgeType.choices, widget=forms.CheckboxSelectMultiple)
+    reason = forms.CharField(required=False, max_length=500, help_text="why (kept with the version)")
+
+    def clean_tags(self):
+        return parse_tags(self.cleaned_data["tags"])
+
+    @staticmethod
+    def initial_for(item) -> dict:
+        return {"task": item.task, "content": item.content, "types": item.types,
+                "tags": ", ".join(f"{k}={v}" for k, v in item.tags.items())}
+
+
+class FeedbackForm(forms.Form):
+    kind = forms.ChoiceField(choices=[("helpful", "Helpful"), ("harmful", "Harmful")])
+    note = forms.CharField(required=False, max_length=2000)
+
+
+class ScoreForm(forms.Form):
+    score = forms.IntegerField(min_value=1, max_value=5)
+
+
+class EvolveForm(forms.Form):
+    feedback = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), max_length=5000,
+                               help_text="what should change, e.g. “the timeout advice is wrong for v2”")
+
+
+class MergeForm(forms.Form):
+    ids = forms.CharField(widget=forms.HiddenInput)
+    task = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}), max_length=10_000)
+    content = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 6}), max_length=100_000)
+
+    def clean_ids(self):
+        ids = split_list(self.cleaned_data["ids"])
+        if len(ids) < 2:
+            raise forms.ValidationError("a merge needs at least two items")
+        return ids
+
+
+class PlaygroundForm(forms.Form):
+    token = forms.ModelChoiceField(queryset=None, empty_label=None, label="As agent token")
+    q = forms.CharField(max_length=500, label="Query")
+    top_k = forms.IntegerField(min_value=1, max_value=50, initial=5)
+    min_score = forms.IntegerField(min_value=1, max_value=5, initial=3)
+    rank = forms.ChoiceField(choices=[(r, r) for r in RANK_MODES], initial="quality")
+    types = forms.MultipleChoiceField(required=False, choices=KnowledgeType.choices, widget=forms.CheckboxSelectMultiple)
+    scopes = forms.CharField(required=False, max_length=500, help_text="comma-separated")
+    filters = forms.CharField(required=False, max_length=5000, widget=forms.Textarea(attrs={"rows": 2}),
+                              help_text='JSON, e.g. {"op": "EQ", "key": "tags.domain", "value": "coding_style"}')
+
+    def __init__(self, *args, **kwargs):
+        from agents.models import AgentToken
+
+        super().__init__(*args, **kwargs)
+        self.fields["token"].queryset = AgentToken.objects.filter(is_active=True)
+
+    def clean_scopes(self):
+        return split_list(self.cleaned_data["scopes"])
+
+    def clean_filters(self):
+        text = self.cleaned_data["filters"].strip()
+        if not text:
+            return None
+        try:
+            return parse_filter(json.loads(text))
+        except json.JSONDecodeError as exc:
+            raise forms.ValidationError(f"not valid JSON: {exc.msg} at character {exc.pos}") from exc
+        except FilterError as exc:
+            raise forms.ValidationError(str(exc)) from exc

@@ -1,0 +1,35 @@
+"""Who may do what in the curation UI: Django permissions, granted through the role groups.
+
+viewer: VIEW. curator: VIEW + CURATE (edit, rate, evolve, restore, review merges).
+admin: all of those + REVEAL (audited secret reveal) + AUDIT. Superusers have every permission.
+"""
+from functools import wraps
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+
+VIEW = "knowledge.view_knowledge"
+CURATE = "knowledge.change_knowledge"
+REVEAL = "resources.reveal_resource"
+AUDIT = "agents.view_auditevent"
+ROLES = ("viewer", "curator", "admin")
+
+
+def require(perm: str):
+    """Anonymous users go to the login page; logged-in users without `perm` get 403."""
+    def decorator(view):
+        @wraps(view)
+        def wrapped(request, *args, **kwargs):
+            if not request.user.has_perm(perm):
+                raise PermissionDenied(f"needs the permission {perm}")
+            return view(request, *args, **kwargs)
+        return login_required(wrapped)
+    return decorator
+
+
+def role_context(request) -> dict:
+    """Template flags: what the current user may do (context processor)."""
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return {}
+    return {"can_curate": user.has_perm(CURATE), "can_reveal": user.has_perm(REVEAL), "can_audit": user.has_perm(AUDIT)}

@@ -1,0 +1,30 @@
+from django.urls import path
+
+from curation.views import audit, dashboard, evolve, knowledge, playground, resources, review, versions
+
+app_name = "curation"
+
+urlpatterns = [
+    path("", dashboard.dashboard, name="dashboard"),
+    path("knowledge/", knowledge.knowledge_list, name="knowledge_list"),
+    path("knowledge/<str:knowledge_id>/", knowledge.knowledge_detail, name="knowledge_detail"),
+    path("knowledge/<str:knowledge_id>/edit/", knowledge.knowledge_edit, name="knowledge_edit"),
+    path("knowledge/<str:knowledge_id>/feedback/", knowledge.knowledge_feedback, name="knowledge_feedback"),
+    path("knowledge/<str:knowledge_id>/score/", knowledge.knowledge_score, name="knowledge_score"),
+    path("knowledge/<str:knowledge_id>/explain/", knowledge.knowledge_explain, name="knowledge_explain"),
+    path("knowledge/<str:knowledge_id>/diff/", versions.version_diff, name="version_diff"),
+    path("knowledge/<str:knowledge_id>/restore/<int:number>/", versions.version_restore, name="version_restore"),
+    path("knowledge/<str:knowledge_id>/unmerge/", review.unmerge, name="unmerge"),
+    path("knowledge/<str:knowledge_id>/evolve/", evolve.evolve_start, name="evolve_start"),
+    path("jobs/<uuid:job_id>/", evolve.job_status, name="job_status"),
+    path("jobs/<uuid:job_id>/rollback/", evolve.evolve_rollback, name="evolve_rollback"),
+    path("review/", review.review, name="review"),
+    path("review/find/", review.find_duplicates, name="review_find"),
+    path("review/approve/", review.approve, name="review_approve"),
+    path("review/reject/", review.reject, name="review_reject"),
+    path("resources/", resources.resource_list, name="resource_list"),
+    path("resources/<path:resource_id>/reveal/", resources.resource_reveal, name="resource_reveal"),
+    path("resources/<path:resource_id>/", resources.resource_detail, name="resource_detail"),
+    path("playground/", playground.playground, name="playground"),
+    path("audit/", audit.audit, name="audit"),
+]

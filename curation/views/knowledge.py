@@ -1,0 +1,135 @@
+"""Knowledge list (live search, filters, sort, pages) and detail with inline edit, feedback and score."""
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from curation import permissions
+from curation.browse import knowledge_browse, known_scopes
+from curation.explain import explain_item
+from curation.forms import EditForm, EvolveForm, FeedbackForm, KnowledgeFilterForm, ScoreForm
+from curation.views.common import paginate, principal, render_parts
+from knowledge import feedback, selectors, services
+from knowledge.models import Knowledge
+
+LIST = "curation/knowledge_list.html"
+DETAIL = "curation/knowledge_detail.html"
+
+
+@permissions.require(permissions.VIEW)
+@require_GET
+def knowledge_list(request):
+    form = KnowledgeFilterForm(request.GET)
+    page, browse = None, None
+    if form.is_valid():
+        data = form.cleaned_data
+        browse = knowledge_browse(q=data["q"], types=data["types"], scopes=data["scopes"], tags=data["tags"],
+                                  owner=data["owner"], status=data["status"], score_min=data["score_min"],
+                                  score_max=data["score_max"], sort=data["sort"])
+        page = paginate(browse.items, data["page"])
+    context = {"form": form, "page": page, "browse": browse, "query": clean_query(request.GET, drop=("page",)),
+               "scopes": known_scopes()}
+    if not request.htmx:
+        return render(request, LIST, context, status=200 if form.is_valid() else 422)
+    response = render(request, f"{LIST}#results", context, status=200 if form.is_valid() else 422)
+    query = clean_query(request.GET)
+    response["HX-Push-Url"] = f"{request.path}?{query}" if query else request.path  # a short URL to bookmark
+    return response
+
+
+def clean_query(params, *, drop=()) -> str:
+    """The query string without empty parameters (and without `drop`)."""
+    query = params.copy()
+    for key in list(query):
+        values = [v for v in query.getlist(key) if v.strip()]
+        if key in drop or not values:
+            query.pop(key)
+        else:
+            query.setlist(key, values)
+    return query.urlencode()
+
+
+def _item(knowledge_id: str) -> Knowledge:
+    try:
+        return selectors.knowledge_get(knowledge_id=knowledge_id)
+    except Knowledge.DoesNotExist:
+        raise Http404(f"no knowledge item {knowledge_id}") from None
+
+
+def detail_context(item: Knowledge, **extra) -> dict:
+    cases = list(item.feedback_cases.all())[::-1]  # newest first
+    return {
+        "item": item,
+        "helpful_cases": [c for c in cases if c.kind == "helpful"],
+        "harmful_cases": [c for c in cases if c.kind == "harmful"],
+        "resources": [link.resource for link in item.resource_links.select_related("resource")],
+        "versions": list(item.versions.all()),
+        "merged_from": list(item.merged_from.all()),
+        "evolve_jobs": list(item.jobs.filter(kind="evolve")[:5]),
+        "evolve_form": EvolveForm(),
+        **extra,
+    }
+
+
+@permissions.require(permissions.VIEW)
+@require_GET
+def knowledge_detail(request, knowledge_id):
+    item = _item(knowledge_id)
+    return render(request, DETAIL, detail_context(item, explain_query=request.GET.get("q") or item.task))
+
+
+@permissions.require(permissions.CURATE)
+@require_http_methods(["GET", "POST"])
+def knowledge_edit(request, knowledge_id):
+    item = _item(knowledge_id)
+    if request.method == "GET":
+        return render(request, f"{DETAIL}#edit-form", {"item": item, "form": EditForm(initial=EditForm.initial_for(item))})
+    form = EditForm(request.POST)
+    if not form.is_valid():
+        return render(request, f"{DETAIL}#edit-form", {"item": item, "form": form}, status=422)
+    data = form.cleaned_data
+    services.knowledge_edit(knowledge_id=item.id, changed_by=principal(request), reason=data["reason"] or "edited in the curation UI",
+                            task=data["task"], content=data["content"], tags=data["tags"], types=data["types"])
+    context = detail_context(_item(item.id), oob=True, saved=True)
+    return render_parts(request, DETAIL, ["content", "versions"], context)
+
+
+def _feedback_panel(request, knowledge_id, form, *, form_name: str, record) -> HttpResponse:
+    """Validate `form`, call `record(item, data)` and answer the feedback panel (422 with the errors in place)."""
+    item = _item(knowledge_id)
+    if not form.is_valid():
+        return render(request, f"{DETAIL}#feedback", detail_context(item, **{form_name: form}), status=422)
+    recorded = record(item, form.cleaned_data)
+    return render(request, f"{DETAIL}#feedback", detail_context(_item(item.id), recorded=recorded))
+
+
+@permissions.require(permissions.CURATE)
+@require_POST
+def knowledge_feedback(request, knowledge_id):
+    def record(item, data):
+        case = {"note": data["note"], "via": "curation UI"} if data["note"] else {"via": "curation UI"}
+        feedback.feedback_record(knowledge_id=item.id, helpful=data["kind"] == "helpful", case=case,
+                                 reported_by=principal(request))
+        return data["kind"]
+
+    return _feedback_panel(request, knowledge_id, FeedbackForm(request.POST), form_name="feedback_form", record=record)
+
+
+@permissions.require(permissions.CURATE)
+@require_POST
+def knowledge_score(request, knowledge_id):
+    def record(item, data):
+        feedback.score_set(knowledge_id=item.id, score=data["score"])
+        return "score"
+
+    return _feedback_panel(request, knowledge_id, ScoreForm(request.POST), form_name="score_form", record=record)
+
+
+@permissions.require(permissions.VIEW)
+@require_GET
+def knowledge_explain(request, knowledge_id):
+    item = get_object_or_404(Knowledge, pk=knowledge_id)
+    query = request.GET.get("q", "").strip()
+    if not query:
+        return render(request, f"{DETAIL}#explain", {"item": item, "explain_error": "Type a query to explain."}, status=422)
+    return render(request, f"{DETAIL}#explain", {"item": item, "explain_query": query,
+                                                 "explain": explain_item(item=item, query=query)})

@@ -1,0 +1,46 @@
+"""Search playground: a query as a chosen agent token sees it, both stages with their scores."""
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from agents.caller import Caller
+from curation import permissions
+from curation.forms import PlaygroundForm
+from knowledge.search import engine
+
+TEMPLATE = "curation/playground.html"
+
+
+def run_as_token(*, token, q, top_k, min_score, rank, types, scopes, filters) -> dict:
+    """The same search the API runs for this token: its scopes, its static filters AND-ed with the given ones."""
+    caller = Caller.for_token(token)
+    result = engine.search(query=q, top_k=top_k, min_score=min_score, types=types or None, scopes=scopes or None,
+                           filters=caller.search_filters(filters), readable_scopes=caller.readable_scopes, rank=rank)
+    kept = {hit.id: rank for rank, hit in enumerate(result.hits, start=1)}
+    candidates = []
+    for position, c in enumerate(result.candidates, start=1):
+        if c.id in kept:
+            fate = f"kept, rank {kept[c.id]}"
+        elif c.score < min_score:
+            fate = f"dropped: score {c.score} < {min_score}"
+        elif c.quality_score < 0:
+            fate = "dropped: negative quality"
+        else:
+            fate = f"cut: beyond top {top_k}"
+        candidates.append({"position": position, "c": c, "item": result.items[c.id], "fate": fate, "kept": c.id in kept})
+    hits = [{"rank": i, "hit": h, "item": result.items[h.id]} for i, h in enumerate(result.hits, start=1)]
+    return {"caller": caller, "candidates": candidates, "hits": hits, "notes": result.notes}
+
+
+@permissions.require(permissions.VIEW)
+@require_GET
+def playground(request):
+    form = PlaygroundForm(request.GET or None)
+    context = {"form": form}
+    status = 200
+    if form.is_bound:
+        if form.is_valid():
+            context["run"] = run_as_token(**form.cleaned_data)
+        else:
+            status = 422
+    template = f"{TEMPLATE}#stages" if request.htmx else TEMPLATE
+    return render(request, template, context, status=status)

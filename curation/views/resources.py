@@ -1,0 +1,50 @@
+"""Resources: list and detail with secrets masked; an admin's reveal is permission-checked and audited."""
+from django.db.models import Q
+from django.shortcuts import get_object_or_404, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+
+from curation import permissions
+from curation.views.common import paginate, principal
+from resources.models import Resource, RevealEvent
+from resources.services import resource_reveal as reveal_secret
+
+DETAIL = "curation/resource_detail.html"
+
+
+@permissions.require("resources.view_resource")
+@require_GET
+def resource_list(request):
+    q = request.GET.get("q", "").strip()
+    resources = Resource.objects.all()
+    if q:
+        resources = resources.filter(Q(id__icontains=q) | Q(title__icontains=q) | Q(content_type=q))
+    page = paginate(resources, request.GET.get("page"))
+    template = "curation/resource_list.html#rows" if request.htmx else "curation/resource_list.html"
+    return render(request, template, {"page": page, "q": q})
+
+
+@permissions.require("resources.view_resource")
+@require_GET
+def resource_detail(request, resource_id):
+    resource = get_object_or_404(Resource, pk=resource_id)
+    return render(request, DETAIL, {
+        "resource": resource, "versions": list(resource.versions.all()),
+        "knowledge": list(resource.knowledge.all()[:50]),
+        "reveals": list(RevealEvent.objects.filter(resource_id=resource.pk)[:10]) if request.user.has_perm(permissions.AUDIT) else None,
+    })
+
+
+@permissions.require(permissions.REVEAL)
+@require_POST
+def resource_reveal(request, resource_id):
+    resource = get_object_or_404(Resource, pk=resource_id)
+    if not resource.has_secret:
+        return render(request, f"{DETAIL}#secret", {"resource": resource, "reveal_error": "This resource has no secret."}, status=404)
+    if resource.expires_at and resource.expires_at <= timezone.now():
+        return render(request, f"{DETAIL}#secret", {"resource": resource, "reveal_error":
+                      f"This {resource.content_type} expired at {resource.expires_at:%Y-%m-%d %H:%M} UTC: save a fresh one."},
+                      status=410)
+    secret = reveal_secret(resource=resource, principal=principal(request), remote_addr=request.META.get("REMOTE_ADDR"),
+                           user_agent=request.META.get("HTTP_USER_AGENT", ""))
+    return render(request, f"{DETAIL}#secret", {"resource": resource, "secret": secret})

@@ -1,0 +1,86 @@
+"""Slim review: proposed merge groups beside their originals; approve (edited or not), reject, unmerge."""
+from django.contrib import messages
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from curation import permissions
+from curation.forms import MergeForm
+from curation.views.common import principal
+from curation.views.evolve import JOB, job_context
+from knowledge import llm, slim
+from knowledge.models import Knowledge
+
+REVIEW = "curation/review.html"
+
+
+def proposal_rows() -> list[dict]:
+    proposals = slim.slim_proposals_pending()
+    items = Knowledge.objects.in_bulk({i for p in proposals for i in p["ids"]})
+    return [{**p, "originals": [items[i] for i in p["ids"]], "form": MergeForm(initial={
+        "ids": ",".join(p["ids"]), "task": p["proposal"].get("task", ""), "content": p["proposal"].get("content", "")})}
+        for p in proposals]
+
+
+@permissions.require(permissions.VIEW)
+@require_GET
+def review(request):
+    return render(request, REVIEW, {"proposals": proposal_rows(), "llm_configured": llm.llm_configured()})
+
+
+@permissions.require(permissions.CURATE)
+@require_POST
+def find_duplicates(request):
+    try:
+        job = slim.slim_request(model=None, dry_run=True, requested_by=principal(request), writable_scopes=None)
+    except llm.LLMNotConfigured as exc:
+        return render(request, JOB, {"job_error": f"{exc}; then restart KnowHub."}, status=409)
+    return render(request, JOB, job_context(job))
+
+
+def _proposal_result(request, form, *, status=200, **extra):
+    return render(request, f"{REVIEW}#proposal", {"row": {"form": form, "ids": form.data.get("ids", "").split(","), **extra}},
+                  status=status)
+
+
+@permissions.require(permissions.CURATE)
+@require_POST
+def approve(request):
+    form = MergeForm(request.POST)
+    if form.is_valid():
+        for name in ("task", "content"):
+            if not form.cleaned_data[name].strip():
+                form.add_error(name, "the merged item needs a " + name)
+    if not form.is_valid():
+        return _proposal_result(request, form, status=422, originals=Knowledge.objects.filter(pk__in=form.data.get("ids", "").split(",")))
+    try:
+        merged = slim.slim_approve(ids=form.cleaned_data["ids"], task=form.cleaned_data["task"],
+                                   content=form.cleaned_data["content"], approved_by=principal(request))
+    except ValueError as exc:
+        form.add_error(None, f"{exc}: reload the page to see the current proposals")
+        return _proposal_result(request, form, status=409)
+    return _proposal_result(request, form, merged=merged)
+
+
+@permissions.require(permissions.CURATE)
+@require_POST
+def reject(request):
+    form = MergeForm(request.POST)
+    if not form.is_valid():
+        return _proposal_result(request, form, status=422)
+    slim.slim_reject_group(ids=form.cleaned_data["ids"], rejected_by=principal(request))
+    return _proposal_result(request, form, rejected=True)
+
+
+@permissions.require(permissions.CURATE)
+@require_POST
+def unmerge(request, knowledge_id):
+    try:
+        restored = slim.knowledge_unmerge(merged_id=knowledge_id)
+    except Knowledge.DoesNotExist:
+        messages.error(request, f"No knowledge item {knowledge_id}.")
+        return redirect("curation:knowledge_list")
+    except ValueError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Unmerged: {', '.join(restored)} are active again; {knowledge_id} is archived.")
+    return redirect("curation:knowledge_detail", knowledge_id=knowledge_id)

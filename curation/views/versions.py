@@ -1,0 +1,37 @@
+"""Version history: a diff between any two states, and restoring one."""
+from django.http import Http404
+from django.shortcuts import render
+from django.views.decorators.http import require_GET, require_POST
+
+from curation import permissions
+from curation.diff import diff_rows, states
+from curation.views.common import principal, render_parts
+from curation.views.knowledge import DETAIL, _item, detail_context
+from knowledge import services
+from knowledge.models import KnowledgeVersion
+
+
+@permissions.require(permissions.VIEW)
+@require_GET
+def version_diff(request, knowledge_id):
+    item = _item(knowledge_id)
+    known = states(item)
+    a, b = request.GET.get("a", ""), request.GET.get("b", "current")
+    errors = [f"{name}: no version “{value}” (choose one of {', '.join(known)})" for name, value in (("a", a), ("b", b))
+              if value not in known]
+    if errors:
+        return render(request, f"{DETAIL}#diff", {"item": item, "diff_errors": errors}, status=422)
+    return render(request, f"{DETAIL}#diff", {"item": item, "diff_a": a, "diff_b": b,
+                                              "diff": diff_rows(known[a], known[b])})
+
+
+@permissions.require(permissions.CURATE)
+@require_POST
+def version_restore(request, knowledge_id, number):
+    item = _item(knowledge_id)
+    try:
+        services.knowledge_restore_version(knowledge_id=item.id, number=number, changed_by=principal(request))
+    except KnowledgeVersion.DoesNotExist:
+        raise Http404(f"{item.id} has no version {number}") from None
+    context = detail_context(_item(item.id), oob=True, restored=number)
+    return render_parts(request, DETAIL, ["content", "versions"], context)

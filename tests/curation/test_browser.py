@@ -1,0 +1,138 @@
+"""End to end in Debian's chromium (Playwright): log in, search, filter, rate, edit, reject a merge.
+
+These fail, never skip, when chromium is missing: `.ci/run` installs it.
+"""
+import os
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import Group
+
+from curation.screenshots import DESKTOP, PHONE, capture, launch, log_in
+from knowledge.models import Knowledge, SlimRejection
+from tests.conftest import REPO_ROOT
+from tests.curation.demo import make_demo
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+PASSWORD = "pw-for-browser-tests"
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    # Playwright's sync API runs an event loop in this thread; the ORM calls of the test itself are still synchronous.
+    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = launch(p)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(chromium):
+    context = chromium.new_context(viewport=DESKTOP)
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("dialog", lambda dialog: dialog.accept())  # hx-confirm
+    yield page
+    context.close()
+    assert not errors, f"JavaScript errors: {errors}"
+
+
+@pytest.fixture
+def demo(django_user_model):
+    user = django_user_model.objects.create_user(username="carl", password=PASSWORD)
+    user.groups.add(Group.objects.get(name="curator"))
+    return make_demo()
+
+
+def test_log_in_search_and_filter(page, live_server, demo):
+    page.goto(f"{live_server.url}/knowledge/")
+    assert "/login/" in page.url
+    page.fill("#id_username", "carl")
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/knowledge/")
+    assert page.locator("#results li").count() == 6
+
+    page.evaluate("window.notReloaded = true")
+    page.fill("#id_q", "invoices ledger")  # live: no submit, htmx fires after the debounce
+    page.wait_for_function("document.querySelector('#results').innerText.includes('candidate')")
+    assert page.locator("#results li").first.inner_text().startswith("Reconcile invoices")
+    assert page.url.endswith("/knowledge/?q=invoices+ledger&status=active&sort=relevance")  # the state, in the URL
+
+    page.fill("#id_q", "")
+    page.wait_for_function("!document.querySelector('#results').innerText.includes('candidate')")
+    page.check("input[name=types][value=user_profile]")
+    page.wait_for_function("document.querySelectorAll('#results li').length === 1")
+    assert "User prefers tabs" in page.inner_text("#results") and "types=user_profile" in page.url
+    assert page.evaluate("window.notReloaded") is True  # only the results were swapped
+
+    page.goto(page.url)  # a bookmarked URL shows the same view
+    assert page.is_checked("input[name=types][value=user_profile]") and page.locator("#results li").count() == 1
+
+
+def test_rate_an_item_and_edit_it(page, live_server, demo):
+    item = demo["items"][5]  # no feedback yet
+    log_in(page, live_server.url, "carl", PASSWORD)
+    page.goto(f"{live_server.url}/knowledge/{item.id}/")
+    page.evaluate("window.notReloaded = true")
+    assert page.inner_text("#helpful-count") == "0"
+    page.fill("#fb-note", "cookies worked")
+    page.click("#feedback button[value=helpful]")
+    page.wait_for_function("document.querySelector('#helpful-count').innerText === '1'")
+    assert "cookies worked" in page.inner_text("#feedback")
+    page.select_option("#score-select", "5")
+    page.click("text=Set score")
+    page.wait_for_function("document.querySelector('#score-value').innerText === '5'")
+    assert page.evaluate("window.notReloaded") is True
+    assert Knowledge.objects.get(pk=item.pk).helpful == 1
+
+    page.click("#content button:has-text('Edit')")
+    page.fill("textarea[name=content]", "")
+    page.click("text=Save as a new version")
+    page.wait_for_selector("#content-errors")  # the error, in place
+    page.fill("textarea[name=content]", "Reuse the cookies; rotate proxies every 50 requests.")
+    page.fill("input[name=reason]", "shorter")
+    page.click("text=Save as a new version")
+    page.wait_for_selector("#item-content")
+    assert page.inner_text("#item-content") == "Reuse the cookies; rotate proxies every 50 requests."
+    assert "v1" in page.inner_text("#versions") and "shorter" in page.inner_text("#versions")
+    page.click("#versions button:has-text('Show diff')")
+    page.wait_for_selector("#diff div.added")
+    assert "Reuse the cookies; rotate proxies every 50 requests." in page.inner_text("#diff div.added")
+
+
+def test_reject_a_merge_proposal(page, live_server, demo):
+    log_in(page, live_server.url, "carl", PASSWORD)
+    page.goto(f"{live_server.url}/review/")
+    assert page.locator(".proposal").count() == 1
+    page.click(".proposal button:has-text('Reject')")
+    page.wait_for_selector("text=will not be proposed together again")
+    assert SlimRejection.objects.count() == 1
+    page.reload()
+    assert page.locator(".proposal").count() == 0 and "No merge proposals are waiting" in page.content()
+
+
+def test_screenshots_of_the_main_pages(page, live_server, demo, tmp_path, django_user_model):
+    """Renders every main page in the browser; with KNOWHUB_SCREENSHOTS=docs/screenshots, saves the README's pictures."""
+    out = Path(os.environ.get("KNOWHUB_SCREENSHOTS") or tmp_path)
+    out = out if out.is_absolute() else REPO_ROOT / out
+    django_user_model.objects.create_superuser(username="admin", password=PASSWORD)
+    log_in(page, live_server.url, "admin", PASSWORD)
+    item = demo["items"][0]
+    pages = {
+        "dashboard": "/",
+        "knowledge-list": "/knowledge/?q=selenium+login&sort=relevance",
+        "knowledge-detail": f"/knowledge/{item.id}/?q=selenium+login",
+        "review": "/review/",
+        "resource-detail": f"/resources/{demo['secret'].id}/",
+        "playground": f"/playground/?token={demo['token'].pk}&q=selenium+login&top_k=3&min_score=3&rank=quality",
+    }
+    saved = capture(page, live_server.url, out, pages)
+    page.set_viewport_size(PHONE)
+    saved += capture(page, live_server.url, out, {"phone-knowledge-list": "/knowledge/?types=tool"})
+    assert all(p.stat().st_size > 10_000 for p in saved)
+    assert "DEMO-SECRET-123" not in page.content()

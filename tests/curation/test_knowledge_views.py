@@ -1,0 +1,153 @@
+"""Knowledge list and detail: live search, filters, sort, pages; inline edit, feedback, score, versions, explanation."""
+import pytest
+
+from knowledge.models import FeedbackCase, Knowledge
+from tests.factories import make_knowledge
+
+pytestmark = pytest.mark.django_db
+
+
+def tasks_in(response) -> str:
+    return response.content.decode()
+
+
+def test_search_uses_the_engine_and_htmx_gets_only_the_results(viewer_client):
+    make_knowledge(task="Selenium login with undetected_chromedriver", embed=False)
+    make_knowledge(task="User prefers tabs", types=["user_profile"], embed=False)
+    page = viewer_client.get("/knowledge/?q=chromedriver")
+    assert "Selenium login" in tasks_in(page) and "User prefers tabs" not in tasks_in(page)
+    assert "<html" in tasks_in(page)
+    fragment = viewer_client.get("/knowledge/?q=chromedriver", HTTP_HX_REQUEST="true")
+    assert "<html" not in tasks_in(fragment) and 'id="results"' in tasks_in(fragment)
+    assert "Selenium login" in tasks_in(fragment)
+    assert fragment["HX-Push-Url"] == "/knowledge/?q=chromedriver"  # empty filters left out of the shared URL
+    filtered = viewer_client.get("/knowledge/?q=&types=tool&scopes=&sort=quality&page=", HTTP_HX_REQUEST="true")
+    assert filtered["HX-Push-Url"] == "/knowledge/?types=tool&sort=quality"
+
+
+@pytest.mark.parametrize("query, shown, hidden", [
+    ("types=user_profile", "Tabs", "Selenium"),
+    ("scopes=org:other", "Tabs", "Selenium"),
+    ("tags=domain%3Dscraping", "Selenium", "Tabs"),
+    ("owner=agent:other", "Tabs", "Selenium"),
+    ("score_min=4&score_max=5", "Selenium", "Tabs"),
+    ("status=archived", "Old advice", "Selenium"),
+    ("q=tabs&types=user_profile", "Tabs", "Selenium"),
+])
+def test_filters_narrow_the_list(viewer_client, query, shown, hidden):
+    make_knowledge(task="Selenium login", tags={"domain": "scraping"}, score=5, embed=False)
+    make_knowledge(task="Tabs please", types=["user_profile"], scopes=["org:other"], owner="agent:other", score=2, embed=False)
+    old = make_knowledge(task="Old advice", embed=False)
+    Knowledge.objects.filter(pk=old.pk).update(status="archived")
+    body = tasks_in(viewer_client.get(f"/knowledge/?{query}"))
+    assert shown in body and hidden not in body
+
+
+def test_sort_by_most_harmful_and_quality(viewer_client):
+    make_knowledge(task="Fine item", harmful=0, helpful=4, embed=False)
+    make_knowledge(task="Bad item", harmful=3, embed=False)
+    body = tasks_in(viewer_client.get("/knowledge/?sort=harmful"))
+    assert body.index("Bad item") < body.index("Fine item")
+    body = tasks_in(viewer_client.get("/knowledge/?sort=quality"))
+    assert body.index("Fine item") < body.index("Bad item")
+
+
+def test_pages_keep_the_filters_in_their_links(viewer_client):
+    for n in range(25):
+        make_knowledge(task=f"Tool tip {n:02d}", embed=False)
+    first = tasks_in(viewer_client.get("/knowledge/?types=tool&sort=newest"))
+    assert "25 items" in first and "Page 1 of 2" in first
+    assert "?types=tool&amp;sort=newest&amp;page=2" in first
+    second = tasks_in(viewer_client.get("/knowledge/?types=tool&sort=newest&page=2"))
+    assert "Tool tip 00" in second and "Tool tip 24" not in second
+
+
+def test_bad_filter_is_422_naming_the_field(viewer_client):
+    response = viewer_client.get("/knowledge/?score_min=9&tags=nonsense")
+    assert response.status_code == 422
+    body = tasks_in(response)
+    assert "<strong>score_min</strong>" in body and "<strong>tags</strong>" in body and "not key=value" in body
+
+
+def test_empty_list_says_what_to_do(viewer_client):
+    assert "No knowledge matches" in tasks_in(viewer_client.get("/knowledge/"))
+
+
+def test_detail_shows_fields_histories_and_the_explanation(viewer_client):
+    item = make_knowledge(task="Selenium login", content="Use undetected_chromedriver.", tags={"domain": "scraping"},
+                          helpful_history=[{"note": "worked on site A"}], harmful_history=[{"note": "broke on site B"}],
+                          source={"name": "wiki", "urls": ["https://example.com/a"]}, embed=False)
+    body = tasks_in(viewer_client.get(f"/knowledge/{item.id}/"))
+    for text in ("Selenium login", "Use undetected_chromedriver.", "domain=scraping", "worked on site A", "broke on site B",
+                 "https://example.com/a", "org:acme", "agent:research_agent", "No earlier versions yet"):
+        assert text in body, text
+    explained = tasks_in(viewer_client.get(f"/knowledge/{item.id}/explain/?q=chromedriver"))
+    assert "candidate #1" in explained and "#1</strong> of the top" in explained
+    low = make_knowledge(task="chromedriver tip nobody trusts", score=1, embed=False)
+    explained = tasks_in(viewer_client.get(f"/knowledge/{low.id}/explain/?q=chromedriver"))
+    assert "not returned" in explained and "score 1 is below the minimum score 3" in explained
+    assert viewer_client.get(f"/knowledge/{item.id}/explain/?q=").status_code == 422
+
+
+def test_detail_of_a_missing_item_is_404(viewer_client):
+    assert viewer_client.get("/knowledge/knowledge-20260101-zzzz/").status_code == 404
+
+
+def test_edit_creates_a_version_and_swaps_the_content_in_place(curator_client):
+    item = make_knowledge(task="Old task", content="Old content", embed=False)
+    form = curator_client.get(f"/knowledge/{item.id}/edit/", HTTP_HX_REQUEST="true")
+    assert 'name="content"' in tasks_in(form) and "Old content" in tasks_in(form)
+    response = curator_client.post(f"/knowledge/{item.id}/edit/", {
+        "task": "New task", "content": "New content", "tags": "domain=scraping", "types": ["tool", "plan"], "reason": "clearer"})
+    body = tasks_in(response)
+    assert response.status_code == 200 and "New content" in body and "kept as version 1" in body
+    assert 'id="versions" class="card" hx-swap-oob="true"' in body
+    item.refresh_from_db()
+    assert (item.task, item.tags, item.types) == ("New task", {"domain": "scraping"}, ["tool", "plan"])
+    version = item.versions.get()
+    assert (version.number, version.content, version.changed_by, version.reason) == (1, "Old content", "user:carl", "clearer")
+
+
+def test_invalid_edit_shows_errors_in_place_and_changes_nothing(curator_client):
+    item = make_knowledge(task="Old task", embed=False)
+    response = curator_client.post(f"/knowledge/{item.id}/edit/", {"task": "", "content": "x", "tags": "oops", "types": []})
+    body = tasks_in(response)
+    assert response.status_code == 422
+    assert 'id="task-errors"' in body and 'id="tags-errors"' in body and 'id="types-errors"' in body
+    assert "not key=value" in body
+    assert Knowledge.objects.get(pk=item.id).task == "Old task" and not item.versions.exists()
+
+
+def test_feedback_and_score_update_the_counts_in_place(curator_client):
+    item = make_knowledge(embed=False)
+    response = curator_client.post(f"/knowledge/{item.id}/feedback/", {"kind": "harmful", "note": "wrong port"})
+    body = tasks_in(response)
+    assert '<strong id="harmful-count" class="num-bad">1</strong>' in body and "wrong port" in body
+    assert "<html" not in body
+    case = FeedbackCase.objects.get(knowledge=item)
+    assert (case.kind, case.case["note"], case.reported_by) == ("harmful", "wrong port", "user:carl")
+    body = tasks_in(curator_client.post(f"/knowledge/{item.id}/score/", {"score": "5"}))
+    assert '<strong id="score-value">5</strong>' in body and "Score set." in body
+    assert curator_client.post(f"/knowledge/{item.id}/score/", {"score": "9"}).status_code == 422
+    assert curator_client.post(f"/knowledge/{item.id}/feedback/", {"kind": "meh"}).status_code == 422
+    item.refresh_from_db()
+    assert (item.harmful, item.score) == (1, 5)
+
+
+def test_diff_between_any_two_versions_and_restore(curator_client):
+    item = make_knowledge(task="T", content="line one\nline two", embed=False)
+    curator_client.post(f"/knowledge/{item.id}/edit/", {"task": "T", "content": "line one\nline 2", "types": ["tool"]})
+    curator_client.post(f"/knowledge/{item.id}/edit/", {"task": "T", "content": "line one\nline 2\nline three", "types": ["tool"]})
+    diff = tasks_in(curator_client.get(f"/knowledge/{item.id}/diff/?a=1&b=current"))
+    assert '<div class="removed">− line two</div>' in diff and '<div class="added">+ line three</div>' in diff
+    between = tasks_in(curator_client.get(f"/knowledge/{item.id}/diff/?a=1&b=2"))
+    assert '<div class="added">+ line 2</div>' in between and "line three" not in between
+    bad = curator_client.get(f"/knowledge/{item.id}/diff/?a=7&b=current")
+    assert bad.status_code == 422 and "no version “7”" in tasks_in(bad)
+
+    restored = curator_client.post(f"/knowledge/{item.id}/restore/1/")
+    assert "Restored version 1" in tasks_in(restored)
+    item.refresh_from_db()
+    assert item.content == "line one\nline two" and item.versions.count() == 3
+    assert item.versions.first().content == "line one\nline 2\nline three"  # nothing lost
+    assert curator_client.post(f"/knowledge/{item.id}/restore/99/").status_code == 404

@@ -1,0 +1,63 @@
+"""Resources: secrets never appear in a page until an admin's audited reveal."""
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from knowledge.models import Knowledge
+from resources.models import RevealEvent
+from resources.services import resource_save_version
+from tests.factories import make_knowledge, make_resource
+
+pytestmark = pytest.mark.django_db
+SECRET = "s3cr3t-PASSWORD-do-not-show"
+
+
+@pytest.fixture
+def secret_resource():
+    resource = make_resource("credentials/site_a", secure_body=SECRET, body="login form at /login", content_type="credential")
+    resource_save_version(resource_id=resource.id, replaced_by="agent:x", title="site A", body="login form at /login", secure_body=SECRET + "-v2",
+                          content_type="credential")
+    item = make_knowledge(task="Log in to site A", resource_ids=[resource.id], embed=False)
+    return resource, item
+
+
+def test_no_page_shows_a_secret_before_the_reveal(admin_client_, secret_resource):
+    resource, item = secret_resource
+    Knowledge.objects.filter(pk=item.pk).update(helpful=1)
+    urls = ["/", "/resources/", "/resources/?q=site", f"/resources/{resource.id}/", f"/knowledge/{item.id}/",
+            f"/knowledge/{item.id}/edit/", "/knowledge/", "/knowledge/?q=site", "/audit/", "/review/", "/playground/"]
+    for url in urls:
+        response = admin_client_.get(url)
+        assert response.status_code == 200, url
+        assert SECRET not in response.content.decode(), url
+    detail = admin_client_.get(f"/resources/{resource.id}/").content.decode()
+    assert "••••" in detail and "Reveal (audited)" in detail and "login form at /login" in detail
+    assert not RevealEvent.objects.exists()
+
+
+def test_admin_reveal_shows_the_secret_and_is_audited(admin_client_, secret_resource):
+    resource, _ = secret_resource
+    response = admin_client_.post(f"/resources/{resource.id}/reveal/", HTTP_USER_AGENT="pytest-browser")
+    assert response.status_code == 200 and SECRET + "-v2" in response.content.decode()
+    event = RevealEvent.objects.get()
+    assert (event.principal, event.resource_id, event.user_agent) == ("user:ada", resource.id, "pytest-browser")
+    assert "user:ada" in admin_client_.get("/audit/").content.decode()
+
+
+def test_viewers_and_curators_see_no_reveal_button(curator_client, secret_resource):
+    resource, _ = secret_resource
+    body = curator_client.get(f"/resources/{resource.id}/").content.decode()
+    assert "Reveal (audited)" not in body and "Only admins can reveal secrets" in body and SECRET not in body
+
+
+def test_an_expired_secret_is_not_revealed(admin_client_):
+    make_resource("cookies/site", secure_body=SECRET, expires_at=timezone.now() - timedelta(hours=1))
+    response = admin_client_.post("/resources/cookies/site/reveal/")
+    assert response.status_code == 410 and "expired" in response.content.decode()
+    assert SECRET not in response.content.decode() and not RevealEvent.objects.exists()
+
+
+def test_missing_resource_is_404(admin_client_):
+    assert admin_client_.get("/resources/nope/").status_code == 404
+    assert admin_client_.post("/resources/nope/reveal/").status_code == 404
