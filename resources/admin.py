@@ -10,19 +10,22 @@ from knowhub_site.admin_tools import AppendOnlyAdmin
 from resources.models import Resource, ResourceVersion, RevealEvent
 from resources.services import resource_reveal, resource_version_reveal
 
+REVEAL_PERMISSION = "resources.reveal_resource"  # the "admin" role (curation/migrations/0001_roles.py)
+
 
 class RevealInAdmin:
-    """A POST-only, superuser-only, audited "reveal" page for a row's secret.
+    """A POST-only, audited "reveal" page for a row's secret, for admins (`resources.reveal_resource`).
 
     GET shows what would be revealed and a button; only the POST (CSRF-checked)
     reveals, writes a RevealEvent first, and renders the secret on that one
-    response. The secret is never part of any list, form or log.
+    response. The secret is never part of any list, form or log. Expired
+    secrets are never revealed, here as in the API.
     """
 
     reveal_template = "admin/resources/reveal.html"
 
     def reveal_allowed(self, request) -> bool:
-        return request.user.is_active and request.user.is_superuser
+        return request.user.is_active and request.user.has_perm(REVEAL_PERMISSION)
 
     def get_urls(self):
         info = self.model._meta.app_label, self.model._meta.model_name
@@ -38,7 +41,7 @@ class RevealInAdmin:
         context = {**self.admin_site.each_context(request), "opts": self.model._meta, "original": obj,
                    "title": f"Reveal the secret of {obj}", "has_secret": bool(obj.secure_body), "secret": None,
                    "expired": bool(getattr(obj, "expires_at", None) and obj.expires_at <= timezone.now())}
-        if request.method == "POST" and context["has_secret"]:
+        if request.method == "POST" and context["has_secret"] and not context["expired"]:
             context["secret"] = self.reveal(obj, principal=f"user:{request.user.get_username()}",
                                             remote_addr=request.META.get("REMOTE_ADDR"),
                                             user_agent=request.META.get("HTTP_USER_AGENT", ""))

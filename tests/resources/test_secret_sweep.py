@@ -117,17 +117,38 @@ def test_a_superuser_reveals_current_and_earlier_secrets_in_the_admin_and_each_r
                           ("user:alice", "credentials/website_a", 1, "")]
 
 
-def test_staff_without_superuser_cannot_reveal_even_with_every_resource_permission(stored, client, django_user_model):
+def test_only_the_admin_role_may_reveal_in_the_admin(stored, client, django_user_model):
+    from django.contrib.auth.models import Group
+
     staff = django_user_model.objects.create_user(username="bob", password="pw", is_staff=True)
-    staff.user_permissions.set(Permission.objects.filter(content_type__app_label="resources"))
+    staff.user_permissions.set(Permission.objects.filter(content_type__app_label="resources").exclude(codename="reveal_resource"))
     client.force_login(staff)
     version = ResourceVersion.objects.get()
+    urls = (reverse("admin:resources_resource_reveal", args=["credentials/website_a"]),
+            reverse("admin:resources_resourceversion_reveal", args=[version.pk]))
     assert client.get(reverse("admin:resources_resource_change", args=["credentials/website_a"])).status_code == 200
-    for url in (reverse("admin:resources_resource_reveal", args=["credentials/website_a"]),
-                reverse("admin:resources_resourceversion_reveal", args=[version.pk])):
+    for url in urls:
         response = client.post(url)
         assert response.status_code == 403
         assert_no_secret(response.content.decode(), url)
+    assert RevealEvent.objects.count() == 1
+    staff.groups.add(Group.objects.get(name="admin"))
+    staff = django_user_model.objects.get(pk=staff.pk)  # permissions are cached per user object
+    client.force_login(staff)
+    assert "SecurePass-2c8e44" in client.post(urls[0]).content.decode()
+    assert RevealEvent.objects.filter(principal="user:bob").count() == 1
+
+
+def test_an_expired_secret_is_never_revealed_in_the_admin(stored, client, curator):
+    from django.utils import timezone
+
+    from resources.models import Resource
+
+    Resource.objects.filter(pk="cookies/website_a").update(expires_at=timezone.now())
+    client.force_login(curator)
+    response = client.post(reverse("admin:resources_resource_reveal", args=["cookies/website_a"]))
+    assert response.status_code == 200 and "expired" in response.content.decode()
+    assert_no_secret(response.content.decode(), "expired reveal")
     assert RevealEvent.objects.count() == 1
 
 
