@@ -10,6 +10,7 @@ from rest_framework.views import APIView
 from agents.caller import Caller
 from agents.chain import invoke
 from knowledge.api import schema
+from knowledge.api.idempotency import idempotent_response
 from knowledge.api.views import caller_of
 from knowledge.serializers import SCOPE_RE
 from resources.models import RESOURCE_ID_PATTERN, Resource, ResourceContentType
@@ -90,8 +91,13 @@ def _save(*, context, **data):
 class ResourceCollectionApi(APIView):
     @extend_schema(request=ResourceInput, responses={201: ResourceOutput, **schema.ERRORS})
     def post(self, request):
-        resource = invoke("resource_save", _save, {"data": request.data}, {"caller": caller_of(request)})
-        return Response(resource_data(resource), status=status.HTTP_201_CREATED)
+        caller = caller_of(request)
+
+        def save():
+            return status.HTTP_201_CREATED, resource_data(invoke("resource_save", _save, {"data": request.data},
+                                                                 {"caller": caller}))
+
+        return idempotent_response(request, caller, "resource_save", save)
 
 
 class ResourceDetailApi(APIView):
