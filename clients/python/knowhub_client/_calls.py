@@ -42,7 +42,7 @@ def knowledge_get(knowledge_id: str) -> Call:
     return Call("GET", f"/api/knowledge/{quote(knowledge_id, safe='')}", idempotent=True)
 
 
-def knowledge_update(knowledge_id: str, add_helpful_case: dict | None, add_harmful_case: dict | None,
+def knowledge_update(knowledge_id: str, add_helpful_case: dict[str, Any] | None, add_harmful_case: dict[str, Any] | None,
                      update_score: int | None, evolve_feedback: str | None) -> Call:
     body = _drop_none({"add_helpful_case": add_helpful_case, "add_harmful_case": add_harmful_case,
                        "update_score": update_score, "evolve_feedback": evolve_feedback})

@@ -40,13 +40,13 @@ class RetryPolicy:
     max_backoff: float = 8.0
 
     def delay(self, attempt: int, response: httpx.Response | None) -> float:
-        retry_after = response.headers.get("Retry-After") if response is not None else None
+        retry_after: str | None = response.headers.get("Retry-After") if response is not None else None
         if retry_after:
             try:
                 return min(float(retry_after), self.max_backoff)
             except ValueError:
                 pass
-        base = min(self.backoff * (2 ** attempt), self.max_backoff)
+        base: float = min(self.backoff * (2 ** attempt), self.max_backoff)
         return base * (0.5 + random.random() / 2)
 
 
@@ -82,7 +82,7 @@ def connection_failed(call: Call, exc: httpx.TransportError, base_url: str) -> C
     return ConnectionFailed(f"{call.method} {base_url}{call.path} failed: {type(exc).__name__}: {exc}".strip(": "))
 
 
-def result_of(response: httpx.Response) -> Any:
+def result_of(response: httpx.Response) -> dict[str, Any]:
     """The JSON body of a 2xx reply, or the typed error for anything else."""
     try:
         body = response.json() if response.content else None
@@ -92,5 +92,5 @@ def result_of(response: httpx.Response) -> Any:
         if body is None and response.content:
             raise KnowHubError(f"expected JSON from {response.request.url}, got {response.headers.get('content-type')}",
                                status=response.status_code)
-        return body
+        return body if isinstance(body, dict) else {"result": body}
     raise error_for(response.status_code, body, response.text)

@@ -63,7 +63,7 @@ class KnowHub(_Base):
     def close(self) -> None:
         self._http.close()
 
-    def _request(self, call: Call) -> Any:
+    def _request(self, call: Call) -> Json:
         attempt = 0
         while True:
             try:
@@ -76,7 +76,7 @@ class KnowHub(_Base):
             else:
                 delay = retry_after_response(call, response, attempt, self.retry)
                 if delay is None:
-                    return result_of(response)
+                    return result_of(response)  # every endpoint answers an object
             time.sleep(delay)
             attempt += 1
 
@@ -239,7 +239,7 @@ class AsyncKnowHub(_Base):
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    async def _request(self, call: Call) -> Any:
+    async def _request(self, call: Call) -> Json:
         attempt = 0
         while True:
             try:
@@ -252,7 +252,7 @@ class AsyncKnowHub(_Base):
             else:
                 delay = retry_after_response(call, response, attempt, self.retry)
                 if delay is None:
-                    return result_of(response)
+                    return result_of(response)  # every endpoint answers an object
             await asyncio.sleep(delay)
             attempt += 1
 
@@ -345,4 +345,4 @@ class AsyncKnowHub(_Base):
 def _job_done(state: Json) -> bool:
     if state["status"] == "failed":
         raise JobFailed(f"job {state['id']} failed: {state.get('error') or 'no error given'}", job=state)
-    return state["status"] == "succeeded"
+    return bool(state["status"] == "succeeded")

@@ -109,7 +109,7 @@ def call_name_and_arguments(tool_call: Any) -> tuple[str, str | dict[str, Any]]:
     function = tool_call.get("function") if isinstance(tool_call, dict) else getattr(tool_call, "function", None)
     source = function if function is not None else tool_call
     get = source.get if isinstance(source, dict) else lambda key, default=None: getattr(source, key, default)
-    return get("name"), get("arguments") or "{}"
+    return str(get("name")), get("arguments") or "{}"
 
 
 def tools(hub: Any, *, api: str = "chat") -> tuple[list[dict[str, Any]], Callable[[Any], str]]:
