@@ -114,3 +114,27 @@ def test_a_closed_port_is_retried_with_backoff_then_connection_failed():
             pytest.raises(ConnectionFailed, match="ConnectError"):
         hub.knowledge_save("t", "c", ["tool"])  # never sent, so even a write may be retried
     assert time.monotonic() - started >= 0.15  # two backoffs: at least 0.05 + 0.1
+
+
+def test_the_async_client_retries_503_then_gives_up_on_a_closed_port():
+    import asyncio
+
+    from knowhub_client import AsyncKnowHub
+
+    flaky = Flaky([(503, {}, {"error": {"code": "busy", "message": "busy", "fields": {}}})])
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed = sock.getsockname()[1]
+
+    async def scenario():
+        async with AsyncKnowHub(flaky.url, retry=RetryPolicy(retries=1, backoff=0.01)) as hub:
+            assert (await hub.knowledge_list())["count"] == 0
+        async with AsyncKnowHub(f"http://127.0.0.1:{closed}", retry=RetryPolicy(retries=1, backoff=0.01)) as hub:
+            with pytest.raises(ConnectionFailed):
+                await hub.knowledge_search("x")
+
+    try:
+        asyncio.run(scenario())
+        assert len(flaky.hits) == 2
+    finally:
+        flaky.close()

@@ -100,3 +100,27 @@ def test_a_responses_api_tool_loop_with_the_openai_sdk(hub, fake_openai):
     assert final.output_text == "One item."
     output = json.loads(fake_openai.requests[-1]["body"]["input"][-1]["output"])
     assert output["count"] == 1 and output["results"][0]["task"] == "Log in to site A"
+
+
+def test_the_async_dispatcher_runs_tool_calls_with_the_async_client(live_server, token_for):
+    import asyncio
+
+    from knowhub_client import AsyncKnowHub, async_tools
+
+    token = token_for()
+
+    async def scenario():
+        async with AsyncKnowHub(live_server.url, token=token) as hub:
+            schemas, dispatch = async_tools(hub)
+            assert schemas == openai_schemas("chat")
+            saved = json.loads(await dispatch({"name": "knowledge_save", "arguments": json.dumps(
+                {"task": "Async tool", "content": "c", "types": ["tool"]})}))
+            listed = json.loads(await dispatch({"name": "knowledge_list", "arguments": "{}"}))
+            assert [r["id"] for r in listed["results"]] == [saved["id"]]
+            bad = json.loads(await dispatch({"name": "knowledge_get_all", "arguments": "{}"}))
+            assert bad["error"]["code"] == "unknown_tool"
+            missing = json.loads(await dispatch({"name": "knowledge_update", "arguments": json.dumps(
+                {"knowledge_id": "knowledge-20990101-zzzz", "update_score": 4})}))
+            assert missing["error"]["status"] == 404
+
+    asyncio.run(scenario())

@@ -18,13 +18,13 @@ from knowhub_client.errors import (
 from knowhub_client.filters import (
     AND, CONTAINS, EQ, GT, GTE, IN, LT, LTE, NEQ, NIN, NOT, OR, STARTSWITH, FilterExpr,
 )
-from knowhub_client.tools import openai_schemas, tools
+from knowhub_client.tools import async_tools, openai_schemas, tools
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AND", "CONTAINS", "EQ", "GT", "GTE", "IN", "LT", "LTE", "NEQ", "NIN", "NOT", "OR", "STARTSWITH",
-    "AsyncKnowHub", "AuthenticationFailed", "BadRequest", "Conflict", "ConnectionFailed", "FilterExpr", "Gone",
+    "AsyncKnowHub", "AuthenticationFailed", "async_tools", "BadRequest", "Conflict", "ConnectionFailed", "FilterExpr", "Gone",
     "JobFailed", "JobTimeout", "KnowHub", "KnowHubError", "NotFound", "PayloadTooLarge", "PermissionDenied",
     "RateLimited", "RetryPolicy", "ServerError", "knowhub_retriever", "openai_schemas", "search_knowledge_base",
     "search_knowledge_base_schema", "tools",

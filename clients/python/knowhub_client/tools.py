@@ -8,13 +8,14 @@
 >>> for call in reply.choices[0].message.tool_calls or []:
 ...     messages.append({"role": "tool", "tool_call_id": call.id, "content": dispatch(call)})
 
+With an `AsyncKnowHub`, ``schemas, dispatch = async_tools(hub)`` and ``await dispatch(call)``.
 For the Responses API use ``tools(hub, api="responses")`` and answer each ``function_call``
 item with ``{"type": "function_call_output", "call_id": item.call_id, "output": dispatch(item)}``.
 """
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from knowhub_client.errors import KnowHubError
@@ -120,25 +121,55 @@ def tools(hub: Any, *, api: str = "chat") -> tuple[list[dict[str, Any]], Callabl
     """
 
     def dispatch(tool_call: Any) -> str:
-        name, raw = call_name_and_arguments(tool_call)
+        method, arguments, refusal = _resolve(hub, tool_call)
+        if refusal is not None:
+            return refusal
         try:
-            arguments = json.loads(raw) if isinstance(raw, str) else dict(raw)
-        except (TypeError, ValueError) as exc:
-            return _error("invalid_arguments", f"arguments are not a JSON object: {exc}")
-        if name not in TOOL_NAMES:
-            return _error("unknown_tool", f"no tool named {name!r}; tools: {', '.join(TOOL_NAMES)}")
-        if not isinstance(arguments, dict):
-            return _error("invalid_arguments", "arguments must be a JSON object")
-        try:
-            result = getattr(hub, name)(**arguments)
-        except TypeError as exc:  # an argument the tool does not take, or a missing one
-            return _error("invalid_arguments", str(exc))
-        except KnowHubError as exc:
-            return json.dumps({"error": {"code": exc.code, "message": exc.message, "fields": exc.fields,
-                                         "status": exc.status}}, ensure_ascii=False)
-        return json.dumps(result, ensure_ascii=False, default=str)
+            return _result(method(**arguments))
+        except (TypeError, KnowHubError) as exc:
+            return _failure(exc)
 
     return openai_schemas(api), dispatch
+
+
+def async_tools(hub: Any, *, api: str = "chat") -> tuple[list[dict[str, Any]], Callable[[Any], Awaitable[str]]]:
+    """`tools` for an `AsyncKnowHub`: ``await dispatch(tool_call)``."""
+
+    async def dispatch(tool_call: Any) -> str:
+        method, arguments, refusal = _resolve(hub, tool_call)
+        if refusal is not None:
+            return refusal
+        try:
+            return _result(await method(**arguments))
+        except (TypeError, KnowHubError) as exc:
+            return _failure(exc)
+
+    return openai_schemas(api), dispatch
+
+
+def _resolve(hub: Any, tool_call: Any) -> tuple[Any, dict[str, Any], str | None]:
+    """The hub's method and the arguments for a tool call, or the error text to answer instead."""
+    name, raw = call_name_and_arguments(tool_call)
+    try:
+        arguments = json.loads(raw) if isinstance(raw, str) else dict(raw)
+    except (TypeError, ValueError) as exc:
+        return None, {}, _error("invalid_arguments", f"arguments are not a JSON object: {exc}")
+    if name not in TOOL_NAMES:
+        return None, {}, _error("unknown_tool", f"no tool named {name!r}; tools: {', '.join(TOOL_NAMES)}")
+    if not isinstance(arguments, dict):
+        return None, {}, _error("invalid_arguments", "arguments must be a JSON object")
+    return getattr(hub, name), arguments, None
+
+
+def _result(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _failure(exc: Exception) -> str:
+    if isinstance(exc, KnowHubError):
+        return json.dumps({"error": {"code": exc.code, "message": exc.message, "fields": exc.fields,
+                                     "status": exc.status}}, ensure_ascii=False)
+    return _error("invalid_arguments", str(exc))  # a TypeError: an argument the tool does not take, or a missing one
 
 
 def _error(code: str, message: str) -> str:
