@@ -4,13 +4,16 @@ The key is per principal (agent), so two agents cannot collide. The row is claim
 before the save runs, inside the save's transaction: a concurrent request with the
 same key waits on the unique index and then replays the committed reply. A failed
 save rolls the claim back, so a failed request may be retried with the same key.
+Replies are kept for a day (`forget_idempotent_replies`, hourly in the worker's beat).
 """
 import hashlib
 import json
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from agents.models import IdempotentReply
 
@@ -52,3 +55,12 @@ def idempotent_reply(*, principal: str, key: str | None, operation: str, data: A
         reply.status, reply.body = status, body
         reply.save(update_fields=["status", "body"])
     return status, body, False
+
+
+KEEP_REPLIES_FOR = timedelta(hours=24)
+
+
+def idempotent_replies_forget(*, older_than: timedelta = KEEP_REPLIES_FOR) -> int:
+    """Delete stored replies older than `older_than` (a retry comes within minutes, not days)."""
+    deleted, _ = IdempotentReply.objects.filter(created_at__lt=timezone.now() - older_than).delete()
+    return deleted

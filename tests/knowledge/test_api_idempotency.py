@@ -77,3 +77,18 @@ def test_an_overlong_key_is_400():
     response = agent.post("/api/knowledge", BODY, format="json", HTTP_IDEMPOTENCY_KEY="k" * 201)
     assert response.status_code == 400
     assert "Idempotency-Key" in response.json()["error"]["message"]
+
+
+def test_replies_older_than_a_day_are_forgotten_by_the_periodic_task():
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from agents.tasks import forget_idempotent_replies
+
+    agent = client_for("research_agent", ["org:acme"])
+    agent.post("/api/knowledge", BODY, format="json", HTTP_IDEMPOTENCY_KEY="old")
+    agent.post("/api/knowledge", BODY, format="json", HTTP_IDEMPOTENCY_KEY="new")
+    IdempotentReply.objects.filter(key="old").update(created_at=timezone.now() - timedelta(hours=25))
+    assert forget_idempotent_replies() == 1
+    assert list(IdempotentReply.objects.values_list("key", flat=True)) == ["new"]
