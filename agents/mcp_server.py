@@ -169,8 +169,12 @@ async def resource_save(ctx: Context, id: str, title: str, body: str = "", secur
 @server.tool()
 async def resource_get(ctx: Context, id: str, reveal: bool = False) -> dict[str, Any]:
     """A resource by id; reveal=true adds its secret for tokens allowed to see secrets (audited)."""
+    request = ctx.request_context.request  # the HTTP request (streamable HTTP), None on stdio
+    client = getattr(request, "client", None)
+    user_agent = (ctx.headers or {}).get("user-agent", "") if ctx.headers is not None else ""
     return await _call(ctx, lambda caller: resource_api.resource_fetch(
-        caller=caller, resource_id=id, reveal=reveal, remote_addr=None, user_agent="mcp"))
+        caller=caller, resource_id=id, reveal=reveal, remote_addr=getattr(client, "host", None),
+        user_agent=f"mcp {user_agent}".strip()))
 
 
 @server.tool()

@@ -156,6 +156,11 @@ def test_streamable_http_under_mcp_with_the_same_tokens(asgi_server):
             await exercise(session)
 
     anyio.run(scenario)
+    # the reveal was audited with the HTTP client's address, as a REST reveal is
+    from resources.models import RevealEvent
+
+    reveal = RevealEvent.objects.get()
+    assert reveal.principal == "agent:research_agent" and reveal.remote_addr == "127.0.0.1"
     # the REST API, served by the same process, sees what MCP saved
     item = Knowledge.objects.get()
     rest = httpx2.get(f"{asgi_server}/api/knowledge/{item.id}", headers={"Authorization": f"Bearer {raw}"})
