@@ -1,17 +1,70 @@
 from django.contrib import admin
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.html import format_html
 
 from knowhub_site.admin_tools import AppendOnlyAdmin
 from resources.models import Resource, ResourceVersion, RevealEvent
+from resources.services import resource_reveal, resource_version_reveal
+
+
+class RevealInAdmin:
+    """A POST-only, superuser-only, audited "reveal" page for a row's secret.
+
+    GET shows what would be revealed and a button; only the POST (CSRF-checked)
+    reveals, writes a RevealEvent first, and renders the secret on that one
+    response. The secret is never part of any list, form or log.
+    """
+
+    reveal_template = "admin/resources/reveal.html"
+
+    def reveal_allowed(self, request) -> bool:
+        return request.user.is_active and request.user.is_superuser
+
+    def get_urls(self):
+        info = self.model._meta.app_label, self.model._meta.model_name
+        return [
+            path("<path:object_id>/reveal/", self.admin_site.admin_view(self.reveal_view), name="%s_%s_reveal" % info),
+            *super().get_urls(),
+        ]
+
+    def reveal_view(self, request, object_id):
+        if not self.reveal_allowed(request):
+            raise PermissionDenied
+        obj = get_object_or_404(self.model, pk=object_id)
+        context = {**self.admin_site.each_context(request), "opts": self.model._meta, "original": obj,
+                   "title": f"Reveal the secret of {obj}", "has_secret": bool(obj.secure_body), "secret": None,
+                   "expired": bool(getattr(obj, "expires_at", None) and obj.expires_at <= timezone.now())}
+        if request.method == "POST" and context["has_secret"]:
+            context["secret"] = self.reveal(obj, principal=f"user:{request.user.get_username()}",
+                                            remote_addr=request.META.get("REMOTE_ADDR"),
+                                            user_agent=request.META.get("HTTP_USER_AGENT", ""))
+        response = TemplateResponse(request, self.reveal_template, context)
+        response["Cache-Control"] = "no-store"
+        return response
+
+    @admin.display(description="secret")
+    def reveal_link(self, obj):
+        if not obj.secure_body:
+            return "—"
+        info = self.model._meta.app_label, self.model._meta.model_name
+        return format_html('<a href="{}">reveal…</a>', reverse("admin:%s_%s_reveal" % info, args=[obj.pk]))
 
 
 @admin.register(Resource)
-class ResourceAdmin(admin.ModelAdmin):
+class ResourceAdmin(RevealInAdmin, admin.ModelAdmin):
     list_display = ["id", "title", "content_type", "has_secret", "owner", "expires_at", "is_expired", "dependent_knowledge", "updated_at"]
     list_filter = ["content_type", "is_expired", ("expires_at", admin.EmptyFieldListFilter)]
     search_fields = ["id", "title", "body"]
-    readonly_fields = ["created_at", "updated_at"]
-    # The secret is never shown in the admin, only whether there is one.
+    readonly_fields = ["created_at", "updated_at", "secret_access"]
+    # The secret is never shown in the admin, only whether there is one (and, for admins, a reveal page).
     exclude = ["secure_body"]
+
+    def reveal(self, obj, **who):
+        return resource_reveal(resource=obj, **who)
 
     @admin.display(description="used by")
     def dependent_knowledge(self, obj):
@@ -21,10 +74,29 @@ class ResourceAdmin(admin.ModelAdmin):
     def has_secret(self, obj):
         return obj.has_secret
 
+    @admin.display(description="secret")
+    def secret_access(self, obj):
+        return self.reveal_link(obj) if obj.pk else "—"
+
+
+@admin.register(ResourceVersion)
+class ResourceVersionAdmin(RevealInAdmin, AppendOnlyAdmin):
+    """Earlier states of resources: kept as evidence, their secrets revealable by admins only."""
+
+    list_display = ["resource", "number", "title", "content_type", "replaced_by", "created_at", "reveal_link"]
+    list_filter = ["content_type"]
+    search_fields = ["resource__id", "title"]
+    exclude = ["secure_body"]
+    readonly_fields = ["resource", "number", "title", "body", "content_type", "metadata", "expires_at", "replaced_by",
+                       "created_at", "reveal_link"]
+
+    def reveal(self, obj, **who):
+        return resource_version_reveal(version=obj, **who)
+
 
 @admin.register(RevealEvent)
 class RevealEventAdmin(AppendOnlyAdmin):
-    list_display = ["at", "principal", "resource_id", "remote_addr"]
+    list_display = ["at", "principal", "resource_id", "version", "remote_addr"]
+    list_filter = ["version"]
     search_fields = ["principal", "resource_id"]
-    readonly_fields = ["at", "principal", "resource_id", "remote_addr", "user_agent"]
-
+    readonly_fields = ["at", "principal", "resource_id", "version", "remote_addr", "user_agent"]

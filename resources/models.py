@@ -58,6 +58,7 @@ class RevealEvent(models.Model):
     at = models.DateTimeField(default=timezone.now, db_index=True)
     principal = models.CharField(max_length=200)
     resource_id = models.CharField(max_length=255, db_index=True)  # not a FK: the record outlives the resource
+    version = models.PositiveIntegerField(null=True, blank=True, help_text="an earlier version's number; empty for the current secret")
     remote_addr = models.GenericIPAddressField(null=True, blank=True)
     user_agent = models.CharField(max_length=300, blank=True, default="")
 
@@ -65,7 +66,8 @@ class RevealEvent(models.Model):
         ordering = ["-at", "-id"]
 
     def __str__(self) -> str:
-        return f"{self.at:%Y-%m-%d %H:%M:%S} {self.principal} revealed {self.resource_id}"
+        which = f"{self.resource_id} (version {self.version})" if self.version else self.resource_id
+        return f"{self.at:%Y-%m-%d %H:%M:%S} {self.principal} revealed {which}"
 
 
 class ResourceVersion(models.Model):

@@ -54,6 +54,15 @@ def resource_reveal(*, resource: Resource, principal: str, remote_addr: str | No
     return resource.secure_body
 
 
+def resource_version_reveal(*, version, principal: str, remote_addr: str | None, user_agent: str = "") -> str:
+    """An earlier version's secret (admins only: callers check), audited like every reveal."""
+    from resources.models import RevealEvent
+
+    RevealEvent.objects.create(principal=principal, resource_id=version.resource_id, version=version.number,
+                               remote_addr=remote_addr or None, user_agent=user_agent[:300])
+    return version.secure_body
+
+
 def resources_mark_expired() -> list[str]:
     """Flag resources whose expiry has passed; returns the ids newly flagged."""
     from django.utils import timezone
