@@ -15,10 +15,11 @@ test: $(STAMP)
 install: $(STAMP)
 
 # Reinstall only when the dependency list changes.
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml clients/python/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e ./clients/python
 	touch $(STAMP)
 
 # Deletes local data (the embedded database, generated keys): asks first.

@@ -1,9 +1,17 @@
-"""DRF authentication by `Authorization: Bearer <token>`."""
+"""Bearer tokens: DRF authentication by `Authorization: Bearer <token>`, and `active_token` for MCP."""
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
 from agents.models import AgentToken
 from agents.services import hash_key
+
+
+def active_token(raw_key: str) -> AgentToken | None:
+    """The active token for a raw key (REST and MCP alike), marking it used; None when unknown or revoked."""
+    token = AgentToken.objects.filter(key_hash=hash_key(raw_key), is_active=True).first()
+    if token is not None:
+        AgentToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
+    return token
 
 
 class AgentUser:
@@ -30,10 +38,9 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             return None
         if len(header) != 2:
             raise exceptions.AuthenticationFailed("Authorization header must be 'Bearer <token>'")
-        token = AgentToken.objects.filter(key_hash=hash_key(header[1]), is_active=True).first()
+        token = active_token(header[1])
         if token is None:
             raise exceptions.AuthenticationFailed("invalid or revoked token")
-        AgentToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
         return AgentUser(token), token
 
     def authenticate_header(self, request):

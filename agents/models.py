@@ -45,3 +45,21 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M:%S} {self.principal} {self.operation} {self.target}"
+
+
+class IdempotentReply(models.Model):
+    """The stored reply to a save sent with an `Idempotency-Key`: the same key from the same agent gets it again."""
+
+    principal = models.CharField(max_length=200)
+    key = models.CharField(max_length=200)
+    operation = models.CharField(max_length=100)
+    request_hash = models.CharField(max_length=64, help_text="SHA-256 of the request body, to refuse a reused key")
+    status = models.PositiveSmallIntegerField()
+    body = models.JSONField(null=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["principal", "key"], name="idempotency_key_per_principal")]
+
+    def __str__(self) -> str:
+        return f"{self.principal} {self.operation} {self.key}"

@@ -29,11 +29,15 @@ class JobOutput(serializers.Serializer):
 class JobDetailApi(APIView):
     @extend_schema(operation_id="job_get", responses={200: JobOutput, **schema.ERRORS})
     def get(self, request, job_id):
-        caller = caller_of(request)
-        jobs = Job.objects.all()
-        if caller.readable_scopes is not None:
-            jobs = jobs.filter(Q(requested_by=caller.principal) | Q(knowledge__scopes__overlap=list(caller.readable_scopes)))
-        job = jobs.filter(pk=job_id).first()
-        if job is None:
-            raise Http404
-        return Response(JobOutput(job).data)
+        return Response(job_visible(caller=caller_of(request), job_id=job_id))
+
+
+def job_visible(*, caller, job_id) -> dict:
+    """A job the caller asked for, or whose item it can see; 404 otherwise."""
+    jobs = Job.objects.all()
+    if caller.readable_scopes is not None:
+        jobs = jobs.filter(Q(requested_by=caller.principal) | Q(knowledge__scopes__overlap=list(caller.readable_scopes)))
+    job = jobs.filter(pk=job_id).first()
+    if job is None:
+        raise Http404
+    return JobOutput(job).data

@@ -1,6 +1,11 @@
+"""The web process: Django, with the MCP server's streamable HTTP transport under /mcp (agents/mcp_http.py)."""
 import os
 
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "knowhub_site.settings")
-application = get_asgi_application()
+django_application = get_asgi_application()  # sets Django up before the MCP modules import models
+
+from agents.mcp_http import with_mcp  # noqa: E402
+
+application = with_mcp(django_application)

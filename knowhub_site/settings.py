@@ -111,6 +111,7 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     "mark-expired-resources": {"task": "resources.tasks.mark_expired_resources", "schedule": 300.0},
+    "forget-idempotent-replies": {"task": "agents.tasks.forget_idempotent_replies", "schedule": 3600.0},
 }
 # A worker counts as alive while its heartbeat row is younger than this.
 KNOWHUB_WORKER_STALE_SECONDS = env_int("KNOWHUB_WORKER_STALE_SECONDS", 30)

@@ -10,6 +10,7 @@ from rest_framework.views import APIView
 from agents.caller import Caller
 from agents.chain import invoke
 from knowledge.api import schema
+from knowledge.api.idempotency import idempotent_response
 from knowledge.api.views import caller_of
 from knowledge.serializers import SCOPE_RE
 from resources.models import RESOURCE_ID_PATTERN, Resource, ResourceContentType
@@ -90,8 +91,13 @@ def _save(*, context, **data):
 class ResourceCollectionApi(APIView):
     @extend_schema(request=ResourceInput, responses={201: ResourceOutput, **schema.ERRORS})
     def post(self, request):
-        resource = invoke("resource_save", _save, {"data": request.data}, {"caller": caller_of(request)})
-        return Response(resource_data(resource), status=status.HTTP_201_CREATED)
+        caller = caller_of(request)
+
+        def save():
+            return status.HTTP_201_CREATED, resource_data(invoke("resource_save", _save, {"data": request.data},
+                                                                 {"caller": caller}))
+
+        return idempotent_response(request, caller, "resource_save", save)
 
 
 class ResourceDetailApi(APIView):
@@ -101,19 +107,26 @@ class ResourceDetailApi(APIView):
         responses={200: ResourceOutput, 410: schema.ErrorOutput, **schema.ERRORS},
     )
     def get(self, request, resource_id):
-        caller = caller_of(request)
-        resources = Resource.objects.all()
-        if caller.readable_scopes is not None:
-            resources = resources.filter(scopes__overlap=list(caller.readable_scopes))
-        resource = resources.filter(pk=resource_id).first()
-        if resource is None:
-            raise Http404
-        if request.query_params.get("reveal", "").lower() not in ("1", "true", "yes"):
-            return Response(resource_data(resource))
-        if not caller.can_read_secrets:
-            raise PermissionDenied("this token may not reveal secrets")
-        if resource.expires_at and resource.expires_at <= timezone.now():
-            raise Gone(f"this {resource.content_type} expired at {resource.expires_at.isoformat()}")
-        secret = resource_reveal(resource=resource, principal=caller.principal, remote_addr=request.META.get("REMOTE_ADDR"),
-                                 user_agent=request.META.get("HTTP_USER_AGENT", ""))
-        return Response(resource_data(resource, secret=secret))
+        reveal = request.query_params.get("reveal", "").lower() in ("1", "true", "yes")
+        return Response(resource_fetch(caller=caller_of(request), resource_id=resource_id, reveal=reveal,
+                                       remote_addr=request.META.get("REMOTE_ADDR"),
+                                       user_agent=request.META.get("HTTP_USER_AGENT", "")))
+
+
+def resource_fetch(*, caller: Caller, resource_id: str, reveal: bool, remote_addr: str | None, user_agent: str) -> dict:
+    """A resource the caller can see; with `reveal`, its secret (audited), for tokens with secret access."""
+    resources = Resource.objects.all()
+    if caller.readable_scopes is not None:
+        resources = resources.filter(scopes__overlap=list(caller.readable_scopes))
+    resource = resources.filter(pk=resource_id).first()
+    if resource is None:
+        raise Http404
+    if not reveal:
+        return resource_data(resource)
+    if not caller.can_read_secrets:
+        raise PermissionDenied("this token may not reveal secrets")
+    if resource.expires_at and resource.expires_at <= timezone.now():
+        raise Gone(f"this {resource.content_type} expired at {resource.expires_at.isoformat()}")
+    secret = resource_reveal(resource=resource, principal=caller.principal, remote_addr=remote_addr,
+                             user_agent=user_agent)
+    return resource_data(resource, secret=secret)

@@ -1,7 +1,8 @@
 """An OpenAI-compatible HTTP server on loopback, for the real `openai` client to call.
 
 The only stand-in the tests use: paid outside services. Tell it what to do
-next with `reply_json`, `reply_text`, `fail(status)` or `stall(seconds)`;
+next with `reply_json`, `reply_text`, `reply_tool_calls`, `fail(status)` or `stall(seconds)`;
+chat completions and the Responses API (POST /responses) are both answered;
 it records every request body it receives.
 """
 import json
@@ -37,10 +38,19 @@ class FakeOpenAI:
                     data = [{"object": "embedding", "index": i, "embedding": [1.0, float(len(t) % 7), 0.5]} for i, t in enumerate(inputs)]
                     self._send(200, {"object": "list", "data": data, "model": body.get("model"), "usage": {"prompt_tokens": 1, "total_tokens": 1}})
                     return
-                content = json.dumps(value) if kind == "json" else value
+                if self.path.endswith("/responses"):
+                    self._send(200, fake._responses_reply(kind, value, body))
+                    return
+                if kind == "tool_calls":
+                    calls = [{"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+                             for i, (name, args) in enumerate(value)]
+                    choice = {"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": None, "tool_calls": calls}}
+                else:
+                    content = json.dumps(value) if kind == "json" else value
+                    choice = {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
                 self._send(200, {
                     "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": body.get("model", "fake"),
-                    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+                    "choices": [choice],
                     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
                 })
 
@@ -65,6 +75,22 @@ class FakeOpenAI:
     def reply_text(self, value: str): self._script.append(("text", value))
     def fail(self, status: int): self._script.append(("status", status))
     def stall(self, seconds: float): self._script.append(("stall", seconds))
+    def reply_tool_calls(self, calls: list[tuple[str, dict]]): self._script.append(("tool_calls", calls))
+
+    @staticmethod
+    def _responses_reply(kind, value, body) -> dict:
+        """The Responses API shape (POST /responses) of a scripted reply."""
+        if kind == "tool_calls":
+            output = [{"type": "function_call", "id": f"fc_{i}", "call_id": f"call_{i}", "name": name,
+                       "arguments": json.dumps(args), "status": "completed"} for i, (name, args) in enumerate(value)]
+        else:
+            text = json.dumps(value) if kind == "json" else value
+            output = [{"type": "message", "id": "msg_0", "role": "assistant", "status": "completed",
+                       "content": [{"type": "output_text", "text": text, "annotations": []}]}]
+        return {"id": "resp_fake", "object": "response", "created_at": int(time.time()), "model": body.get("model", "fake"),
+                "status": "completed", "output": output, "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
+                "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2,
+                          "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}}
 
     def start(self):
         self.thread.start()

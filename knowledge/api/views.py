@@ -15,6 +15,7 @@ from knowledge.api import schema
 from knowledge.api.pagination import encode_cursor
 from knowledge import evolve, feedback, slim
 from knowledge.api.errors import error_payload
+from knowledge.api.idempotency import idempotent_response
 from knowledge.api.serializers import (
     BatchUpdateInput, FeedbackEntry, KnowledgeCreateInput, KnowledgeListInput, KnowledgePatchInput, KnowledgeUpdateInput,
     SearchInput, SlimInput,
@@ -129,8 +130,13 @@ class KnowledgeCollectionApi(APIView):
 
     @extend_schema(request=KnowledgeCreateInput, responses={201: KnowledgeSerializer, **schema.ERRORS})
     def post(self, request):
-        item = invoke("knowledge_save", _create, {"data": request.data}, {"caller": caller_of(request)})
-        return Response(KnowledgeSerializer(selectors.knowledge_get(knowledge_id=item.id)).data, status=status.HTTP_201_CREATED)
+        caller = caller_of(request)
+
+        def save():
+            item = invoke("knowledge_save", _create, {"data": request.data}, {"caller": caller})
+            return status.HTTP_201_CREATED, KnowledgeSerializer(selectors.knowledge_get(knowledge_id=item.id)).data
+
+        return idempotent_response(request, caller, "knowledge_save", save)
 
 
 def _visible_item(caller: Caller, knowledge_id: str) -> Knowledge:

@@ -87,6 +87,14 @@ def test_make_run_comes_up_healthy_stops_cleanly_and_keeps_data(tmp_path):
         assert body["down"] == [] and set(body["checks"]) == {"database", "pgvector", "broker", "worker"}
         wait_for(lambda: "KnowHub is running at" in first.output(), timeout=30, message="the ready banner")
         assert_curation_ui_served(port)
+        # one ASGI process serves Django (static files too) and the MCP server under /mcp, behind tokens
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/static/admin/css/base.css", timeout=5) as response:
+            assert response.status == 200
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/mcp", data=b"{}", method="POST",
+                                         headers={"Content-Type": "application/json"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=5)
+        assert refused.value.code == 401
     finally:
         first.ctrl_c()
     out = first.output()

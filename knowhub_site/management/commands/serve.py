@@ -1,4 +1,4 @@
-"""`make run`: migrate, ensure a curator, then run gunicorn and a Celery worker.
+"""`make run`: migrate, ensure a curator, then run gunicorn (ASGI: Django and /mcp) and a Celery worker.
 
 The processes run in their own sessions so that Ctrl-C reaches only this
 supervisor, which stops them in order (web, then worker) and, last, the
@@ -53,8 +53,10 @@ class Command(BaseCommand):
             "DJANGO_SETTINGS_MODULE": os.environ.get("DJANGO_SETTINGS_MODULE", "knowhub_site.settings"),
         }
         commands = {
-            "web": [sys.executable, "-m", "gunicorn", "knowhub_site.wsgi", "--bind", f"{host}:{port}",
-                    "--workers", str(web_workers), "--threads", "4", "--graceful-timeout", "10",
+            # ASGI (uvicorn workers) so the MCP server's streamable HTTP transport shares the port under /mcp
+            "web": [sys.executable, "-m", "gunicorn", "knowhub_site.asgi:application", "--bind", f"{host}:{port}",
+                    "--worker-class", "uvicorn_worker.UvicornWorker",
+                    "--workers", str(web_workers), "--graceful-timeout", "10",
                     "--access-logfile", "-", "--no-control-socket"],
             "worker": [sys.executable, "-m", "celery", "-A", "knowhub_site", "worker", "--loglevel", "info",
                        "--concurrency", str(worker_concurrency), "--hostname", f"knowhub-{port}@%h",

@@ -1,0 +1,78 @@
+"""Streamable HTTP for the MCP server under /mcp, in the same ASGI process as Django.
+
+`knowhub_site.asgi.application` routes `/mcp` here and everything else to
+Django; lifespan events (which start the SDK's session manager) come here too,
+because Django's ASGI handler takes only HTTP. Requests are stateless and
+answered as JSON, so any of several web workers can take any request.
+
+Before the SDK sees a request, `BearerGate` checks the Host against
+ALLOWED_HOSTS (as Django would) and the Bearer token against the same tokens
+as the REST API: 401 with the API's error shape otherwise.
+"""
+import json
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.http.request import split_domain_port, validate_host
+from mcp.server.transport_security import TransportSecuritySettings
+
+from agents.auth import active_token
+from agents.mcp_server import bearer_key, server
+
+MCP_PATH = "/mcp"
+
+
+def _is_mcp(path: str) -> bool:
+    return path == MCP_PATH or path.startswith(MCP_PATH + "/")
+
+
+async def _reply(send, status: int, code: str, message: str, extra_headers=()) -> None:
+    body = json.dumps({"error": {"code": code, "message": message, "fields": {}}}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *extra_headers]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+class BearerGate:
+    """ASGI middleware: a known host and an active agent token, or no further."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+            domain, _ = split_domain_port(headers.get("host", ""))
+            if not domain or not validate_host(domain, settings.ALLOWED_HOSTS):
+                await _reply(send, 400, "bad_host", "Host is not in ALLOWED_HOSTS")
+                return
+            key = bearer_key(headers)
+            if key is None or await sync_to_async(active_token, thread_sensitive=True)(key) is None:
+                message = "invalid or revoked token" if key else "send 'Authorization: Bearer <token>'"
+                await _reply(send, 401, "not_authenticated", message, [(b"www-authenticate", b"Bearer")])
+                return
+        await self.app(scope, receive, send)
+
+
+def mcp_http_app():
+    """The SDK's Starlette app for /mcp (host checks are BearerGate's, from ALLOWED_HOSTS)."""
+    return server.streamable_http_app(
+        streamable_http_path=MCP_PATH, stateless_http=True, json_response=True,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+
+
+def with_mcp(django_app):
+    """One ASGI application: /mcp to the MCP server, lifespan to it too, the rest to Django."""
+    mcp_app = mcp_http_app()
+    gated = BearerGate(mcp_app)
+
+    async def application(scope, receive, send):
+        if scope["type"] == "lifespan":
+            await mcp_app(scope, receive, send)
+        elif scope["type"] == "http" and _is_mcp(scope["path"]):
+            await gated(scope, receive, send)
+        else:
+            await django_app(scope, receive, send)
+
+    return application

@@ -1,0 +1,183 @@
+"""The MCP server: the seed's agent tools over the Model Context Protocol (official `mcp` SDK).
+
+Each tool runs the REST API's own operation through the filter chain
+(`agents.chain.invoke` with the handler the view uses), so validation, scopes,
+audit and deployment filters are the same; errors come back as the API's
+`{"error": {"code", "message", "fields", "status"}}` in a tool error.
+
+The caller is the agent whose Bearer token came with the call: the HTTP
+request's `Authorization` header (streamable HTTP under /mcp), or the token
+`manage.py mcp` was started with (stdio).
+"""
+import json
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db import close_old_connections
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import CallToolResult, TextContent
+
+from agents.auth import active_token
+from agents.caller import Caller
+from agents.chain import invoke
+from jobs.api import job_visible
+from knowledge import selectors
+from knowledge.api import views
+from knowledge.api.errors import api_exception_handler
+from knowledge.serializers import KnowledgeSerializer
+from resources import api as resource_api
+
+INSTRUCTIONS = (
+    "KnowHub: search knowledge before acting (knowledge_search), save what you learn (knowledge_save), "
+    "and report whether it helped (knowledge_update, knowledge_batch_update)."
+)
+
+stdio_token: str | None = None  # set by `manage.py mcp` for the stdio transport
+
+
+def bearer_key(headers) -> str | None:
+    value = (headers or {}).get("authorization", "")
+    scheme, _, key = value.partition(" ")
+    return key.strip() if scheme == "Bearer" and key.strip() else None
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, code: str, message: str, fields: dict | None = None):
+        super().__init__(message)
+        self.error = {"code": code, "message": message, "fields": fields or {}, "status": status}
+
+
+def _caller(raw_key: str | None) -> Caller:
+    token = active_token(raw_key) if raw_key else None
+    if token is None:
+        raise _Refused(401, "not_authenticated", "invalid or revoked token" if raw_key else "no Bearer token")
+    return Caller.for_token(token)
+
+
+def _run_sync(raw_key: str | None, operation) -> Any:
+    close_old_connections()  # what Django does around each HTTP request
+    try:
+        return operation(_caller(raw_key))
+    except _Refused:
+        raise
+    except Exception as exc:  # noqa: BLE001 - mapped exactly as the REST API maps it, or re-raised
+        response = api_exception_handler(exc, {})
+        if response is None:
+            raise
+        error = response.data["error"]
+        raise _Refused(response.status_code, error["code"], error["message"], error.get("fields")) from exc
+    finally:
+        close_old_connections()
+
+
+async def _call(ctx: Context, operation) -> Any:
+    """The operation's JSON result, or a tool error whose text is the API's error JSON."""
+    raw_key = bearer_key(ctx.headers) if ctx.headers is not None else stdio_token
+    try:
+        return await sync_to_async(_run_sync, thread_sensitive=True)(raw_key, operation)
+    except _Refused as refused:
+        text = json.dumps({"error": refused.error}, ensure_ascii=False)
+        return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+
+
+def _given(**values) -> dict:
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def _chain(operation: str, handler, data: dict, **args):
+    return lambda caller: invoke(operation, handler, {**args, "data": data}, {"caller": caller})
+
+
+server = MCPServer(name="knowhub", instructions=INSTRUCTIONS)
+
+
+@server.tool()
+async def knowledge_search(ctx: Context, query: str, top_k: int = 5, min_score: int = 3, types: list[str] | None = None,
+                           filters: dict[str, Any] | list[Any] | None = None) -> dict[str, Any]:
+    """Search knowledge (two stages: hybrid retrieval, then quality rerank). `filters` is a filter expression,
+    e.g. {"op": "EQ", "key": "tags.domain", "value": "coding_style"}."""
+    data = _given(q=query, top_k=top_k, min_score=min_score, types=types, filters=filters)
+    return await _call(ctx, _chain("knowledge_search", views._search, data))
+
+
+@server.tool()
+async def knowledge_save(ctx: Context, task: str, content: str, types: list[str], tags: dict[str, str] | None = None,
+                         scopes: list[str] | None = None, owner: str | None = None, source_name: str = "",
+                         source_category: str = "exp", urls: list[str] | None = None, agent_id: str | None = None,
+                         submitted_by: str = "", score: int = 3, message_id: str = "",
+                         resource_ids: list[str] | None = None) -> dict[str, Any]:
+    """Save a new piece of knowledge; scopes, owner and agent_id default to the token's."""
+    source = _given(name=source_name, category=source_category, urls=urls or [], agent_id=agent_id,
+                    submitted_by=submitted_by, message_id=message_id)
+    data = _given(task=task, content=content, types=types, tags=tags, scopes=scopes, owner=owner, source=source,
+                  score=score, message_id=message_id, resource_ids=resource_ids)
+
+    def save(caller: Caller) -> dict:
+        item = _chain("knowledge_save", views._create, data)(caller)
+        return KnowledgeSerializer(selectors.knowledge_get(knowledge_id=item.id)).data
+
+    return await _call(ctx, save)
+
+
+@server.tool()
+async def knowledge_get(ctx: Context, knowledge_id: str) -> dict[str, Any]:
+    """One knowledge item in the seed's shape."""
+    return await _call(ctx, lambda caller: KnowledgeSerializer(views._visible_item(caller, knowledge_id)).data)
+
+
+@server.tool()
+async def knowledge_update(ctx: Context, knowledge_id: str, add_helpful_case: dict[str, Any] | None = None,
+                           add_harmful_case: dict[str, Any] | None = None, update_score: int | None = None,
+                           evolve_feedback: str | None = None) -> dict[str, Any]:
+    """Feedback on an item: a helpful or harmful case, a new score, or evolve_feedback (an LLM rewrite job)."""
+    data = _given(add_helpful_case=add_helpful_case, add_harmful_case=add_harmful_case, update_score=update_score,
+                  evolve_feedback=evolve_feedback)
+    return await _call(ctx, _chain("knowledge_update", views._update, data, knowledge_id=knowledge_id))
+
+
+@server.tool()
+async def knowledge_batch_update(ctx: Context, feedback_list: list[dict[str, Any]]) -> dict[str, Any]:
+    """Many helpful/harmful reports: [{"knowledge_id", "is_helpful", "case"}]; per-entry results."""
+    return await _call(ctx, _chain("knowledge_batch_update", views._batch_update, {"feedback_list": feedback_list}))
+
+
+@server.tool()
+async def knowledge_list(ctx: Context, limit: int = 10, types: list[str] | None = None,
+                         scopes: list[str] | None = None, cursor: str | None = None) -> dict[str, Any]:
+    """Knowledge newest first; pass the reply's `next` as `cursor` for the following page."""
+    data = _given(limit=limit, types=types, scopes=scopes, cursor=cursor)
+    return await _call(ctx, _chain("knowledge_list", views._list, data))
+
+
+@server.tool()
+async def knowledge_slim(ctx: Context, model: str = "", dry_run: bool = False) -> dict[str, Any]:
+    """Queue a merge of near-duplicates (a job; see job_get)."""
+    return await _call(ctx, _chain("knowledge_slim", views._slim, {"model": model, "dry_run": dry_run}))
+
+
+@server.tool()
+async def resource_save(ctx: Context, id: str, title: str, body: str = "", secure_body: str = "",
+                        content_type: str = "text", metadata: dict[str, Any] | None = None,
+                        scopes: list[str] | None = None, expires_at: str | None = None) -> dict[str, Any]:
+    """Store a resource (code, credential, cookie); secure_body is encrypted at rest and never echoed."""
+    data = _given(id=id, title=title, body=body, secure_body=secure_body, content_type=content_type,
+                  metadata=metadata or {}, scopes=scopes, expires_at=expires_at)
+    return await _call(ctx, lambda caller: resource_api.resource_data(
+        _chain("resource_save", resource_api._save, data)(caller)))
+
+
+@server.tool()
+async def resource_get(ctx: Context, id: str, reveal: bool = False) -> dict[str, Any]:
+    """A resource by id; reveal=true adds its secret for tokens allowed to see secrets (audited)."""
+    request = ctx.request_context.request  # the HTTP request (streamable HTTP), None on stdio
+    client = getattr(request, "client", None)
+    user_agent = (ctx.headers or {}).get("user-agent", "") if ctx.headers is not None else ""
+    return await _call(ctx, lambda caller: resource_api.resource_fetch(
+        caller=caller, resource_id=id, reveal=reveal, remote_addr=getattr(client, "host", None),
+        user_agent=f"mcp {user_agent}".strip()))
+
+
+@server.tool()
+async def job_get(ctx: Context, job_id: str) -> dict[str, Any]:
+    """A job's status (queued, running, succeeded, failed), result or error."""
+    return await _call(ctx, lambda caller: job_visible(caller=caller, job_id=job_id))

@@ -1,0 +1,96 @@
+"""Each API operation as a `Call`: built once here, sent by the sync or the async client."""
+from __future__ import annotations
+
+import uuid
+from typing import Any
+from urllib.parse import quote
+
+from knowhub_client._transport import Call
+from knowhub_client.filters import filter_json
+
+
+def _drop_none(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def knowledge_search(query: str, top_k: int, min_score: int, types: list[str] | None, filters: Any,
+                     scopes: list[str] | None, rank: str | None, explain: bool) -> Call:
+    body = _drop_none({"q": query, "top_k": top_k, "min_score": min_score, "types": types, "scopes": scopes,
+                       "filters": filter_json(filters), "rank": rank, "explain": explain or None})
+    return Call("POST", "/api/knowledge/search", json=body, idempotent=True)  # a search changes nothing
+
+
+def knowledge_save(*, task: str, content: str, types: list[str], tags: dict[str, str] | None,
+                   scopes: list[str] | None, owner: str | None, source_name: str, source_category: str,
+                   urls: list[str] | None, agent_id: str | None, submitted_by: str, score: int, message_id: str,
+                   resource_ids: list[str] | None, idempotency_key: str | None) -> Call:
+    source = _drop_none({"name": source_name, "category": source_category, "urls": urls or [],
+                         "agent_id": agent_id, "submitted_by": submitted_by, "message_id": message_id})
+    body = _drop_none({"task": task, "content": content, "types": list(types), "tags": tags, "scopes": scopes,
+                       "owner": owner, "resource_ids": resource_ids, "source": source, "score": score,
+                       "message_id": message_id})
+    return _keyed(Call("POST", "/api/knowledge", json=body), idempotency_key)
+
+
+def _keyed(call: Call, key: str | None) -> Call:
+    """With an Idempotency-Key the server replays the first reply, so the save may be retried."""
+    key = key or str(uuid.uuid4())
+    return Call(call.method, call.path, json=call.json, idempotent=True, headers={"Idempotency-Key": key})
+
+
+def knowledge_get(knowledge_id: str) -> Call:
+    return Call("GET", f"/api/knowledge/{quote(knowledge_id, safe='')}", idempotent=True)
+
+
+def knowledge_update(knowledge_id: str, add_helpful_case: dict[str, Any] | None, add_harmful_case: dict[str, Any] | None,
+                     update_score: int | None, evolve_feedback: str | None) -> Call:
+    body = _drop_none({"add_helpful_case": add_helpful_case, "add_harmful_case": add_harmful_case,
+                       "update_score": update_score, "evolve_feedback": evolve_feedback})
+    # Not idempotent: a case is appended each time it is sent.
+    return Call("PUT", f"/api/knowledge/{quote(knowledge_id, safe='')}", json=body)
+
+
+def knowledge_batch_update(feedback_list: list[dict[str, Any]]) -> Call:
+    return Call("POST", "/api/knowledge/batch_update", json={"feedback_list": list(feedback_list)})
+
+
+def knowledge_list(limit: int, types: list[str] | None, scopes: list[str] | None, cursor: str | None) -> Call:
+    return Call("GET", "/api/knowledge", params={"limit": limit, "types": types, "scopes": scopes, "cursor": cursor},
+                idempotent=True)
+
+
+def knowledge_filters() -> Call:
+    return Call("GET", "/api/knowledge/filters", idempotent=True)
+
+
+def knowledge_slim(model: str, dry_run: bool) -> Call:
+    return Call("POST", "/api/knowledge/slim", json={"model": model, "dry_run": dry_run})
+
+
+def resource_save(*, id: str, title: str, body: str, secure_body: str, content_type: str,
+                  metadata: dict[str, Any] | None, scopes: list[str] | None, expires_at: str | None,
+                  idempotency_key: str | None) -> Call:
+    payload = _drop_none({"id": id, "title": title, "body": body, "secure_body": secure_body,
+                          "content_type": content_type, "metadata": metadata or {}, "scopes": scopes,
+                          "expires_at": expires_at})
+    return _keyed(Call("POST", "/api/resource", json=payload), idempotency_key)
+
+
+def resource_get(resource_id: str, reveal: bool) -> Call:
+    return Call("GET", f"/api/resource/{quote(resource_id, safe='/')}",
+                params={"reveal": "true"} if reveal else None, idempotent=True)
+
+
+def job_get(job_id: str) -> Call:
+    return Call("GET", f"/api/jobs/{quote(str(job_id), safe='')}", idempotent=True)
+
+
+def job_id_of(job: str | dict[str, Any]) -> str:
+    """A job id from an id, a job, or a reply holding {"job": {...}}."""
+    if isinstance(job, dict):
+        job = job.get("job", job)
+        return str(job["id"])  # type: ignore[index]
+    return str(job)
+
+
+TERMINAL_JOB_STATUSES = ("succeeded", "failed")

@@ -1,0 +1,348 @@
+"""`KnowHub` (sync) and `AsyncKnowHub`: the agent tools of seed 003 as methods.
+
+>>> from knowhub_client import KnowHub, EQ
+>>> hub = KnowHub("http://localhost:8000", token="kh_...")
+>>> saved = hub.knowledge_save(task="Log in to staging", content="Use the test account", types=["tool"])
+>>> hub.knowledge_search("staging login", top_k=3, filters=EQ("types", "tool"))["results"][0]["id"]
+'knowledge-20260305-a1b2'
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import httpx
+
+from knowhub_client import _calls
+from knowhub_client._transport import (
+    Call, RetryPolicy, clean_params, connection_failed, headers_for, result_of, retry_after_error,
+    retry_after_response,
+)
+from knowhub_client.agent_text import build_context_text, goal_knowledge_text
+from knowhub_client.errors import JobFailed, JobTimeout
+
+USER_AGENT = "knowhub-client/0.1"
+DEFAULT_TIMEOUT = 30.0
+
+Json = dict[str, Any]
+
+
+class _Base:
+    def __init__(self, base_url: str, token: str | None, *, timeout: float, retry: RetryPolicy | None):
+        self.base_url = base_url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+        self.retry = retry or RetryPolicy()
+
+    def _client_kwargs(self) -> dict[str, Any]:
+        return {"base_url": self.base_url, "headers": headers_for(self.token, USER_AGENT), "timeout": self.timeout}
+
+
+class KnowHub(_Base):
+    """A synchronous KnowHub client. Thread-safe; use as a context manager or call `close()`.
+
+    Args:
+        base_url: where the server runs, e.g. ``http://localhost:8000``.
+        token: the agent's Bearer token (``manage.py create_agent_token``).
+        timeout: seconds for one HTTP attempt.
+        retry: how often and how long to back off on 429 / 5xx / connection errors.
+    """
+
+    def __init__(self, base_url: str, token: str | None = None, *, timeout: float = DEFAULT_TIMEOUT,
+                 retry: RetryPolicy | None = None, transport: httpx.BaseTransport | None = None):
+        super().__init__(base_url, token, timeout=timeout, retry=retry)
+        self._http = httpx.Client(transport=transport, **self._client_kwargs())
+
+    def __enter__(self) -> KnowHub:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _request(self, call: Call) -> Json:
+        attempt = 0
+        while True:
+            try:
+                response = self._http.request(call.method, call.path, params=clean_params(call.params),
+                                              json=call.json, headers=call.headers)
+            except httpx.TransportError as exc:
+                delay = retry_after_error(call, exc, attempt, self.retry)
+                if delay is None:
+                    raise connection_failed(call, exc, self.base_url) from exc
+            else:
+                delay = retry_after_response(call, response, attempt, self.retry)
+                if delay is None:
+                    return result_of(response)  # every endpoint answers an object
+            time.sleep(delay)
+            attempt += 1
+
+    def knowledge_search(self, query: str, top_k: int = 5, min_score: int = 3, types: list[str] | None = None, *,
+                         filters: Any = None, scopes: list[str] | None = None, rank: str | None = None,
+                         explain: bool = False) -> Json:
+        """Search (seed: GET /api/knowledge/search). Returns ``{"results": [...], "count": n}``.
+
+        >>> hub.knowledge_search("selenium login", top_k=3, types=["tool"],
+        ...                      filters=EQ("tags.domain", "web") & ~IN("types", ["plan"]))
+        """
+        return self._request(_calls.knowledge_search(query, top_k, min_score, types, filters, scopes, rank, explain))
+
+    def knowledge_save(self, task: str, content: str, types: list[str], tags: dict[str, str] | None = None,
+                       scopes: list[str] | None = None, owner: str | None = None, source_name: str = "",
+                       source_category: str = "exp", urls: list[str] | None = None, agent_id: str | None = None,
+                       submitted_by: str = "", score: int = 3, message_id: str = "", *,
+                       resource_ids: list[str] | None = None, idempotency_key: str | None = None) -> Json:
+        """Save a new item (POST /api/knowledge) → the stored item.
+
+        ``scopes``, ``owner`` and ``agent_id`` default to the token's (first writable scope,
+        ``agent:<id>``). Every save carries an Idempotency-Key (a fresh one unless given), so a
+        retry after a lost reply never stores a second item.
+
+        >>> hub.knowledge_save("Log in to site A", "Use the test account; 100 logins a day",
+        ...                    types=["tool", "usecase"], tags={"domain": "web"},
+        ...                    resource_ids=["credentials/website_a"])["id"]
+        """
+        return self._request(_calls.knowledge_save(
+            task=task, content=content, types=types, tags=tags, scopes=scopes, owner=owner, source_name=source_name,
+            source_category=source_category, urls=urls, agent_id=agent_id, submitted_by=submitted_by, score=score,
+            message_id=message_id, resource_ids=resource_ids, idempotency_key=idempotency_key))
+
+    def knowledge_get(self, knowledge_id: str) -> Json:
+        """One item in the seed's shape (GET /api/knowledge/{id}).
+
+        >>> hub.knowledge_get("knowledge-20260305-a1b2")["eval"]["helpful"]
+        """
+        return self._request(_calls.knowledge_get(knowledge_id))
+
+    def knowledge_update(self, knowledge_id: str, add_helpful_case: dict[str, Any] | None = None,
+                         add_harmful_case: dict[str, Any] | None = None, update_score: int | None = None,
+                         evolve_feedback: str | None = None) -> Json:
+        """Feedback on an item (PUT /api/knowledge/{id}). With ``evolve_feedback`` the reply has a ``job``.
+
+        >>> hub.knowledge_update(kid, add_helpful_case={"task": "login", "outcome": "成功"})
+        >>> job = hub.knowledge_update(kid, evolve_feedback="mention the rate limit")["job"]
+        >>> hub.wait_for_job(job, timeout=120)["status"]
+        'succeeded'
+        """
+        return self._request(_calls.knowledge_update(knowledge_id, add_helpful_case, add_harmful_case, update_score,
+                                                     evolve_feedback))
+
+    def knowledge_batch_update(self, feedback_list: list[dict[str, Any]]) -> Json:
+        """Many helpful/harmful reports at once; per-entry ``ok`` or ``error``.
+
+        >>> hub.knowledge_batch_update([{"knowledge_id": kid, "is_helpful": True, "case": {"outcome": "ok"}}])
+        {'results': [{'index': 0, 'knowledge_id': '...', 'ok': True}], 'succeeded': 1, 'failed': 0}
+        """
+        return self._request(_calls.knowledge_batch_update(feedback_list))
+
+    def knowledge_list(self, limit: int = 10, types: list[str] | None = None, scopes: list[str] | None = None, *,
+                       cursor: str | None = None) -> Json:
+        """Newest first (GET /api/knowledge); pass the reply's ``next`` as ``cursor`` for the next page.
+
+        >>> page = hub.knowledge_list(limit=20, types=["strategy"])
+        >>> more = hub.knowledge_list(limit=20, cursor=page["next"]) if page["next"] else None
+        """
+        return self._request(_calls.knowledge_list(limit, types, scopes, cursor))
+
+    def knowledge_filters(self) -> Json:
+        """The filter operators and keys valid for this token, with sample values."""
+        return self._request(_calls.knowledge_filters())
+
+    def knowledge_slim(self, model: str = "", *, dry_run: bool = False) -> Json:
+        """Queue a merge of near-duplicates (POST /api/knowledge/slim) → ``{"job": {...}}``.
+
+        ``model`` defaults to the server's configured LLM (the seed's "google/gemini-2.0-flash-001"
+        when the server is set up that way).
+
+        >>> hub.wait_for_job(hub.knowledge_slim(dry_run=True))["result"]
+        """
+        return self._request(_calls.knowledge_slim(model, dry_run))
+
+    def resource_save(self, id: str, title: str, body: str = "", secure_body: str = "", content_type: str = "text",
+                      metadata: dict[str, Any] | None = None, scopes: list[str] | None = None,
+                      expires_at: str | None = None, *, idempotency_key: str | None = None) -> Json:
+        """Save a resource (code, credential, cookie); ``secure_body`` is encrypted and never echoed.
+
+        >>> hub.resource_save("credentials/website_a", "Site A test account", body="100 logins a day",
+        ...                   secure_body="user: a@example.com\\npassword: ...", content_type="credential")
+        """
+        return self._request(_calls.resource_save(id=id, title=title, body=body, secure_body=secure_body,
+                                                  content_type=content_type, metadata=metadata, scopes=scopes,
+                                                  expires_at=expires_at, idempotency_key=idempotency_key))
+
+    def resource_get(self, id: str, reveal: bool = False) -> Json:
+        """A resource; ``reveal=True`` adds ``secure_body`` (tokens with secret access; audited).
+
+        >>> hub.resource_get("credentials/website_a", reveal=True)["secure_body"]
+        """
+        return self._request(_calls.resource_get(id, reveal))
+
+    def job_get(self, job: str | Json) -> Json:
+        """A job's state: ``status`` (queued, running, succeeded, failed), ``result``, ``error``."""
+        return self._request(_calls.job_get(_calls.job_id_of(job)))
+
+    def wait_for_job(self, job: str | Json, timeout: float = 60.0, interval: float = 0.5) -> Json:
+        """Poll until the job succeeded (returned) or failed (`JobFailed`); `JobTimeout` after ``timeout`` s.
+
+        >>> hub.wait_for_job(hub.knowledge_slim(dry_run=True), timeout=30)["status"]
+        'succeeded'
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            state = self.job_get(job)
+            if _job_done(state):
+                return state
+            if time.monotonic() >= deadline:
+                raise JobTimeout(f"job {state['id']} still {state['status']} after {timeout}s", job=state)
+            time.sleep(min(interval, max(0.0, deadline - time.monotonic())))
+
+    def focus_goal_knowledge(self, goal_description: str, top_k: int = 3, min_score: int = 3) -> str:
+        """Goal focus (seed 003): search the goal's description, return the "📚 相关知识" block.
+
+        >>> print(hub.focus_goal_knowledge("Log in to site A and export the orders"))
+        📚 相关知识 (1 条):
+        1. [knowledge-...] Log in to site A
+           Use the test account; 100 logins a day
+           types: tool; score 3, quality 3.0
+        """
+        return goal_knowledge_text(self.knowledge_search(goal_description, top_k=top_k, min_score=min_score)["results"])
+
+    def build_context(self, enable_agentic_filters: bool = False) -> str:
+        """Agno's ``<knowledge_base>`` instructions; with agentic filters, the valid keys from the server.
+
+        >>> system_prompt += hub.build_context(enable_agentic_filters=True)
+        """
+        return build_context_text(self.knowledge_filters() if enable_agentic_filters else None)
+
+
+class AsyncKnowHub(_Base):
+    """The asyncio twin of `KnowHub`: the same methods, awaited.
+
+    >>> async with AsyncKnowHub("http://localhost:8000", token="kh_...") as hub:
+    ...     hits = await hub.knowledge_search("staging login")
+    """
+
+    def __init__(self, base_url: str, token: str | None = None, *, timeout: float = DEFAULT_TIMEOUT,
+                 retry: RetryPolicy | None = None, transport: httpx.AsyncBaseTransport | None = None):
+        super().__init__(base_url, token, timeout=timeout, retry=retry)
+        self._http = httpx.AsyncClient(transport=transport, **self._client_kwargs())
+
+    async def __aenter__(self) -> AsyncKnowHub:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def _request(self, call: Call) -> Json:
+        attempt = 0
+        while True:
+            try:
+                response = await self._http.request(call.method, call.path, params=clean_params(call.params),
+                                                    json=call.json, headers=call.headers)
+            except httpx.TransportError as exc:
+                delay = retry_after_error(call, exc, attempt, self.retry)
+                if delay is None:
+                    raise connection_failed(call, exc, self.base_url) from exc
+            else:
+                delay = retry_after_response(call, response, attempt, self.retry)
+                if delay is None:
+                    return result_of(response)  # every endpoint answers an object
+            await asyncio.sleep(delay)
+            attempt += 1
+
+    async def knowledge_search(self, query: str, top_k: int = 5, min_score: int = 3, types: list[str] | None = None,
+                               *, filters: Any = None, scopes: list[str] | None = None, rank: str | None = None,
+                               explain: bool = False) -> Json:
+        """See `KnowHub.knowledge_search`."""
+        return await self._request(_calls.knowledge_search(query, top_k, min_score, types, filters, scopes, rank,
+                                                           explain))
+
+    async def knowledge_save(self, task: str, content: str, types: list[str], tags: dict[str, str] | None = None,
+                             scopes: list[str] | None = None, owner: str | None = None, source_name: str = "",
+                             source_category: str = "exp", urls: list[str] | None = None,
+                             agent_id: str | None = None, submitted_by: str = "", score: int = 3,
+                             message_id: str = "", *, resource_ids: list[str] | None = None,
+                             idempotency_key: str | None = None) -> Json:
+        """See `KnowHub.knowledge_save`."""
+        return await self._request(_calls.knowledge_save(
+            task=task, content=content, types=types, tags=tags, scopes=scopes, owner=owner, source_name=source_name,
+            source_category=source_category, urls=urls, agent_id=agent_id, submitted_by=submitted_by, score=score,
+            message_id=message_id, resource_ids=resource_ids, idempotency_key=idempotency_key))
+
+    async def knowledge_get(self, knowledge_id: str) -> Json:
+        """See `KnowHub.knowledge_get`."""
+        return await self._request(_calls.knowledge_get(knowledge_id))
+
+    async def knowledge_update(self, knowledge_id: str, add_helpful_case: dict[str, Any] | None = None,
+                               add_harmful_case: dict[str, Any] | None = None, update_score: int | None = None,
+                               evolve_feedback: str | None = None) -> Json:
+        """See `KnowHub.knowledge_update`."""
+        return await self._request(_calls.knowledge_update(knowledge_id, add_helpful_case, add_harmful_case,
+                                                           update_score, evolve_feedback))
+
+    async def knowledge_batch_update(self, feedback_list: list[dict[str, Any]]) -> Json:
+        """See `KnowHub.knowledge_batch_update`."""
+        return await self._request(_calls.knowledge_batch_update(feedback_list))
+
+    async def knowledge_list(self, limit: int = 10, types: list[str] | None = None, scopes: list[str] | None = None,
+                             *, cursor: str | None = None) -> Json:
+        """See `KnowHub.knowledge_list`."""
+        return await self._request(_calls.knowledge_list(limit, types, scopes, cursor))
+
+    async def knowledge_filters(self) -> Json:
+        """See `KnowHub.knowledge_filters`."""
+        return await self._request(_calls.knowledge_filters())
+
+    async def knowledge_slim(self, model: str = "", *, dry_run: bool = False) -> Json:
+        """See `KnowHub.knowledge_slim`."""
+        return await self._request(_calls.knowledge_slim(model, dry_run))
+
+    async def resource_save(self, id: str, title: str, body: str = "", secure_body: str = "",
+                            content_type: str = "text", metadata: dict[str, Any] | None = None,
+                            scopes: list[str] | None = None, expires_at: str | None = None, *,
+                            idempotency_key: str | None = None) -> Json:
+        """See `KnowHub.resource_save`."""
+        return await self._request(_calls.resource_save(id=id, title=title, body=body, secure_body=secure_body,
+                                                        content_type=content_type, metadata=metadata, scopes=scopes,
+                                                        expires_at=expires_at, idempotency_key=idempotency_key))
+
+    async def resource_get(self, id: str, reveal: bool = False) -> Json:
+        """See `KnowHub.resource_get`."""
+        return await self._request(_calls.resource_get(id, reveal))
+
+    async def job_get(self, job: str | Json) -> Json:
+        """See `KnowHub.job_get`."""
+        return await self._request(_calls.job_get(_calls.job_id_of(job)))
+
+    async def wait_for_job(self, job: str | Json, timeout: float = 60.0, interval: float = 0.5) -> Json:
+        """See `KnowHub.wait_for_job`."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            state = await self.job_get(job)
+            if _job_done(state):
+                return state
+            if loop.time() >= deadline:
+                raise JobTimeout(f"job {state['id']} still {state['status']} after {timeout}s", job=state)
+            await asyncio.sleep(min(interval, max(0.0, deadline - loop.time())))
+
+    async def focus_goal_knowledge(self, goal_description: str, top_k: int = 3, min_score: int = 3) -> str:
+        """See `KnowHub.focus_goal_knowledge`."""
+        found = await self.knowledge_search(goal_description, top_k=top_k, min_score=min_score)
+        return goal_knowledge_text(found["results"])
+
+    async def build_context(self, enable_agentic_filters: bool = False) -> str:
+        """See `KnowHub.build_context`."""
+        return build_context_text(await self.knowledge_filters() if enable_agentic_filters else None)
+
+
+def _job_done(state: Json) -> bool:
+    if state["status"] == "failed":
+        raise JobFailed(f"job {state['id']} failed: {state.get('error') or 'no error given'}", job=state)
+    return bool(state["status"] == "succeeded")

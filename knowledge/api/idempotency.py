@@ -1,0 +1,31 @@
+"""The `Idempotency-Key` header on saves (POST /api/knowledge, POST /api/resource)."""
+import json
+from collections.abc import Callable
+from typing import Any
+
+from django.core.serializers.json import DjangoJSONEncoder
+from rest_framework.response import Response
+
+from agents.caller import Caller
+from agents.idempotency import IdempotencyKeyError, idempotent_reply
+from knowledge.api.errors import error_response
+
+HEADER = "Idempotency-Key"
+
+
+def idempotent_response(request, caller: Caller, operation: str, run: Callable[[], tuple[int, Any]]) -> Response:
+    """Run `run` once per (agent, key); a repeat gets the stored reply with `Idempotent-Replayed: true`."""
+
+    def run_as_json() -> tuple[int, Any]:
+        status, body = run()
+        return status, json.loads(json.dumps(body, cls=DjangoJSONEncoder))
+
+    try:
+        status, body, replayed = idempotent_reply(principal=caller.principal, key=request.headers.get(HEADER),
+                                                  operation=operation, data=request.data, run=run_as_json)
+    except IdempotencyKeyError as exc:
+        return error_response(exc.status, "idempotency_key", exc.message, {HEADER: [exc.message]})
+    response = Response(body, status=status)
+    if replayed:
+        response["Idempotent-Replayed"] = "true"
+    return response

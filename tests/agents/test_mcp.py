@@ -1,0 +1,182 @@
+"""The MCP server, driven by the official `mcp` SDK's own clients: stdio (manage.py mcp) and streamable HTTP (/mcp)."""
+import json
+import os
+import socket
+import subprocess
+import sys
+from contextlib import asynccontextmanager
+
+import anyio
+import httpx2
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from agents.models import AuditEvent
+from agents.services import agent_token_create
+from knowledge.models import Knowledge
+from tests.conftest import REPO_ROOT, database_url_for_subprocess, wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SEED_TOOLS = {"knowledge_search", "knowledge_save", "knowledge_get", "knowledge_update", "knowledge_batch_update",
+              "knowledge_list", "knowledge_slim", "resource_save", "resource_get", "job_get"}
+
+
+def subprocess_env() -> dict:
+    return {**os.environ, "DATABASE_URL": database_url_for_subprocess(),
+            "DJANGO_SETTINGS_MODULE": "knowhub_site.test_settings", "PYTHONUNBUFFERED": "1"}
+
+
+def token(agent_id="research_agent", scopes=("org:acme",), **kwargs) -> str:
+    return agent_token_create(agent_id=agent_id, readable_scopes=list(scopes), **kwargs)[1]
+
+
+async def call(session: ClientSession, name: str, **arguments):
+    """(is_error, the JSON the tool answered)."""
+    result = await session.call_tool(name, arguments)
+    return result.is_error, json.loads(result.content[0].text)
+
+
+@asynccontextmanager
+async def stdio_session(raw_token: str):
+    params = StdioServerParameters(command=sys.executable, args=["manage.py", "mcp", "--token", raw_token],
+                                   env=subprocess_env(), cwd=str(REPO_ROOT))
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+async def exercise(session: ClientSession) -> None:
+    """Every tool once, as an agent would; the same checks for both transports."""
+    assert {t.name for t in (await session.list_tools()).tools} == SEED_TOOLS
+
+    error, saved = await call(session, "knowledge_save", task="Log in to site A", content="Use the test account",
+                              types=["tool"], tags={"domain": "web"}, resource_ids=[])
+    assert not error and saved["owner"] == "agent:research_agent" and saved["scopes"] == ["org:acme"]
+    error, found = await call(session, "knowledge_search", query="site A login",
+                              filters={"op": "EQ", "key": "tags.domain", "value": "web"})
+    assert not error and [r["id"] for r in found["results"]] == [saved["id"]]
+    _, got = await call(session, "knowledge_get", knowledge_id=saved["id"])
+    assert got == saved
+    _, updated = await call(session, "knowledge_update", knowledge_id=saved["id"], add_helpful_case={"outcome": "ok"})
+    assert updated["eval"]["helpful"] == 1
+    _, batch = await call(session, "knowledge_batch_update",
+                          feedback_list=[{"knowledge_id": saved["id"], "is_helpful": False}])
+    assert batch["succeeded"] == 1
+    _, listed = await call(session, "knowledge_list", limit=5, types=["tool"])
+    assert listed["count"] == 1 and listed["results"][0]["eval"]["harmful"] == 1
+    _, resource = await call(session, "resource_save", id="credentials/site_a", title="site A",
+                             secure_body="pw-123", content_type="credential")
+    assert resource["has_secret"] and "secure_body" not in resource
+    _, revealed = await call(session, "resource_get", id="credentials/site_a", reveal=True)
+    assert revealed["secure_body"] == "pw-123"
+
+    error, bad = await call(session, "knowledge_save", task="t", content="c", types=["gossip"])
+    assert error and bad["error"]["status"] == 400 and "types" in bad["error"]["fields"]
+    error, missing = await call(session, "knowledge_get", knowledge_id="knowledge-20990101-zzzz")
+    assert error and missing["error"]["status"] == 404
+    error, forbidden = await call(session, "knowledge_save", task="t", content="c", types=["tool"], scopes=["org:other"])
+    assert error and forbidden["error"]["status"] == 403
+    error, no_llm = await call(session, "knowledge_slim")
+    assert error and no_llm["error"]["code"] == "llm_not_configured"
+    error, no_job = await call(session, "job_get", job_id="00000000-0000-0000-0000-000000000000")
+    assert error and no_job["error"]["status"] == 404
+
+
+def test_stdio_server_runs_every_tool_through_the_same_operations_as_rest():
+    raw = token(can_read_secrets=True)
+
+    async def scenario():
+        async with stdio_session(raw) as session:
+            await exercise(session)
+
+    anyio.run(scenario)
+    assert Knowledge.objects.count() == 1
+    # the chain's audit filter saw the MCP writes, exactly as it sees REST ones
+    assert {"knowledge_save", "knowledge_update", "knowledge_batch_update", "resource_save"} <= set(
+        AuditEvent.objects.values_list("operation", flat=True))
+
+
+def test_stdio_server_sees_only_the_tokens_scopes():
+    Knowledge.objects.all().delete()
+    outsider = token(agent_id="spy", scopes=("org:other",))
+    owner = token()
+
+    async def scenario():
+        async with stdio_session(owner) as session:
+            _, saved = await call(session, "knowledge_save", task="secret plan", content="c", types=["plan"])
+        async with stdio_session(outsider) as session:
+            _, found = await call(session, "knowledge_search", query="secret plan")
+            assert found["count"] == 0
+            error, hidden = await call(session, "knowledge_get", knowledge_id=saved["id"])
+            assert error and hidden["error"]["status"] == 404
+
+    anyio.run(scenario)
+
+
+def test_stdio_command_refuses_a_bad_token():
+    done = subprocess.run([sys.executable, "manage.py", "mcp", "--token", "kh_wrong"], cwd=REPO_ROOT,
+                          env=subprocess_env(), capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "invalid or revoked token" in done.stderr
+
+
+@pytest.fixture
+def asgi_server():
+    """The web process's ASGI application (Django + /mcp) under uvicorn, on the test database."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "knowhub_site.asgi:application", "--host", "127.0.0.1",
+                             "--port", str(port), "--log-level", "warning"], cwd=REPO_ROOT, env=subprocess_env(),
+                            start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+
+    def up():
+        try:
+            return httpx2.get(url + "/healthz", timeout=2).status_code in (200, 503)
+        except httpx2.HTTPError:
+            return proc.poll() is not None and pytest.fail("uvicorn exited")
+
+    wait_for(up, timeout=60, message="uvicorn")
+    yield url
+    proc.terminate()
+    proc.wait(20)
+
+
+def test_streamable_http_under_mcp_with_the_same_tokens(asgi_server):
+    raw = token(can_read_secrets=True)
+
+    async def scenario():
+        headers = {"Authorization": f"Bearer {raw}"}
+        async with httpx2.AsyncClient(headers=headers, timeout=30) as http, \
+                streamable_http_client(asgi_server + "/mcp", http_client=http) as (read, write), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            await exercise(session)
+
+    anyio.run(scenario)
+    # the reveal was audited with the HTTP client's address, as a REST reveal is
+    from resources.models import RevealEvent
+
+    reveal = RevealEvent.objects.get()
+    assert reveal.principal == "agent:research_agent" and reveal.remote_addr == "127.0.0.1"
+    # the REST API, served by the same process, sees what MCP saved
+    item = Knowledge.objects.get()
+    rest = httpx2.get(f"{asgi_server}/api/knowledge/{item.id}", headers={"Authorization": f"Bearer {raw}"})
+    assert rest.status_code == 200 and rest.json()["eval"]["helpful"] == 1
+
+
+@pytest.mark.parametrize(("headers", "status"), [
+    ({}, 401),
+    ({"Authorization": "Bearer kh_wrong"}, 401),
+    ({"Authorization": "Bearer {token}", "Host": "evil.example"}, 400),
+])
+def test_mcp_over_http_refuses_without_a_valid_token_or_host(asgi_server, headers, status):
+    raw = token()
+    headers = {k: v.format(token=raw) for k, v in headers.items()}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    response = httpx2.post(asgi_server + "/mcp", json=body, headers={
+        "Accept": "application/json, text/event-stream", **headers})
+    assert response.status_code == status
+    assert response.json()["error"]["code"] in ("not_authenticated", "bad_host")

@@ -1,0 +1,94 @@
+"""Idempotency-Key on saves: a retried save returns the first reply and stores nothing new."""
+import pytest
+from rest_framework.test import APIClient
+
+from agents.models import IdempotentReply
+from agents.services import agent_token_create
+from knowledge.models import Knowledge
+from resources.models import Resource
+
+pytestmark = pytest.mark.django_db
+
+BODY = {"task": "Log in to site A", "content": "Use the test account", "types": ["tool"]}
+
+
+def client_for(agent_id, scopes):
+    _, key = agent_token_create(agent_id=agent_id, readable_scopes=scopes)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    return client
+
+
+def test_same_key_same_agent_replays_the_first_reply_without_a_second_item():
+    agent = client_for("research_agent", ["org:acme"])
+    first = agent.post("/api/knowledge", BODY, format="json", HTTP_IDEMPOTENCY_KEY="k-1")
+    again = agent.post("/api/knowledge", BODY, format="json", HTTP_IDEMPOTENCY_KEY="k-1")
+    assert first.status_code == again.status_code == 201
+    assert again.json() == first.json()
+    assert again["Idempotent-Replayed"] == "true"
+    assert Knowledge.objects.count() == 1
+
+
+def test_a_new_key_or_no_key_saves_again():
+    agent = client_for("research_agent", ["org:acme"])
+    agent.post("/api/knowledge", BODY, format="json", HTTP_IDEMPOTENCY_KEY="k-1")
+    agent.post("/api/knowledge", BODY, format="json", HTTP_IDEMPOTENCY_KEY="k-2")
+    agent.post("/api/knowledge", BODY, format="json")
+    assert Knowledge.objects.count() == 3
+
+
+def test_the_same_key_from_another_agent_is_its_own():
+    client_for("a", ["org:acme"]).post("/api/knowledge", BODY, format="json", HTTP_IDEMPOTENCY_KEY="shared")
+    other = client_for("b", ["org:acme"]).post("/api/knowledge", BODY, format="json", HTTP_IDEMPOTENCY_KEY="shared")
+    assert other.status_code == 201 and "Idempotent-Replayed" not in other
+    assert Knowledge.objects.count() == 2
+
+
+def test_reusing_a_key_for_a_different_body_is_409_naming_the_header():
+    agent = client_for("research_agent", ["org:acme"])
+    agent.post("/api/knowledge", BODY, format="json", HTTP_IDEMPOTENCY_KEY="k-1")
+    response = agent.post("/api/knowledge", {**BODY, "content": "else"}, format="json", HTTP_IDEMPOTENCY_KEY="k-1")
+    assert response.status_code == 409
+    assert "Idempotency-Key" in response.json()["error"]["fields"]
+    assert Knowledge.objects.count() == 1
+
+
+def test_a_failed_save_keeps_no_reply_so_the_key_can_be_retried():
+    agent = client_for("research_agent", ["org:acme"])
+    bad = agent.post("/api/knowledge", {**BODY, "types": ["gossip"]}, format="json", HTTP_IDEMPOTENCY_KEY="k-1")
+    assert bad.status_code == 400
+    assert not IdempotentReply.objects.exists()
+    good = agent.post("/api/knowledge", {**BODY, "types": ["gossip"]}, format="json", HTTP_IDEMPOTENCY_KEY="k-1")
+    assert good.status_code == 400  # the same bad request fails again rather than replaying anything
+
+
+def test_resource_saves_honour_the_key_too():
+    agent = client_for("research_agent", ["org:acme"])
+    body = {"id": "code/selenium/login", "title": "login", "body": "import uc"}
+    first = agent.post("/api/resource", body, format="json", HTTP_IDEMPOTENCY_KEY="r-1")
+    again = agent.post("/api/resource", body, format="json", HTTP_IDEMPOTENCY_KEY="r-1")
+    assert first.status_code == again.status_code == 201
+    assert again.json()["version"] == first.json()["version"] == 1
+    assert Resource.objects.get().versions.count() == 0
+
+
+def test_an_overlong_key_is_400():
+    agent = client_for("research_agent", ["org:acme"])
+    response = agent.post("/api/knowledge", BODY, format="json", HTTP_IDEMPOTENCY_KEY="k" * 201)
+    assert response.status_code == 400
+    assert "Idempotency-Key" in response.json()["error"]["message"]
+
+
+def test_replies_older_than_a_day_are_forgotten_by_the_periodic_task():
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from agents.tasks import forget_idempotent_replies
+
+    agent = client_for("research_agent", ["org:acme"])
+    agent.post("/api/knowledge", BODY, format="json", HTTP_IDEMPOTENCY_KEY="old")
+    agent.post("/api/knowledge", BODY, format="json", HTTP_IDEMPOTENCY_KEY="new")
+    IdempotentReply.objects.filter(key="old").update(created_at=timezone.now() - timedelta(hours=25))
+    assert forget_idempotent_replies() == 1
+    assert list(IdempotentReply.objects.values_list("key", flat=True)) == ["new"]
