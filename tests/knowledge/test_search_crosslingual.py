@@ -19,6 +19,7 @@ from tests.factories import make_knowledge
         ("使用 undetected_chromedriver 可以绕过大部分检测", "han"),  # Chinese quoting an English name
         ("调用天气接口时需要传入城市编码", "han"),
         ("東京の天気を調べるには API を呼び出します", "kana"),
+        ("《熊猫小熊猫》是东京ムービー的剧场用中编动画作品", "han"),  # Chinese quoting a Japanese name
         ("날씨 API를 호출하려면 도시 코드를 전달합니다", "hangul"),
         ("Повторите запрос с экспоненциальной задержкой", "cyrillic"),
         ("Ça marche très bien, merci", "latin"),
@@ -108,15 +109,27 @@ def test_each_script_is_ranked_on_its_own_scale_so_a_translation_beats_same_lang
 
 
 @pytest.mark.django_db
-def test_a_small_script_group_falls_back_to_the_plain_similarity_order():
+def test_a_small_knowledge_base_falls_back_to_the_plain_similarity_order():
     rng = np.random.default_rng(3)
-    _store(rng, script_text="Deploy notes", cosines=list(rng.uniform(0.6, 0.95, 40)))
+    _store(rng, script_text="Deploy notes", cosines=list(rng.uniform(0.6, 0.95, crosslingual.MIN_GROUP_FOR_Z - 1)))
     _store(rng, script_text="部署说明", cosines=list(rng.uniform(0.4, 0.8, crosslingual.MIN_GROUP_FOR_Z - 1)))
     query = np.eye(DIMS)[0]
     everything = Knowledge.objects.all()
     plain = vector_candidates(everything, vector=query, model_name=MODEL, dimensions=DIMS, limit=20)
     calibrated = calibrated_vector_candidates(everything, query="deploy", query_vector=query, embedder=VectorsOnly(), limit=20)
     assert calibrated == plain
+
+
+@pytest.mark.django_db
+def test_a_rare_script_is_ranked_with_the_querys_own_group():
+    rng = np.random.default_rng(4)
+    english = _store(rng, script_text="Deploy notes", cosines=[0.95] + list(rng.uniform(0.88, 0.92, 40)))
+    chinese = _store(rng, script_text="部署说明", cosines=[0.75] + list(rng.uniform(0.45, 0.55, 40)))
+    russian = _store(rng, script_text="Заметки о развёртывании", cosines=[0.93, 0.2])
+    ranked = [i for i, _ in calibrated_vector_candidates(Knowledge.objects.all(), query="how do we deploy",
+                                                         query_vector=np.eye(DIMS)[0], embedder=VectorsOnly(), limit=30)]
+    # Two Cyrillic items cannot be calibrated on their own: they compete among the English ones.
+    assert {english[0], chinese[0]} == set(ranked[:2]) and ranked[2] == russian[0]
 
 
 @pytest.mark.django_db
