@@ -14,8 +14,21 @@ CHUNK = 64
 
 
 def cached_passages(*, cache_dir: Path, dataset: str, embedder, ids: list[str], texts: list[str]) -> np.ndarray:
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    path = cache_dir / f"{dataset}-{embedder.name.replace(':', '_').replace('/', '_')}.npz"
+    return _cached(cache_dir / f"{dataset}-{_slug(embedder.name)}.npz", embedder.name, embedder.embed_passages, ids, texts)
+
+
+def cached_queries(*, cache_dir: Path, dataset: str, embedder, ids: list[str], texts: list[str]) -> np.ndarray:
+    """Query vectors (e5 embeds queries with another prefix than passages), cached like passages."""
+    embed = lambda batch: np.stack([embedder.embed_query(text) for text in batch])  # noqa: E731
+    return _cached(cache_dir / f"{dataset}-queries-{_slug(embedder.name)}.npz", f"{embedder.name} queries", embed, ids, texts)
+
+
+def _slug(name: str) -> str:
+    return name.replace(":", "_").replace("/", "_")
+
+
+def _cached(path: Path, label: str, embed, ids: list[str], texts: list[str]) -> np.ndarray:
+    path.parent.mkdir(parents=True, exist_ok=True)
     done: dict[str, np.ndarray] = {}
     if path.exists():
         stored = np.load(path, allow_pickle=False)
@@ -24,12 +37,12 @@ def cached_passages(*, cache_dir: Path, dataset: str, embedder, ids: list[str], 
     started = time.monotonic()
     for start in range(0, len(todo), CHUNK):
         batch = todo[start : start + CHUNK]
-        vectors = embedder.embed_passages([texts[i] for i in batch])
+        vectors = embed([texts[i] for i in batch])
         for i, vector in zip(batch, vectors):
             done[ids[i]] = vector
         _save(path, done)
         rate = (start + len(batch)) / max(time.monotonic() - started, 1e-9)
-        print(f"\r  {embedder.name}: {len(done)}/{len(ids)} embedded ({rate:.1f}/s)", end="", file=sys.stderr, flush=True)
+        print(f"\r  {label}: {len(done)}/{len(ids)} embedded ({rate:.1f}/s)", end="", file=sys.stderr, flush=True)
     if todo:
         print(file=sys.stderr)
     return np.stack([done[doc_id] for doc_id in ids])

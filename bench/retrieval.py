@@ -42,7 +42,7 @@ def main(argv=None) -> int:
     parser.add_argument("--relevant-prefix", default="", help="only judged docs whose id starts with this (cross-lingual cuts)")
     parser.add_argument("--rrf-k", type=int, default=None)
     parser.add_argument("--weights", default="", help="e.g. vector=1,keyword=0.5; several configurations separated by ';'")
-    parser.add_argument("--fusion", choices=["boost", "convex", "rrf"], help="default: the engine's")
+    parser.add_argument("--fusion", choices=["softmax", "boost", "convex", "rrf"], help="default: the engine's")
     args = parser.parse_args(argv)
 
     _point_at_bench_database()

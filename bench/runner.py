@@ -7,7 +7,7 @@ import numpy as np
 from django.conf import settings
 
 from bench import datasets, metrics
-from bench.embed_cache import cached_passages
+from bench.embed_cache import cached_passages, cached_queries
 from knowledge.models import Knowledge
 from knowledge.search import engine
 from knowledge.search.embeddings import ConcatEmbedder, get_embedder, item_text
@@ -59,14 +59,30 @@ def embed_corpus(data: datasets.Dataset, ids_by_doc: dict[str, str], embedder) -
     ensure_index(embedder.name, embedder.dimensions)
 
 
+def _load_query_vectors(data: datasets.Dataset, embedder) -> None:
+    """Fill the embedder's query cache from var/bench-cache (computing what is missing)."""
+    parts = embedder.parts if isinstance(embedder, ConcatEmbedder) else [embedder]
+    scales = embedder._scales if isinstance(embedder, ConcatEmbedder) else [1.0]
+    ids, texts = list(data.queries), list(data.queries.values())
+    cache = settings.VAR_DIR / "bench-cache"
+    vectors = np.hstack([
+        s * cached_queries(cache_dir=cache, dataset=data.name, embedder=p, ids=ids, texts=texts) for p, s in zip(parts, scales)
+    ])
+    known = dict(zip(texts, vectors))
+    compute = embedder.embed_query.__wrapped__
+    embedder.embed_query = lru_cache(maxsize=None)(lambda text: known[text] if text in known else compute(text))
+    embedder.embed_query.__wrapped__ = compute
+
+
 def evaluate(name, *, modes, embedder_name=None, max_queries=0, query_prefix="", relevant_prefix="", rrf_k=None,
              weights=None, fusion=None):
     data = datasets.load(name)
     embedder = get_embedder(embedder_name or settings.KNOWHUB_EMBEDDING_MODEL)
     if not hasattr(embedder, "_bench_cached"):
-        # Several configurations re-run the same queries: embed each once.
+        # Several configurations and runs use the same queries: embed each once, kept in the cache.
         embedder.embed_query = lru_cache(maxsize=None)(embedder.embed_query)
         embedder._bench_cached = True
+    _load_query_vectors(data, embedder)
     doc_by_id = ingest(data)
     embed_corpus(data, {doc: kid for kid, doc in doc_by_id.items()}, embedder)
 

@@ -76,13 +76,13 @@ def standardised(rows: list[tuple[str, float]]) -> list[tuple[str, float]]:
 
 
 def calibrated_vector_candidates(queryset, *, query: str, query_vector: np.ndarray, embedder, limit: int) -> list[tuple[str, float]]:
-    """The `limit` nearest items of `queryset` across scripts, (id, calibrated score) best first."""
+    """The `limit` nearest items of `queryset` across scripts, (id, z-score) best first."""
     counts = scripts_present(queryset, model_name=embedder.name)
     large = {script: n for script, n in counts.items() if script and n >= MIN_GROUP_FOR_Z}
     if not large:
-        return vector_candidates(
+        return standardised(vector_candidates(
             queryset, vector=query_vector, model_name=embedder.name, dimensions=embedder.dimensions, limit=limit
-        )
+        ))
     own = script_of(query)
     # Items without letters, and scripts too rare to calibrate, join the query's own group
     # (or the largest group when the query's script has none).

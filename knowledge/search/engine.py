@@ -17,7 +17,7 @@ from knowledge import llm
 from knowledge.search import filters as filter_exprs
 from knowledge.search import routing
 from knowledge.search.embeddings import EmbedderError, get_embedder
-from knowledge.search.fusion import RRF_K, convex_combination, keyword_boost, reciprocal_rank_fusion
+from knowledge.search.fusion import RRF_K, convex_combination, keyword_boost, reciprocal_rank_fusion, softmax_fusion
 from knowledge.search.crosslingual import calibrated_vector_candidates
 from knowledge.search.keyword import keyword_candidates
 from knowledge.search.rerank import Candidate, quality_rerank
@@ -26,15 +26,18 @@ MODES = ("hybrid", "vector", "keyword")
 # Each retriever contributes this many candidates (at least) to the fusion.
 MIN_POOL = 50
 POOL_PER_RESULT = 10
-FUSIONS = ("boost", "convex", "rrf")
+FUSIONS = ("softmax", "boost", "convex", "rrf")
 # Chosen with bench/retrieval.py; the measurements are in BENCHMARKS.md.
-DEFAULT_FUSION = "boost"
+DEFAULT_FUSION = "softmax"
 FUSION_WEIGHTS = {
+    "softmax": {"vector": 0.9, "keyword": 0.1},
     "boost": {"keyword": 25.0},
     "convex": {"vector": 1.0, "keyword": 1.0},
     "rrf": {"vector": 1.0, "keyword": 1.0},
 }
 KEYWORD_BOOST_DECAY = 2.0
+# Softmax temperatures: vector scores are z-scores, keyword scores BM25 shares (0..1).
+SOFTMAX_TEMPERATURES = {"vector": 1.4, "keyword": 0.01}
 # Keyword scores are already a share of the query's best possible BM25 (0..1);
 # vector similarities are min-max normalised within their own list.
 SCORE_FLOORS = {"keyword": 0.0}
@@ -130,6 +133,8 @@ def search(
             k=rrf_k,
             weights=weights or FUSION_WEIGHTS["rrf"],
         )
+    elif fusion == "softmax":
+        fused = softmax_fusion(lists, weights=weights or FUSION_WEIGHTS["softmax"], temperatures=SOFTMAX_TEMPERATURES)
     elif fusion == "convex":
         fused = convex_combination(lists, weights=weights or FUSION_WEIGHTS["convex"], floors=SCORE_FLOORS, ceilings=SCORE_CEILINGS)
     else:

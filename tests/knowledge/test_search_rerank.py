@@ -103,3 +103,25 @@ def test_keyword_boost_with_one_list_keeps_that_order():
 
     assert [i for i, _ in keyword_boost([], [("x", 0.3), ("y", 0.5)], weight=1.0, decay=2.0)] == ["x", "y"]
     assert [i for i, _ in keyword_boost([("x", 0.1), ("y", 0.9)], [], weight=1.0, decay=2.0)] == ["y", "x"]
+
+
+def test_softmax_fusion_lets_a_confident_list_decide_and_an_unsure_one_barely_matter():
+    from knowledge.search.fusion import softmax_fusion
+
+    temperatures = {"vector": 1.0, "keyword": 0.01}
+    weights = {"vector": 0.9, "keyword": 0.1}
+    vector = [("a", 2.0), ("b", 1.9), ("c", 0.0)]  # unsure between a and b
+    sure = [("b", 0.50), ("a", 0.20)]  # keyword: b far ahead
+    unsure = [("a", 0.301), ("b", 0.300)]  # keyword: a by a hair
+    assert [i for i, _ in softmax_fusion({"vector": vector, "keyword": sure}, weights=weights, temperatures=temperatures)][:2] == ["b", "a"]
+    assert [i for i, _ in softmax_fusion({"vector": vector, "keyword": unsure}, weights=weights, temperatures=temperatures)][:2] == ["a", "b"]
+    fused = dict(softmax_fusion({"vector": vector, "keyword": sure}, weights=weights, temperatures=temperatures))
+    assert sum(fused.values()) == pytest.approx(1.0)  # each list spends its weight once
+
+
+def test_softmax_fusion_of_one_list_keeps_its_order():
+    from knowledge.search.fusion import softmax_fusion
+
+    rows = [("x", 3.0), ("y", 1.0), ("z", -2.0)]
+    fused = softmax_fusion({"vector": rows, "keyword": []}, weights={"vector": 0.9, "keyword": 0.1}, temperatures={"vector": 1.4, "keyword": 0.01})
+    assert [i for i, _ in fused] == ["x", "y", "z"]
