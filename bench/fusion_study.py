@@ -18,7 +18,7 @@ FUSIONS = {
     **{f"softmax, keyword weight {w}, T vector {tv}, T keyword {tk}": (
         lambda w, tv, tk: lambda fusion: lambda v, k: fusion.softmax_fusion(
             {"vector": v, "keyword": k}, weights={"vector": 1 - w, "keyword": w}, temperatures={"vector": tv, "keyword": tk}))(w, tv, tk)
-       for w, tv, tk in ((0.1, 1.4, 0.01), (0.1, 1.0, 0.01), (0.2, 1.0, 0.02), (0.3, 1.0, 0.02), (0.5, 1.0, 0.02), (0.1, 1.4, 0.03))},
+       for w, tv, tk in ((0.1, 1.4, 0.015), (0.1, 1.4, 0.01), (0.08, 1.7, 0.01), (0.15, 1.2, 0.015), (0.1, 1.0, 0.01), (0.2, 1.0, 0.02), (0.3, 1.0, 0.02), (0.5, 1.0, 0.02), (0.1, 1.4, 0.03))},
     **{f"boost, w = {w}, rank²": (lambda w: lambda fusion: lambda v, k: fusion.keyword_boost(v, k, weight=w, decay=2.0))(w)
        for w in (0.5, 2, 10, 25)},
     **{f"convex, keyword {w}": (lambda w: lambda fusion: lambda v, k: fusion.convex_combination(

@@ -37,7 +37,7 @@ FUSION_WEIGHTS = {
 }
 KEYWORD_BOOST_DECAY = 2.0
 # Softmax temperatures: vector scores are z-scores, keyword scores BM25 shares (0..1).
-SOFTMAX_TEMPERATURES = {"vector": 1.4, "keyword": 0.01}
+SOFTMAX_TEMPERATURES = {"vector": 1.4, "keyword": 0.015}
 # Keyword scores are already a share of the query's best possible BM25 (0..1);
 # vector similarities are min-max normalised within their own list.
 SCORE_FLOORS = {"keyword": 0.0}
