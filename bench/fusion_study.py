@@ -31,28 +31,19 @@ FUSIONS = {
 
 
 def candidate_lists(name: str) -> dict:
-    from functools import lru_cache
-
     from django.conf import settings
 
     from bench import datasets
-    from bench.runner import _load_query_vectors, embed_corpus, ingest, scope_for
+    from bench.runner import prepare, scope_for
     from knowledge.search import engine
     from knowledge.search.crosslingual import calibrated_vector_candidates
-    from knowledge.search.embeddings import get_embedder
     from knowledge.search.keyword import keyword_candidates
 
     path = settings.VAR_DIR / "bench-cache" / f"lists-{name}.pkl"
     if path.exists():
         return pickle.loads(path.read_bytes())
     data = datasets.load(name)
-    embedder = get_embedder(settings.KNOWHUB_EMBEDDING_MODEL)
-    if not hasattr(embedder, "_bench_cached"):
-        embedder.embed_query = lru_cache(maxsize=None)(embedder.embed_query)
-        embedder._bench_cached = True
-    _load_query_vectors(data, embedder)
-    doc_by_id = ingest(data)
-    embed_corpus(data, {doc: kid for kid, doc in doc_by_id.items()}, embedder)
+    embedder, doc_by_id = prepare(data)
     base = engine.narrowed(engine.visible(readable_scopes=[scope_for(name)]))
     lists = {}
     for n, (qid, text) in enumerate(data.queries.items(), start=1):

@@ -74,9 +74,11 @@ def _load_query_vectors(data: datasets.Dataset, embedder) -> None:
     embedder.embed_query.__wrapped__ = compute
 
 
-def evaluate(name, *, modes, embedder_name=None, max_queries=0, query_prefix="", relevant_prefix="", rrf_k=None,
-             weights=None, fusion=None):
-    data = datasets.load(name)
+def prepare(data: datasets.Dataset, embedder_name: str | None = None):
+    """The dataset stored and embedded, and an embedder whose query vectors come from the cache.
+
+    Returns (embedder, knowledge id -> doc id).
+    """
     embedder = get_embedder(embedder_name or settings.KNOWHUB_EMBEDDING_MODEL)
     if not hasattr(embedder, "_bench_cached"):
         # Several configurations and runs use the same queries: embed each once, kept in the cache.
@@ -85,6 +87,13 @@ def evaluate(name, *, modes, embedder_name=None, max_queries=0, query_prefix="",
     _load_query_vectors(data, embedder)
     doc_by_id = ingest(data)
     embed_corpus(data, {doc: kid for kid, doc in doc_by_id.items()}, embedder)
+    return embedder, doc_by_id
+
+
+def evaluate(name, *, modes, embedder_name=None, max_queries=0, query_prefix="", relevant_prefix="", rrf_k=None,
+             weights=None, fusion=None):
+    data = datasets.load(name)
+    embedder, doc_by_id = prepare(data, embedder_name)
 
     queries = [(qid, text) for qid, text in data.queries.items() if qid.startswith(query_prefix)]
     if max_queries:
