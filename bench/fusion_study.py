@@ -39,18 +39,18 @@ def candidate_lists(name: str) -> dict:
     from knowledge.search.crosslingual import calibrated_vector_candidates
     from knowledge.search.keyword import keyword_candidates
 
-    path = settings.VAR_DIR / "bench-cache" / f"lists-{name}.pkl"
+    data = datasets.load(name)  # a folder under ../shared/data, or a path
+    path = settings.VAR_DIR / "bench-cache" / f"lists-{data.name}.pkl"
     if path.exists():
         return pickle.loads(path.read_bytes())
-    data = datasets.load(name)
     embedder, doc_by_id = prepare(data)
-    base = engine.narrowed(engine.visible(readable_scopes=[scope_for(name)]))
+    base = engine.narrowed(engine.visible(readable_scopes=[scope_for(data.name)]))
     lists = {}
     for n, (qid, text) in enumerate(data.queries.items(), start=1):
         vector = calibrated_vector_candidates(base, query=text, query_vector=embedder.embed_query(text), embedder=embedder, limit=100)
         keyword = keyword_candidates(base, text=text, limit=100)
         lists[qid] = {"vector": [(doc_by_id[i], s) for i, s in vector], "keyword": [(doc_by_id[i], s) for i, s in keyword]}
-        print(f"\r  {name}: {n}/{len(data.queries)} queries", end="", file=sys.stderr, flush=True)
+        print(f"\r  {data.name}: {n}/{len(data.queries)} queries", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
     result = {"lists": lists, "qrels": data.qrels}
     path.write_bytes(pickle.dumps(result))
