@@ -3,12 +3,12 @@ from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils import timezone
 from django.utils.html import format_html
 
+from agents.caller import Caller
 from knowhub_site.admin_tools import AppendOnlyAdmin
 from resources.models import Resource, ResourceVersion, RevealEvent
-from resources.services import resource_reveal, resource_version_reveal
+from resources.services import resource_reveal, resource_version_reveal, secret_expired
 
 REVEAL_PERMISSION = "resources.reveal_resource"  # the "admin" role (curation/migrations/0001_roles.py)
 
@@ -40,9 +40,9 @@ class RevealInAdmin:
         obj = get_object_or_404(self.model, pk=object_id)
         context = {**self.admin_site.each_context(request), "opts": self.model._meta, "original": obj,
                    "title": f"Reveal the secret of {obj}", "has_secret": bool(obj.secure_body), "secret": None,
-                   "expired": bool(getattr(obj, "expires_at", None) and obj.expires_at <= timezone.now())}
+                   "expired": secret_expired(obj)}
         if request.method == "POST" and context["has_secret"] and not context["expired"]:
-            context["secret"] = self.reveal(obj, principal=f"user:{request.user.get_username()}",
+            context["secret"] = self.reveal(obj, principal=Caller.for_user(request.user).principal,
                                             remote_addr=request.META.get("REMOTE_ADDR"),
                                             user_agent=request.META.get("HTTP_USER_AGENT", ""))
         response = TemplateResponse(request, self.reveal_template, context)

@@ -1,6 +1,5 @@
 """POST /api/resource and GET /api/resource/{id} (seed 003, scenarios 1-4)."""
 from django.http import Http404
-from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import APIException, PermissionDenied
@@ -14,7 +13,7 @@ from knowledge.api.idempotency import idempotent_response
 from knowledge.api.views import caller_of
 from knowledge.serializers import SCOPE_RE
 from resources.models import RESOURCE_ID_PATTERN, Resource, ResourceContentType
-from resources.services import ResourceExistsError, resource_create, resource_reveal, resource_save_version
+from resources.services import ResourceExistsError, SecretExpired, resource_create, resource_reveal, resource_save_version
 
 
 class ResourceInput(serializers.Serializer):
@@ -125,8 +124,9 @@ def resource_fetch(*, caller: Caller, resource_id: str, reveal: bool, remote_add
         return resource_data(resource)
     if not caller.can_read_secrets:
         raise PermissionDenied("this token may not reveal secrets")
-    if resource.expires_at and resource.expires_at <= timezone.now():
-        raise Gone(f"this {resource.content_type} expired at {resource.expires_at.isoformat()}")
-    secret = resource_reveal(resource=resource, principal=caller.principal, remote_addr=remote_addr,
-                             user_agent=user_agent)
+    try:
+        secret = resource_reveal(resource=resource, principal=caller.principal, remote_addr=remote_addr,
+                                 user_agent=user_agent)
+    except SecretExpired as exc:
+        raise Gone(f"this {resource.content_type} expired at {exc.expires_at.isoformat()}") from exc
     return resource_data(resource, secret=secret)

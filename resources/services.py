@@ -45,28 +45,44 @@ def resource_save_version(*, resource_id: str, replaced_by: str, title: str, bod
     return resource
 
 
-def resource_reveal(*, resource: Resource, principal: str, remote_addr: str | None, user_agent: str = "") -> str:
-    """The secret, with a RevealEvent written first: no reveal goes unrecorded."""
-    from resources.models import RevealEvent
+class SecretExpired(Exception):
+    """An expired cookie or credential: never revealed."""
 
-    RevealEvent.objects.create(principal=principal, resource_id=resource.pk, remote_addr=remote_addr or None,
-                               user_agent=user_agent[:300])
-    return resource.secure_body
+    def __init__(self, expires_at):
+        super().__init__(f"expired at {expires_at.isoformat()}")
+        self.expires_at = expires_at
+
+
+def secret_expired(obj) -> bool:
+    """Whether a resource's (or an earlier version's) secret is past its expiry."""
+    return bool(obj.expires_at and obj.expires_at <= timezone.now())
+
+
+def resource_reveal(*, resource: Resource, principal: str, remote_addr: str | None, user_agent: str = "") -> str:
+    """The secret, with a RevealEvent written first: no reveal goes unrecorded. Raises SecretExpired."""
+    return _audited_reveal(resource, resource_id=resource.pk, version=None, principal=principal,
+                           remote_addr=remote_addr, user_agent=user_agent)
 
 
 def resource_version_reveal(*, version, principal: str, remote_addr: str | None, user_agent: str = "") -> str:
-    """An earlier version's secret (admins only: callers check), audited like every reveal."""
+    """An earlier version's secret (admins only: callers check), audited like every reveal. Raises SecretExpired."""
+    return _audited_reveal(version, resource_id=version.resource_id, version=version.number, principal=principal,
+                           remote_addr=remote_addr, user_agent=user_agent)
+
+
+def _audited_reveal(obj, *, resource_id: str, version: int | None, principal: str, remote_addr: str | None,
+                    user_agent: str) -> str:
     from resources.models import RevealEvent
 
-    RevealEvent.objects.create(principal=principal, resource_id=version.resource_id, version=version.number,
+    if secret_expired(obj):
+        raise SecretExpired(obj.expires_at)
+    RevealEvent.objects.create(principal=principal, resource_id=resource_id, version=version,
                                remote_addr=remote_addr or None, user_agent=user_agent[:300])
-    return version.secure_body
+    return obj.secure_body
 
 
 def resources_mark_expired() -> list[str]:
     """Flag resources whose expiry has passed; returns the ids newly flagged."""
-    from django.utils import timezone
-
     due = Resource.objects.filter(expires_at__lte=timezone.now(), is_expired=False)
     ids = list(due.values_list("id", flat=True))
     Resource.objects.filter(pk__in=ids).update(is_expired=True)

@@ -1,13 +1,12 @@
 """Resources: list and detail with secrets masked; an admin's reveal is permission-checked and audited."""
 from django.db.models import Q
 from django.shortcuts import get_object_or_404, render
-from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from curation import permissions
 from curation.views.common import paginate, principal
 from resources.models import Resource, RevealEvent
-from resources.services import resource_reveal as reveal_secret
+from resources.services import SecretExpired, resource_reveal as reveal_secret
 
 DETAIL = "curation/resource_detail.html"
 
@@ -41,10 +40,11 @@ def resource_reveal(request, resource_id):
     resource = get_object_or_404(Resource, pk=resource_id)
     if not resource.has_secret:
         return render(request, f"{DETAIL}#secret", {"resource": resource, "reveal_error": "This resource has no secret."}, status=404)
-    if resource.expires_at and resource.expires_at <= timezone.now():
+    try:
+        secret = reveal_secret(resource=resource, principal=principal(request), remote_addr=request.META.get("REMOTE_ADDR"),
+                               user_agent=request.META.get("HTTP_USER_AGENT", ""))
+    except SecretExpired as exc:
         return render(request, f"{DETAIL}#secret", {"resource": resource, "reveal_error":
-                      f"This {resource.content_type} expired at {resource.expires_at:%Y-%m-%d %H:%M} UTC: save a fresh one."},
+                      f"This {resource.content_type} expired at {exc.expires_at:%Y-%m-%d %H:%M} UTC: save a fresh one."},
                       status=410)
-    secret = reveal_secret(resource=resource, principal=principal(request), remote_addr=request.META.get("REMOTE_ADDR"),
-                           user_agent=request.META.get("HTTP_USER_AGENT", ""))
     return render(request, f"{DETAIL}#secret", {"resource": resource, "secret": secret})
