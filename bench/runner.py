@@ -60,7 +60,7 @@ def embed_corpus(data: datasets.Dataset, ids_by_doc: dict[str, str], embedder) -
 
 
 def _load_query_vectors(data: datasets.Dataset, embedder) -> None:
-    """Fill the embedder's query cache from var/bench-cache (computing what is missing)."""
+    """Serve this dataset's query vectors from var/bench-cache (computing what is missing); other texts embedded once each."""
     parts = embedder.parts if isinstance(embedder, ConcatEmbedder) else [embedder]
     scales = embedder._scales if isinstance(embedder, ConcatEmbedder) else [1.0]
     ids, texts = list(data.queries), list(data.queries.values())
@@ -69,9 +69,9 @@ def _load_query_vectors(data: datasets.Dataset, embedder) -> None:
         s * cached_queries(cache_dir=cache, dataset=data.name, embedder=p, ids=ids, texts=texts) for p, s in zip(parts, scales)
     ])
     known = dict(zip(texts, vectors))
-    compute = embedder.embed_query.__wrapped__
+    # The embedder is process-wide: keep its own method once, whichever dataset ran before.
+    compute = embedder.__dict__.setdefault("_embed_query_uncached", embedder.embed_query)
     embedder.embed_query = lru_cache(maxsize=None)(lambda text: known[text] if text in known else compute(text))
-    embedder.embed_query.__wrapped__ = compute
 
 
 def prepare(data: datasets.Dataset, embedder_name: str | None = None):
@@ -80,10 +80,6 @@ def prepare(data: datasets.Dataset, embedder_name: str | None = None):
     Returns (embedder, knowledge id -> doc id).
     """
     embedder = get_embedder(embedder_name or settings.KNOWHUB_EMBEDDING_MODEL)
-    if not hasattr(embedder, "_bench_cached"):
-        # Several configurations and runs use the same queries: embed each once, kept in the cache.
-        embedder.embed_query = lru_cache(maxsize=None)(embedder.embed_query)
-        embedder._bench_cached = True
     _load_query_vectors(data, embedder)
     doc_by_id = ingest(data)
     embed_corpus(data, {doc: kid for kid, doc in doc_by_id.items()}, embedder)
