@@ -92,7 +92,33 @@ else:
     EMBEDDED_DB = embedded_db.start(VAR_DIR)
     DATABASE_URL = EMBEDDED_DB.url()
 
-DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
+# Web processes borrow connections from a psycopg pool (Django's "pool" option), so
+# however many requests a process serves at once it never holds more than
+# KNOWHUB_DB_POOL_MAX connections, and a connection the database dropped is
+# checked (Django passes the pool a check) and replaced instead of failing requests. asgi.py/wsgi.py turn it on;
+# Celery workers (which fork) and commands keep one plain connection per process.
+# Size it so that web processes × max + worker processes + a margin stays under
+# the server's max_connections (100 by default; docs/RELIABILITY.md).
+KNOWHUB_DB_POOL = env_bool("KNOWHUB_DB_POOL", False)
+KNOWHUB_DB_POOL_MIN = env_int("KNOWHUB_DB_POOL_MIN", 2)
+KNOWHUB_DB_POOL_MAX = env_int("KNOWHUB_DB_POOL_MAX", 10)
+# How long a request waits for a free connection before it is answered 503 + Retry-After.
+KNOWHUB_DB_POOL_TIMEOUT_SECONDS = env_int("KNOWHUB_DB_POOL_TIMEOUT_SECONDS", 20)
+# Requests one web process works on at once (0: one less than the pool); the rest
+# wait their turn without a thread or a connection, and after this long get 503 +
+# Retry-After (knowhub_site/concurrency.py).
+KNOWHUB_MAX_CONCURRENT_REQUESTS = env_int("KNOWHUB_MAX_CONCURRENT_REQUESTS", 0)
+KNOWHUB_REQUEST_QUEUE_SECONDS = env_int("KNOWHUB_REQUEST_QUEUE_SECONDS", 30)
+if KNOWHUB_DB_POOL:
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": KNOWHUB_DB_POOL_MIN,
+        "max_size": KNOWHUB_DB_POOL_MAX,
+        "timeout": KNOWHUB_DB_POOL_TIMEOUT_SECONDS,
+        "max_idle": 300,
+    }
+else:
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
 DATABASES["default"]["TEST"] = {"NAME": env_str("KNOWHUB_TEST_DATABASE", "test_knowhub")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
