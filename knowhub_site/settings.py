@@ -43,6 +43,8 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",  # Swagger UI served locally, not from a CDN
     "django_htmx",
     "template_partials",
+    "csp",
+    "axes",  # login throttling (README: "Web security")
     "knowhub_site",
     "agents",
     "knowledge",
@@ -53,6 +55,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -61,6 +64,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: turns a locked-out login into the lockout page
 ]
 
 ROOT_URLCONF = "knowhub_site.urls"
@@ -166,6 +170,11 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Axes first: it refuses a locked-out account or address before any password is checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "curation:dashboard"
 LOGOUT_REDIRECT_URL = "login"
@@ -206,6 +215,54 @@ SPECTACULAR_SETTINGS = {
 }
 # Dotted paths of agents.chain.Filter objects added to every operation (README: "Filter chain").
 KNOWHUB_FILTERS = env_list("KNOWHUB_FILTERS", [])
+
+# --- Web security -------------------------------------------------------------
+# README "Web security", docs/SECURITY-web.md. Everything here is overridable by env.
+from datetime import timedelta  # noqa: E402
+
+from csp.constants import NONE, SELF  # noqa: E402
+
+# No inline script or style anywhere (templates use classes; htmx's indicator style is off).
+# data: images: Swagger UI's CSS draws its icons with them.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "frame-ancestors": [NONE],
+        "form-action": [SELF],
+    },
+}
+
+# Login throttling (django-axes), on /login/ and the admin login; the Bearer-token API has no passwords.
+# An account or an address is locked after this many failures in a row, for the cool-off.
+AXES_FAILURE_LIMIT = env_int("KNOWHUB_LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("KNOWHUB_LOGIN_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each counted on its own
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "curation.views.login.locked_out"
+AXES_CLIENT_IP_CALLABLE = "curation.throttle.client_address"
+AXES_VERBOSE = False
+
+# Production: HTTPS only. Behind a TLS-terminating proxy set KNOWHUB_BEHIND_PROXY=true, which
+# trusts its X-Forwarded-Proto and takes the client address from X-Forwarded-For
+# (KNOWHUB_PROXY_COUNT proxies deep) for the login throttle.
+_PRODUCTION = KNOWHUB_ENV == "production"
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", _PRODUCTION)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # a load balancer's plain-HTTP health check
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000 if _PRODUCTION else 0)
+# These bind every subdomain (and the browsers' preload list): the domain's owner opts in.
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", _PRODUCTION)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", _PRODUCTION)
+KNOWHUB_BEHIND_PROXY = env_bool("KNOWHUB_BEHIND_PROXY", False)
+KNOWHUB_PROXY_COUNT = env_int("KNOWHUB_PROXY_COUNT", 1)
+if KNOWHUB_BEHIND_PROXY:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 LOGGING = {
     "version": 1,

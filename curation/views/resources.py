@@ -1,6 +1,7 @@
 """Resources: list and detail with secrets masked; an admin's reveal is permission-checked and audited."""
 from django.db.models import Q
 from django.shortcuts import get_object_or_404, render
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from curation import permissions
@@ -34,6 +35,7 @@ def resource_detail(request, resource_id):
     })
 
 
+@never_cache  # the secret must not stay in a browser's or a proxy's cache (Cache-Control: no-store)
 @permissions.require(permissions.REVEAL)
 @require_POST
 def resource_reveal(request, resource_id):

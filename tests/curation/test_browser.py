@@ -31,7 +31,9 @@ def chromium():
 
 @pytest.fixture
 def page(chromium):
-    context = chromium.new_context(viewport=DESKTOP)
+    # Playwright's wait_for_function evaluates its string with eval, which the Content-Security-Policy
+    # forbids; test_xss_browser.py drives the pages under the policy.
+    context = chromium.new_context(viewport=DESKTOP, bypass_csp=True)
     page = context.new_page()
     errors = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
