@@ -1,8 +1,10 @@
-"""Who may do what in the curation UI: Django permissions, granted through the role groups.
+"""Who may do what, in the curation UI and (through `rights_of`) in the API: Django permissions,
+granted through the role groups.
 
 viewer: VIEW. curator: VIEW + CURATE (edit, rate, evolve, restore, review merges).
 admin: all of those + REVEAL (audited secret reveal) + AUDIT. Superusers have every permission.
 """
+from dataclasses import dataclass
 from functools import wraps
 
 from django.contrib.auth.decorators import login_required
@@ -13,6 +15,22 @@ CURATE = "knowledge.change_knowledge"
 REVEAL = "resources.reveal_resource"
 AUDIT = "agents.view_auditevent"
 ROLES = ("viewer", "curator", "admin")
+
+
+@dataclass(frozen=True)
+class Rights:
+    """What a logged-in user's role lets them do; the API's session callers are built from this."""
+
+    view: bool  # read every page and every scope
+    curate: bool  # also every write: feedback, score, evolve, edit, save, slim
+    reveal: bool  # also reveal secrets (audited)
+
+
+def rights_of(user) -> Rights:
+    """The user's rights from the same permissions the UI checks. Writing and revealing need VIEW too
+    (one cannot change what one may not read); inactive and anonymous users get none."""
+    view = bool(user is not None and user.is_authenticated and user.has_perm(VIEW))
+    return Rights(view=view, curate=view and user.has_perm(CURATE), reveal=view and user.has_perm(REVEAL))
 
 
 def require(perm: str):
