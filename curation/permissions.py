@@ -29,7 +29,7 @@ class Rights:
 def rights_of(user) -> Rights:
     """The user's rights from the same permissions the UI checks. Writing and revealing need VIEW too
     (one cannot change what one may not read); inactive and anonymous users get none."""
-    view = bool(user is not None and user.is_authenticated and user.has_perm(VIEW))
+    view = is_person(user) and user.has_perm(VIEW)
     return Rights(view=view, curate=view and user.has_perm(CURATE), reveal=view and user.has_perm(REVEAL))
 
 
@@ -48,6 +48,12 @@ def require(perm: str):
 def role_context(request) -> dict:
     """Template flags: what the current user may do (context processor)."""
     user = getattr(request, "user", None)
-    if user is None or not user.is_authenticated:
+    if not is_person(user):
         return {}
     return {"can_curate": user.has_perm(CURATE), "can_reveal": user.has_perm(REVEAL), "can_audit": user.has_perm(AUDIT)}
+
+
+def is_person(user) -> bool:
+    """A logged-in Django user; not anonymous, and not an agent token (DRF puts `AgentUser` on
+    request.user, which a page rendered by the API, such as /api/docs/, then sees)."""
+    return bool(user is not None and user.is_authenticated and hasattr(user, "has_perm"))
