@@ -92,7 +92,8 @@ def _create(*, context, **data):
         raise PermissionDenied("read-only access: saving needs the curator role or a token with write scopes")
     scopes = data.pop("scopes", None) or list(caller.writable_scopes or ())[:1]
     if not scopes:
-        raise PermissionDenied("name the scopes to save to: this caller has no default writable scope")
+        raise PermissionDenied("this token may not write to any scope" if caller.writable_scopes is not None
+                               else "name the scopes to save to (a person has no default scope)")
     refused = caller.may_write(scopes)
     if refused:
         raise PermissionDenied(f"this caller may not write to scope(s): {', '.join(refused)}")
