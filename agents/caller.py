@@ -1,15 +1,33 @@
-"""Who is calling: an agent with a token, or a curator with a browser session."""
+"""Who is calling: an agent with a token, or a logged-in user with a browser session.
+
+A session caller gets exactly its role's rights (`curation.permissions.rights_of`, the same
+permissions the curation UI checks), so the API and the UI cannot disagree:
+
+| role | reads | writes (feedback included) | edits items it does not own | reveals secrets |
+|---|---|---|---|---|
+| viewer | every scope | none | no | no |
+| curator | every scope | every scope | yes | no |
+| admin (or superuser) | every scope | every scope | yes | yes |
+| no role | nothing: the API answers 403 | none | no | no |
+"""
 from dataclasses import dataclass
+
+from rest_framework.permissions import BasePermission
+
+NO_ROLE = "this account has no role (viewer, curator or admin): ask an admin to add you to one"
 
 
 @dataclass(frozen=True)
 class Caller:
     principal: str  # agent:<id> or user:<username>
     agent_id: str
-    readable_scopes: tuple[str, ...] | None  # None: every scope (curators)
-    writable_scopes: tuple[str, ...] | None
+    readable_scopes: tuple[str, ...] | None  # None: every scope (users with a role)
+    writable_scopes: tuple[str, ...] | None  # None: every scope (curators, admins)
     can_read_secrets: bool = False
     static_filters: object = None
+    read_only: bool = False  # no writes of any kind, feedback included (viewers)
+    edits_any: bool = False  # may edit items it does not own (curators, admins); agents edit their own
+    has_role: bool = True  # False: a logged-in user in no role group, refused by the API
 
     @classmethod
     def for_token(cls, token) -> "Caller":
@@ -21,8 +39,17 @@ class Caller:
 
     @classmethod
     def for_user(cls, user) -> "Caller":
-        return cls(principal=f"user:{user.get_username()}", agent_id=user.get_username(), readable_scopes=None,
-                   writable_scopes=None, can_read_secrets=user.has_perm("resources.view_resource") and user.is_superuser)
+        """The user's role as a caller; a user without one sees and writes nothing."""
+        from curation.permissions import rights_of
+
+        rights = rights_of(user)
+        name = user.get_username()
+        return cls(
+            principal=f"user:{name}", agent_id=name,
+            readable_scopes=None if rights.view else (), writable_scopes=None if rights.curate else (),
+            can_read_secrets=rights.reveal, read_only=not rights.curate, edits_any=rights.curate,
+            has_role=rights.view,
+        )
 
     def search_filters(self, filters=None):
         """The caller's static filters AND-ed with `filters` (either may be None): they only ever narrow."""
@@ -33,6 +60,32 @@ class Caller:
 
     def may_write(self, scopes) -> list[str]:
         """The scopes of `scopes` this caller may not write (empty when all are allowed)."""
+        if self.read_only:
+            return list(scopes)
         if self.writable_scopes is None:
             return []
         return [s for s in scopes if s not in self.writable_scopes]
+
+    def may_write_any(self, scopes) -> bool:
+        """Whether the caller may write at least one of `scopes` (an item's or a resource's)."""
+        return len(self.may_write(scopes)) < len(scopes)
+
+
+def caller_for_request(request) -> Caller:
+    """The caller behind an authenticated DRF request: its agent token, or its user's role."""
+    token = getattr(request.user, "token", None)
+    return Caller.for_token(token) if token is not None else Caller.for_user(request.user)
+
+
+class HasApiAccess(BasePermission):
+    """DRF's default permission: an agent token, or a logged-in user with a role (403 without one).
+
+    Anonymous requests are refused as by IsAuthenticated (401, since Bearer auth names a scheme).
+    """
+
+    message = NO_ROLE
+
+    def has_permission(self, request, view) -> bool:
+        if not (request.user and request.user.is_authenticated):
+            return False
+        return caller_for_request(request).has_role

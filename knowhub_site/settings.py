@@ -199,7 +199,7 @@ REST_FRAMEWORK = {
         "agents.auth.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",  # curators in a browser, CSRF-checked
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PERMISSION_CLASSES": ["agents.caller.HasApiAccess"],  # a token, or a user with a role
     "EXCEPTION_HANDLER": "knowledge.api.errors.api_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }

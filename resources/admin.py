@@ -10,8 +10,6 @@ from knowhub_site.admin_tools import AppendOnlyAdmin
 from resources.models import Resource, ResourceVersion, RevealEvent
 from resources.services import resource_reveal, resource_version_reveal, secret_expired
 
-REVEAL_PERMISSION = "resources.reveal_resource"  # the "admin" role (curation/migrations/0001_roles.py)
-
 
 class RevealInAdmin:
     """A POST-only, audited "reveal" page for a row's secret, for admins (`resources.reveal_resource`).
@@ -25,7 +23,7 @@ class RevealInAdmin:
     reveal_template = "admin/resources/reveal.html"
 
     def reveal_allowed(self, request) -> bool:
-        return request.user.is_active and request.user.has_perm(REVEAL_PERMISSION)
+        return Caller.for_user(request.user).can_read_secrets  # the role's rights, as in the API and the UI
 
     def get_urls(self):
         info = self.model._meta.app_label, self.model._meta.model_name

@@ -76,14 +76,14 @@ def _save(*, context, **data):
         visible = caller.readable_scopes is None or set(existing.scopes) & set(caller.readable_scopes)
         if not visible:
             raise ResourceExistsError(data["id"])  # the id is taken; say no more about it
-        if len(caller.may_write(existing.scopes)) == len(existing.scopes):
-            raise PermissionDenied(f"this token may not write to the scopes of {existing.pk}")
+        if not caller.may_write_any(existing.scopes):
+            raise PermissionDenied(f"this caller may not write to the scopes of {existing.pk}")
         data.pop("scopes", None)  # a new version keeps who may see it
         return resource_save_version(resource_id=data.pop("id"), replaced_by=caller.principal, **data)
     scopes = data.pop("scopes", None) or list(caller.writable_scopes or ())[:1]
     refused = caller.may_write(scopes) if scopes else ["(none)"]
     if refused:
-        raise PermissionDenied(f"this token may not write to scope(s): {', '.join(refused)}")
+        raise PermissionDenied(f"this caller may not write to scope(s): {', '.join(refused)}")
     return resource_create(resource_id=data.pop("id"), scopes=scopes, owner=caller.principal, **data)
 
 
@@ -123,7 +123,7 @@ def resource_fetch(*, caller: Caller, resource_id: str, reveal: bool, remote_add
     if not reveal:
         return resource_data(resource)
     if not caller.can_read_secrets:
-        raise PermissionDenied("this token may not reveal secrets")
+        raise PermissionDenied("this caller may not reveal secrets (a token with secret access, or the admin role)")
     try:
         secret = resource_reveal(resource=resource, principal=caller.principal, remote_addr=remote_addr,
                                  user_agent=user_agent)

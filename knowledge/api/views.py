@@ -8,7 +8,7 @@ from rest_framework.response import Response
 from drf_spectacular.utils import extend_schema
 from rest_framework.views import APIView
 
-from agents.caller import Caller
+from agents.caller import NO_ROLE, Caller, caller_for_request
 from agents.chain import invoke
 from knowledge import selectors, services
 from knowledge.api import schema
@@ -31,8 +31,11 @@ def job_link(job) -> dict:
 
 
 def caller_of(request) -> Caller:
-    token = getattr(request.user, "token", None)
-    return Caller.for_token(token) if token is not None else Caller.for_user(request.user)
+    """The request's caller: its agent token, or its user's role (403 for a user without one)."""
+    caller = caller_for_request(request)
+    if not caller.has_role:
+        raise PermissionDenied(NO_ROLE)
+    return caller
 
 
 def search_result(item: Knowledge, hit, explain: bool) -> dict:
@@ -85,12 +88,15 @@ class KnowledgeSearchApi(APIView):
 
 def _create(*, context, **data):
     caller: Caller = context["caller"]
+    if caller.read_only:
+        raise PermissionDenied("read-only access: saving needs the curator role or a token with write scopes")
     scopes = data.pop("scopes", None) or list(caller.writable_scopes or ())[:1]
     if not scopes:
-        raise PermissionDenied("this token may not write to any scope")
+        raise PermissionDenied("this token may not write to any scope" if caller.writable_scopes is not None
+                               else "name the scopes to save to (a person has no default scope)")
     refused = caller.may_write(scopes)
     if refused:
-        raise PermissionDenied(f"this token may not write to scope(s): {', '.join(refused)}")
+        raise PermissionDenied(f"this caller may not write to scope(s): {', '.join(refused)}")
     source = {"agent_id": caller.agent_id, **data.pop("source", {})}
     owner = data.pop("owner", None) or caller.principal
     return services.knowledge_create(scopes=scopes, owner=owner, source=source, reader_scopes=caller.readable_scopes, **data)
@@ -150,7 +156,9 @@ def _update(*, knowledge_id, context, add_helpful_case=None, add_harmful_case=No
             evolve_feedback=None):
     caller: Caller = context["caller"]
     item = _visible_item(caller, knowledge_id)
-    if (update_score is not None or evolve_feedback) and len(caller.may_write(item.scopes)) == len(item.scopes):
+    if caller.read_only:
+        raise PermissionDenied("read-only access: feedback, score and evolve need the curator role")
+    if (update_score is not None or evolve_feedback) and not caller.may_write_any(item.scopes):
         raise PermissionDenied("changing the score or evolving needs write access to one of the item's scopes")
     with transaction.atomic():
         job = evolve.evolve_request(knowledge_id=item.id, feedback=evolve_feedback, requested_by=caller.principal) if evolve_feedback else None
@@ -168,6 +176,8 @@ def _update(*, knowledge_id, context, add_helpful_case=None, add_harmful_case=No
 
 def _batch_update(*, feedback_list, context):
     caller: Caller = context["caller"]
+    if caller.read_only:
+        raise PermissionDenied("read-only access: feedback needs the curator role")
     results = []
     for position, raw in enumerate(feedback_list):
         entry = FeedbackEntry(data=raw)
@@ -191,8 +201,10 @@ def _batch_update(*, feedback_list, context):
 def _edit(*, knowledge_id, reason, context, **changes):
     caller: Caller = context["caller"]
     item = _visible_item(caller, knowledge_id)
-    if caller.readable_scopes is not None and item.owner != caller.principal:
+    if not caller.edits_any and item.owner != caller.principal:
         raise PermissionDenied(f"only the owner ({item.owner}) may edit this item; give feedback with PUT instead")
+    if not caller.may_write_any(item.scopes):
+        raise PermissionDenied("editing needs write access to one of the item's scopes")
     services.knowledge_edit(knowledge_id=item.id, changed_by=caller.principal, reason=reason, **changes)
     return selectors.knowledge_get(knowledge_id=item.id)
 
@@ -244,8 +256,8 @@ class KnowledgeFiltersApi(APIView):
 
 def _slim(*, model, dry_run, context):
     caller: Caller = context["caller"]
-    if caller.writable_scopes is not None and not caller.writable_scopes:
-        raise PermissionDenied("slim merges items: this token may not write to any scope")
+    if caller.read_only or (caller.writable_scopes is not None and not caller.writable_scopes):
+        raise PermissionDenied("slim merges items: this caller may not write to any scope")
     job = slim.slim_request(model=model or None, dry_run=dry_run, requested_by=caller.principal,
                             writable_scopes=None if caller.writable_scopes is None else list(caller.writable_scopes))
     return {"job": job_link(job)}

@@ -1,2 +1,138 @@
-"""The role fixtures of the curation tests, for the security tests of its pages."""
-from tests.curation.conftest import admin_client_, admin_user, roles, viewer, viewer_client  # noqa: F401
+"""Role users and API clients for the security tests (the role groups come from the migration)."""
+import importlib
+
+import pytest
+from django.apps import apps
+from django.contrib.auth.models import Group
+from rest_framework.test import APIClient
+
+from agents.services import agent_token_create
+from tests.curation.conftest import admin_client_, admin_user, roles, viewer, viewer_client  # noqa: F401 - autouse roles
+
+ROLE_USERS = {"viewer": "vera", "curator": "carl", "admin": "ada"}
+
+
+def ensure_roles() -> None:
+    """The role groups; a transactional test before this one may have flushed the migration's rows."""
+    if not Group.objects.filter(name="viewer").exists():
+        importlib.import_module("curation.migrations.0001_roles").create_roles(apps, None)
+
+
+def make_user(django_user_model, username: str, role: str | None = None, **extra):
+    """A staff user (so the admin's own permission checks are what is tested) in `role`, or in no group."""
+    user = django_user_model.objects.create_user(username=username, password="pw-for-tests", is_staff=True, **extra)
+    if role:
+        user.groups.add(Group.objects.get(name=role))
+    return user
+
+
+def session_client(user) -> APIClient:
+    client = APIClient()
+    client.force_login(user)
+    return client
+
+
+def token_client(agent_id: str, scopes=("org:acme",), **kwargs) -> APIClient:
+    _, key = agent_token_create(agent_id=agent_id, readable_scopes=list(scopes), **kwargs)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    return client
+
+
+@pytest.fixture
+def api_as(roles, django_user_model):
+    """api_as("viewer"), api_as("curator"), api_as("admin"), api_as(None) (no role), api_as("superuser")."""
+
+    def make(role):
+        if role == "superuser":
+            return session_client(django_user_model.objects.create_superuser(username="root", password="pw"))
+        return session_client(make_user(django_user_model, ROLE_USERS.get(role, "nora"), role))
+
+    return make
+
+
+# --- one committed world for the authorization matrix (tests/security/test_authz_matrix.py) ---
+
+MARKERS = {"org:acme": "MARKER-ACME-7f3a", "org:other": "MARKER-OTHER-9c2e"}
+SECRETS = {"org:acme": "SECRET-ACME-51d0", "org:other": "SECRET-OTHER-0b7c"}
+AGENTS = {  # caller -> (agent id, readable scopes, token options)
+    "owner": ("owner_agent", ["org:acme"], {"can_read_secrets": True}),
+    "other": ("other_agent", ["org:other"], {"can_read_secrets": True}),
+    "reader": ("reader_agent", ["org:acme"], {"writable_scopes": []}),
+    "nosecrets": ("plain_agent", ["org:acme"], {}),
+}
+SESSIONS = {"viewer": "viewer", "curator": "curator", "admin": "admin", "norole": None}
+
+
+def _seed_org(scope: str, owner: str):
+    from jobs.models import Job
+    from knowledge import services
+    from tests.factories import make_knowledge, make_resource
+
+    item = make_knowledge(task="Deploy to the staging site", content=f"first draft {MARKERS[scope]}",
+                          scopes=[scope], owner=owner, tags={"marker": MARKERS[scope]})
+    services.knowledge_edit(knowledge_id=item.id, changed_by=owner, reason="seed",
+                            content=f"Run the deploy script {MARKERS[scope]}")
+    name = scope.split(":")[1]
+    make_resource(f"credentials/{name}-site", scopes=[scope], body=MARKERS[scope], secure_body=SECRETS[scope],
+                  content_type="credential")
+    job = Job.objects.create(kind="evolve", knowledge=item, requested_by=owner, status="failed", error=MARKERS[scope])
+    return {"item": item.id, "job": str(job.id), "resource": f"credentials/{name}-site"}
+
+
+@pytest.fixture(scope="module")
+def world(django_db_setup, django_db_blocker):
+    """Two orgs' data, the agent tokens and the logged-in users, committed once for a whole module
+    (so a server in another process sees them too); flushed afterwards, as a transactional test is."""
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from django.test import Client
+
+    with django_db_blocker.unblock():
+        ensure_roles()
+        acme, other = _seed_org("org:acme", "agent:owner_agent"), _seed_org("org:other", "agent:other_agent")
+        tokens = {}
+        for caller, (agent_id, scopes, options) in AGENTS.items():
+            tokens[caller] = agent_token_create(agent_id=agent_id, readable_scopes=scopes, **options)[1]
+        clients = {caller: Client(HTTP_AUTHORIZATION=f"Bearer {key}") for caller, key in tokens.items()}
+        for caller, role in SESSIONS.items():
+            clients[caller] = Client()
+            clients[caller].force_login(make_user(get_user_model(), f"{caller}-user", role))
+        clients["anon"] = Client()
+        yield {"acme": acme, "other": other, "tokens": tokens, "clients": clients}
+        call_command("flush", interactive=False, verbosity=0)
+
+
+@pytest.fixture(scope="module")
+def asgi_url(world, django_db_blocker):
+    """The web process's ASGI application (Django + /mcp) under uvicorn, on the test database."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    import httpx2
+
+    from tests.conftest import REPO_ROOT, database_url_for_subprocess, wait_for
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with django_db_blocker.unblock():
+        env = {**os.environ, "DATABASE_URL": database_url_for_subprocess(),
+               "DJANGO_SETTINGS_MODULE": "knowhub_site.test_settings"}
+    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "knowhub_site.asgi:application", "--host", "127.0.0.1",
+                             "--port", str(port), "--log-level", "warning"], cwd=REPO_ROOT, env=env,
+                            start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+
+    def up():
+        try:
+            return httpx2.get(url + "/healthz", timeout=2).status_code in (200, 503)
+        except httpx2.HTTPError:
+            return proc.poll() is not None and pytest.fail("uvicorn exited")
+
+    wait_for(up, timeout=60, message="uvicorn")
+    yield url
+    proc.terminate()
+    proc.wait(20)

@@ -1,0 +1,236 @@
+"""Who may do what, as one table: every REST endpoint, curation page and action, admin page and MCP tool
+× every kind of caller → the designed answer; and no cell ever shows another scope's data or a secret
+it was not asked to reveal.
+
+Callers: `owner` (agent, reads+writes org:acme, secrets), `other` (agent, org:other, secrets), `reader`
+(agent, reads org:acme, writes nothing), `nosecrets` (agent, reads+writes org:acme), the roles
+`viewer`, `curator`, `admin` and a user with no role (`norole`; all four are staff, so the admin's own
+permission checks are what is tested), and `anon`. Every cell aims at org:acme's item, job or
+resource. "login" / "admin-login": a redirect to that login page.
+"""
+import json
+
+import httpx2
+import pytest
+
+from tests.security.conftest import AGENTS, MARKERS, SECRETS, SESSIONS
+
+pytestmark = pytest.mark.django_db
+
+CALLERS = ("owner", "other", "reader", "nosecrets", "viewer", "curator", "admin", "norole", "anon")
+L, AL = "login", "admin-login"
+
+# endpoint: (method, path, body; json for /api, a form elsewhere)
+ENDPOINTS = {
+    "search_get": ("get", "/api/knowledge/search?q=staging", None),
+    "search_post": ("post", "/api/knowledge/search", {"q": "staging"}),
+    "list": ("get", "/api/knowledge", None),
+    "save": ("post", "/api/knowledge", {"task": "t", "content": "c", "types": ["tool"], "scopes": ["org:acme"]}),
+    "get": ("get", "/api/knowledge/{item}", None),
+    "feedback": ("put", "/api/knowledge/{item}", {"add_helpful_case": {"note": "ok"}}),
+    "score": ("put", "/api/knowledge/{item}", {"update_score": 5}),
+    "evolve": ("put", "/api/knowledge/{item}", {"evolve_feedback": "shorter"}),
+    "patch": ("patch", "/api/knowledge/{item}", {"content": "rewritten", "reason": "r"}),
+    "batch_update": ("post", "/api/knowledge/batch_update", {"feedback_list": [{"knowledge_id": "{item}", "is_helpful": True}]}),
+    "filters": ("get", "/api/knowledge/filters", None),
+    "slim": ("post", "/api/knowledge/slim", {"dry_run": True}),
+    "job": ("get", "/api/jobs/{job}", None),
+    "resource_save": ("post", "/api/resource", {"id": "code/new", "title": "t", "scopes": ["org:acme"]}),
+    "resource_get": ("get", "/api/resource/{resource}", None),
+    "resource_reveal": ("get", "/api/resource/{resource}?reveal=true", None),
+    "schema": ("get", "/api/schema/", None),
+    "docs": ("get", "/api/docs/", None),
+    "ui_dashboard": ("get", "/", None),
+    "ui_list": ("get", "/knowledge/?q=staging", None),
+    "ui_detail": ("get", "/knowledge/{item}/", None),
+    "ui_edit_form": ("get", "/knowledge/{item}/edit/", None),
+    "ui_edit": ("post", "/knowledge/{item}/edit/", {"task": "t", "content": "c", "types": "tool", "tags": "", "reason": "r"}),
+    "ui_feedback": ("post", "/knowledge/{item}/feedback/", {"kind": "helpful"}),
+    "ui_score": ("post", "/knowledge/{item}/score/", {"score": 5}),
+    "ui_explain": ("get", "/knowledge/{item}/explain/?q=staging", None),
+    "ui_diff": ("get", "/knowledge/{item}/diff/?a=1&b=current", None),
+    "ui_restore": ("post", "/knowledge/{item}/restore/1/", {}),
+    "ui_unmerge": ("post", "/knowledge/{item}/unmerge/", {}),
+    "ui_evolve": ("post", "/knowledge/{item}/evolve/", {"feedback": "shorter"}),
+    "ui_job": ("get", "/jobs/{job}/", None),
+    "ui_rollback": ("post", "/jobs/{job}/rollback/", {}),
+    "ui_review": ("get", "/review/", None),
+    "ui_find": ("post", "/review/find/", {}),
+    "ui_approve": ("post", "/review/approve/", {}),
+    "ui_reject": ("post", "/review/reject/", {}),
+    "ui_resources": ("get", "/resources/", None),
+    "ui_resource": ("get", "/resources/{resource}/", None),
+    "ui_reveal": ("post", "/resources/{resource}/reveal/", {}),
+    "ui_playground": ("get", "/playground/", None),
+    "ui_audit": ("get", "/audit/", None),
+    "admin_index": ("get", "/admin/", None),
+    "admin_knowledge": ("get", "/admin/knowledge/knowledge/", None),
+    "admin_tokens": ("get", "/admin/agents/agenttoken/", None),
+    "admin_reveal_page": ("get", "/admin/resources/resource/{resource}/reveal/", None),
+    "admin_reveal": ("post", "/admin/resources/resource/{resource}/reveal/", {}),
+}
+
+# The design. 409: allowed, but no LLM is configured in tests (evolve, slim, find duplicates) or
+# nothing to roll back; 422: allowed, the empty form is refused.
+EXPECTED = {  #        owner other reader nosec viewer curat admin norole anon
+    "search_get":      (200, 200, 200, 200, 200, 200, 200, 403, 401),
+    "search_post":     (200, 200, 200, 200, 200, 200, 200, 403, 401),
+    "list":            (200, 200, 200, 200, 200, 200, 200, 403, 401),
+    "save":            (201, 403, 403, 201, 403, 201, 201, 403, 401),
+    "get":             (200, 404, 200, 200, 200, 200, 200, 403, 401),
+    "feedback":        (200, 404, 200, 200, 403, 200, 200, 403, 401),  # agents: any reader; roles: curators
+    "score":           (200, 404, 403, 200, 403, 200, 200, 403, 401),
+    "evolve":          (409, 404, 403, 409, 403, 409, 409, 403, 401),
+    "patch":           (200, 404, 403, 403, 403, 200, 200, 403, 401),  # agents: the owner only
+    "batch_update":    (200, 200, 200, 200, 403, 200, 200, 403, 401),  # other: 200, the entry not found
+    "filters":         (200, 200, 200, 200, 200, 200, 200, 403, 401),
+    "slim":            (409, 409, 403, 409, 403, 409, 409, 403, 401),
+    "job":             (200, 404, 200, 200, 200, 200, 200, 403, 401),
+    "resource_save":   (201, 403, 403, 201, 403, 201, 201, 403, 401),
+    "resource_get":    (200, 404, 200, 200, 200, 200, 200, 403, 401),
+    "resource_reveal": (200, 404, 403, 403, 403, 403, 200, 403, 401),
+    "schema":          (200, 200, 200, 200, 200, 200, 200, 200, 200),  # public, no data
+    "docs":            (200, 200, 200, 200, 200, 200, 200, 200, 200),
+    # the curation UI: sessions only (a Bearer token is not a login)
+    "ui_dashboard":    (L, L, L, L, 200, 200, 200, 403, L),
+    "ui_list":         (L, L, L, L, 200, 200, 200, 403, L),
+    "ui_detail":       (L, L, L, L, 200, 200, 200, 403, L),
+    "ui_edit_form":    (L, L, L, L, 403, 200, 200, 403, L),
+    "ui_edit":         (L, L, L, L, 403, 200, 200, 403, L),
+    "ui_feedback":     (L, L, L, L, 403, 200, 200, 403, L),
+    "ui_score":        (L, L, L, L, 403, 200, 200, 403, L),
+    "ui_explain":      (L, L, L, L, 200, 200, 200, 403, L),
+    "ui_diff":         (L, L, L, L, 200, 200, 200, 403, L),
+    "ui_restore":      (L, L, L, L, 403, 200, 200, 403, L),
+    "ui_unmerge":      (L, L, L, L, 403, 302, 302, 403, L),  # back to the item: it was never merged
+    "ui_evolve":       (L, L, L, L, 403, 409, 409, 403, L),
+    "ui_job":          (L, L, L, L, 200, 200, 200, 403, L),
+    "ui_rollback":     (L, L, L, L, 403, 409, 409, 403, L),
+    "ui_review":       (L, L, L, L, 200, 200, 200, 403, L),
+    "ui_find":         (L, L, L, L, 403, 409, 409, 403, L),
+    "ui_approve":      (L, L, L, L, 403, 422, 422, 403, L),
+    "ui_reject":       (L, L, L, L, 403, 422, 422, 403, L),
+    "ui_resources":    (L, L, L, L, 200, 200, 200, 403, L),
+    "ui_resource":     (L, L, L, L, 200, 200, 200, 403, L),
+    "ui_reveal":       (L, L, L, L, 403, 403, 200, 403, L),
+    "ui_playground":   (L, L, L, L, 200, 200, 200, 403, L),
+    "ui_audit":        (L, L, L, L, 403, 403, 200, 403, L),
+    # the Django admin: staff, then each model's own permission
+    "admin_index":       (AL, AL, AL, AL, 200, 200, 200, 200, AL),  # norole: an empty index
+    "admin_knowledge":   (AL, AL, AL, AL, 200, 200, 200, 403, AL),
+    "admin_tokens":      (AL, AL, AL, AL, 403, 403, 403, 403, AL),  # superusers only
+    "admin_reveal_page": (AL, AL, AL, AL, 403, 403, 200, 403, AL),
+    "admin_reveal":      (AL, AL, AL, AL, 403, 403, 200, 403, AL),
+}
+REVEALS = {"resource_reveal", "ui_reveal", "admin_reveal", "mcp_resource_reveal"}  # where a 200 shows the secret
+
+# MCP over /mcp: each tool answers a token as its REST endpoint does (a tool has no 201: success is 200);
+# sessions and anonymous callers get 401 (the endpoint takes Bearer tokens only).
+MCP_TOOLS = {
+    "search_get": ("knowledge_search", {"query": "staging"}),
+    "list": ("knowledge_list", {}),
+    "save": ("knowledge_save", {"task": "t", "content": "c", "types": ["tool"], "scopes": ["org:acme"]}),
+    "get": ("knowledge_get", {"knowledge_id": "{item}"}),
+    "feedback": ("knowledge_update", {"knowledge_id": "{item}", "add_helpful_case": {"note": "ok"}}),
+    "score": ("knowledge_update", {"knowledge_id": "{item}", "update_score": 5}),
+    "evolve": ("knowledge_update", {"knowledge_id": "{item}", "evolve_feedback": "shorter"}),
+    "batch_update": ("knowledge_batch_update", {"feedback_list": [{"knowledge_id": "{item}", "is_helpful": True}]}),
+    "slim": ("knowledge_slim", {"dry_run": True}),
+    "job": ("job_get", {"job_id": "{job}"}),
+    "resource_save": ("resource_save", {"id": "code/mcp-{caller}", "title": "t", "scopes": ["org:acme"]}),
+    "resource_get": ("resource_get", {"id": "{resource}"}),
+    "resource_reveal": ("resource_get", {"id": "{resource}", "reveal": True}),
+}
+EXPECTED.update({f"mcp_{name}": tuple(200 if status == 201 else status for status in EXPECTED[name][:len(AGENTS)])
+                 + (401,) * (len(SESSIONS) + 1) for name in MCP_TOOLS})
+
+CELLS = [(endpoint, caller) for endpoint in EXPECTED for caller in CALLERS]
+
+
+def fill(value, world, caller):
+    """`value` with {item}, {job}, {resource} (org:acme's) and {caller} filled in, however deeply nested."""
+    text = json.dumps(value).replace("{caller}", caller)
+    for key, real in world["acme"].items():
+        text = text.replace("{%s}" % key, real)
+    return json.loads(text)
+
+
+def forbidden_markers(endpoint: str, caller: str) -> set[str]:
+    """What this cell's body must never contain: the other scope's data, and any secret not revealed here."""
+    if caller in ("norole", "anon"):
+        return {*MARKERS.values(), *SECRETS.values()}
+    unseen = {"owner": "org:other", "reader": "org:other", "nosecrets": "org:other", "other": "org:acme"}.get(caller)
+    markers = {SECRETS["org:other"], *([MARKERS[unseen], SECRETS[unseen]] if unseen else [])}
+    if not (endpoint in REVEALS and EXPECTED[endpoint][CALLERS.index(caller)] == 200):
+        markers.add(SECRETS["org:acme"])
+    return markers
+
+
+def visible_markers(endpoint: str, caller: str) -> set[str]:
+    """Search and list must show what the caller may read (so the leak check above is not vacuous)."""
+    if endpoint not in ("search_get", "search_post", "list", "mcp_search_get", "mcp_list"):
+        return set()
+    if caller in ("norole", "anon") or (endpoint.startswith("mcp_") and caller in SESSIONS):
+        return set()
+    return {"owner": {MARKERS["org:acme"]}, "reader": {MARKERS["org:acme"]}, "nosecrets": {MARKERS["org:acme"]},
+            "other": {MARKERS["org:other"]}}.get(caller, set(MARKERS.values()))
+
+
+def http_cell(world, endpoint: str, caller: str):
+    method, path, body = ENDPOINTS[endpoint]
+    client, path = world["clients"][caller], fill(path, world, caller)
+    if path.startswith("/api/") and body is not None:
+        response = client.generic(method.upper(), path, json.dumps(fill(body, world, caller)), "application/json")
+    else:
+        response = getattr(client, method)(path, *([fill(body, world, caller)] if body is not None else []))
+    status = response.status_code
+    if status == 302 and response["Location"].startswith(("/login/", "/admin/login/")):
+        status = AL if response["Location"].startswith("/admin/") else L
+    content = b"".join(response.streaming_content) if response.streaming else response.content
+    return status, content.decode()
+
+
+def mcp_cell(world, url: str, endpoint: str, caller: str):
+    tool, arguments = MCP_TOOLS[endpoint.removeprefix("mcp_")]
+    headers = {"Accept": "application/json, text/event-stream"}
+    cookies = {}
+    if caller in AGENTS:
+        headers["Authorization"] = f"Bearer {world['tokens'][caller]}"
+    elif caller in SESSIONS:
+        cookies = {"sessionid": world["clients"][caller].cookies["sessionid"].value}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": tool, "arguments": fill(arguments, world, caller)}}
+    response = httpx2.post(url + "/mcp", json=body, headers=headers, cookies=cookies, timeout=60)
+    if response.status_code != 200:
+        return response.status_code, response.text
+    result = response.json()["result"]
+    if not result.get("isError"):
+        return 200, response.text
+    return json.loads(result["content"][0]["text"])["error"]["status"], response.text
+
+
+@pytest.mark.parametrize(("endpoint", "caller"), CELLS, ids=[f"{e}-{c}" for e, c in CELLS])
+def test_each_caller_gets_the_designed_answer_and_never_another_scopes_data(request, world, endpoint, caller):
+    if endpoint.startswith("mcp_"):
+        status, body = mcp_cell(world, request.getfixturevalue("asgi_url"), endpoint, caller)
+    else:
+        status, body = http_cell(world, endpoint, caller)
+    assert status == EXPECTED[endpoint][CALLERS.index(caller)], body[:500]
+    leaked = {marker for marker in forbidden_markers(endpoint, caller) if marker in body}
+    assert not leaked, f"{endpoint} as {caller} showed {leaked}"
+    missing = {marker for marker in visible_markers(endpoint, caller) if marker not in body}
+    assert not missing, f"{endpoint} as {caller} did not show {missing}"
+
+
+def test_the_table_covers_every_caller_and_every_curation_url():
+    from curation.urls import urlpatterns
+
+    assert all(len(row) == len(CALLERS) for row in EXPECTED.values())
+    ui_paths = {ENDPOINTS[e][1].split("?")[0] for e in ENDPOINTS if e.startswith("ui_")}
+    placeholders = {"<str:knowledge_id>": "{item}", "<int:number>": "1", "<uuid:job_id>": "{job}",
+                    "<path:resource_id>": "{resource}"}
+    for pattern in urlpatterns:
+        route = "/" + str(pattern.pattern)
+        for name, value in placeholders.items():
+            route = route.replace(name, value)
+        assert route in ui_paths, f"{pattern.name} ({route}) is missing from the matrix"
