@@ -142,6 +142,8 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     "mark-expired-resources": {"task": "resources.tasks.mark_expired_resources", "schedule": 300.0},
     "forget-idempotent-replies": {"task": "agents.tasks.forget_idempotent_replies", "schedule": 3600.0},
+    # saves are embedded by the worker; this sweep catches any whose message was lost (broker down)
+    "embed-pending": {"task": "knowledge.tasks.embed_pending", "schedule": float(env_int("KNOWHUB_EMBED_SWEEP_SECONDS", 15))},
 }
 # A worker counts as alive while its heartbeat row is younger than this.
 KNOWHUB_WORKER_STALE_SECONDS = env_int("KNOWHUB_WORKER_STALE_SECONDS", 30)

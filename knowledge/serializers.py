@@ -5,6 +5,7 @@ from rest_framework import serializers
 
 from knowledge import services
 from knowledge.ids import ID_RE
+from knowledge.search.indexing import vectors_pending
 from knowledge.models import KNOWLEDGE_TYPES, Knowledge
 
 SCOPE_RE = re.compile(r"^[a-z][a-z0-9_]*:[^\s,]+$")
@@ -65,6 +66,9 @@ class KnowledgeSerializer(serializers.Serializer):
     eval = EvalSerializer(required=False)
     created_at = serializers.DateTimeField(required=False)
     updated_at = serializers.DateTimeField(required=False)
+    vector_status = serializers.ChoiceField(
+        choices=["pending", "ready"], read_only=True,
+        help_text="pending until a worker has embedded the current text; keyword search finds the item meanwhile")
 
     def validate_id(self, value):
         if not ID_RE.match(value):
@@ -110,6 +114,8 @@ class KnowledgeSerializer(serializers.Serializer):
             "created_at": _iso(item.created_at),
             "updated_at": _iso(item.updated_at),
             "status": item.status,
+            # keyword search finds an item at once; vector search once a worker has embedded it
+            "vector_status": "pending" if vectors_pending(item) else "ready",
         }
 
 

@@ -57,8 +57,8 @@ def knowledge_create(
 
     `knowledge_id`, timestamps, counters and histories are for restoring an
     exported item exactly; agents' saves leave them unset. The item is
-    keyword-searchable on commit; with `embed` its vector is computed right
-    after commit (or by a job if the embedder fails). Linked resources must be
+    keyword-searchable on commit; with `embed` a worker computes its vector
+    (the save never waits for the model; `vector_status` says when it is done). Linked resources must be
     readable by the saver (`reader_scopes`, None for curators) and by everyone
     who can read the item: their scopes must include all of the item's.
     """
@@ -94,7 +94,7 @@ def knowledge_create(
     )
     indexing.index_keywords(item=item)
     if embed:
-        transaction.on_commit(lambda: indexing.embed_now_or_later(knowledge_id=item.id))
+        transaction.on_commit(lambda: indexing.embed_later(knowledge_id=item.id))
     return item
 
 
@@ -187,10 +187,14 @@ def knowledge_edit(
     for name, value in changes.items():
         setattr(item, name, value)
     item.updated_at = timezone.now()
-    item.save(update_fields=[*changes, "updated_at"])
-    indexing.index_keywords(item=item)
+    fields = [*changes, "updated_at"]
     if {"task", "content"} & set(changes):
-        transaction.on_commit(lambda: indexing.embed_now_or_later(knowledge_id=item.id))
+        # the old vector describes the old text: keyword search finds the item until the worker re-embeds it
+        item.embedding, item.embedding_model = None, ""
+        fields += ["embedding", "embedding_model"]
+        transaction.on_commit(lambda: indexing.embed_later(knowledge_id=item.id))
+    item.save(update_fields=fields)
+    indexing.index_keywords(item=item)
     return item
 
 

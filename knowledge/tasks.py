@@ -49,3 +49,11 @@ def run_slim(self, job_id: str) -> None:
         Job.objects.filter(pk=job_id, status=Job.Status.RUNNING).update(
             status=Job.Status.FAILED, error=f"{type(exc).__name__}: {exc}"[:2000], finished_at=timezone.now())
         raise
+
+
+@shared_task(ignore_result=True)
+def embed_pending() -> int:
+    """The worker's periodic sweep: vectors for items whose embedding message was lost or failed."""
+    from knowledge.search.indexing import embed_pending as sweep
+
+    return sweep()

@@ -47,3 +47,14 @@ def make_knowledge(**fields):
     fields.setdefault("scopes", ["org:acme"])
     fields.setdefault("owner", "agent:research_agent")
     return services.knowledge_create(**fields)
+
+
+def embed_saved():
+    """What the worker does after saves (embed every item still without a vector), done here and now.
+
+    For tests about search quality, not about the worker; tests/knowledge/test_search_indexing.py
+    checks that the real worker does it.
+    """
+    from knowledge.search.indexing import embed_pending
+
+    return embed_pending()

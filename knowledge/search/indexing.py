@@ -27,39 +27,121 @@ def store_embeddings(*, ids: list[str], vectors, model_name: str) -> None:
     Knowledge.objects.bulk_update(rows, ["embedding", "embedding_model"], batch_size=500)
 
 
-def embed_items(*, items: list[Knowledge], embedder: Embedder | None = None) -> None:
-    """Embed task + content of `items` and store the vectors. Raises EmbedderError."""
+# A text is embedded in pieces the model reads whole (e5 reads about 512 tokens),
+# at most EMBED_MAX_CHUNKS of them: a save costs the same bounded work whatever its
+# length, and what lies beyond is found by keyword search only.
+EMBED_CHUNK_CHARS = 2_000
+EMBED_MAX_CHUNKS = 8
+EMBED_BATCH = 32
+
+
+def embedding_chunks(text: str) -> list[str]:
+    """`text` cut at line or sentence ends into at most EMBED_MAX_CHUNKS pieces of ≤ EMBED_CHUNK_CHARS."""
+    chunks, rest = [], text
+    while rest.strip() and len(chunks) < EMBED_MAX_CHUNKS:
+        piece = rest[:EMBED_CHUNK_CHARS]
+        if len(rest) > EMBED_CHUNK_CHARS:
+            cut = max(piece.rfind(mark) for mark in ("\n", "。", ". ", "! ", "? ", "；", "; "))
+            if cut >= EMBED_CHUNK_CHARS // 2:
+                piece = piece[: cut + 1]
+        chunks.append(piece)
+        rest = rest[len(piece):]
+    return [c.strip() for c in chunks if c.strip()] or [text]
+
+
+def _pooled(embedder: Embedder, vectors) -> list[float]:
+    """One vector for several chunks: their mean, normalised per model so the fused cosine keeps its weights."""
+    import numpy as np
+
+    mean = np.asarray(vectors, dtype=np.float32).mean(axis=0)
+    parts = getattr(embedder, "parts", None)
+    if not parts:
+        return list(map(float, mean / max(np.linalg.norm(mean), 1e-12)))
+    pieces, start = [], 0
+    for part, scale in zip(parts, embedder._scales):
+        piece = mean[start : start + part.dimensions]
+        pieces.append(scale * piece / max(np.linalg.norm(piece), 1e-12))
+        start += part.dimensions
+    return list(map(float, np.concatenate(pieces)))
+
+
+def embed_items(*, items: list[Knowledge], embedder: Embedder | None = None) -> int:
+    """Embed task + content of `items` and store the vectors; returns how many were stored. Raises EmbedderError.
+
+    A vector is stored only while the item still has the text it was computed
+    from, so an edit racing with this never ends up with the old text's vector.
+    """
     embedder = embedder or get_embedder()
     if not items:
-        return
-    vectors = embedder.embed_passages([item_text(i.task, i.content) for i in items])
+        return 0
+    chunked = [embedding_chunks(item_text(i.task, i.content)) for i in items]
+    flat = [chunk for chunks in chunked for chunk in chunks]
+    vectors = [row for start in range(0, len(flat), EMBED_BATCH)
+               for row in embedder.embed_passages(flat[start : start + EMBED_BATCH])]
     vector.ensure_index(embedder.name, embedder.dimensions)
-    store_embeddings(ids=[i.pk for i in items], vectors=vectors, model_name=embedder.name)
+    stored, position = 0, 0
+    for item, chunks in zip(items, chunked):
+        rows = vectors[position : position + len(chunks)]
+        position += len(chunks)
+        value = list(map(float, rows[0])) if len(rows) == 1 else _pooled(embedder, rows)
+        stored += Knowledge.objects.filter(pk=item.pk, task=item.task, content=item.content).update(
+            embedding=value, embedding_model=embedder.name)
+    return stored
 
 
-def embed_now_or_later(*, knowledge_id: str) -> bool:
-    """Embed one item right away; if the embedder fails, queue a retrying job.
+def embed_later(*, knowledge_id: str) -> None:
+    """Ask a worker to embed the item (call on commit). The save never waits for the model.
 
-    Returns True when the item was embedded now. The item stays saved and
-    keyword-searchable either way.
+    If the broker cannot take the message, nothing is lost: `embed_pending`, run
+    by the worker every few seconds, embeds every item still without a vector.
     """
-    item = Knowledge.objects.filter(pk=knowledge_id).only("id", "task", "content").first()
-    if item is None:
-        return False
-    try:
-        embed_items(items=[item])
-        return True
-    except EmbedderError as exc:
-        logger.warning("embedding %s failed (%s); queued for later", knowledge_id, exc)
-        from knowledge.tasks import embed_knowledge
+    from knowledge.tasks import embed_knowledge
 
+    try:
         embed_knowledge.delay(knowledge_id)
-        return False
+    except Exception as exc:  # noqa: BLE001 - the broker is down; the periodic sweep covers it
+        logger.warning("could not queue embedding of %s (%s); the periodic sweep will embed it", knowledge_id, exc)
+
+
+def vectors_pending(item: Knowledge) -> bool:
+    """True while the item has no vector from the configured embedder (search finds it by keyword meanwhile)."""
+    from django.conf import settings
+
+    return item.embedding_model != settings.KNOWHUB_EMBEDDING_MODEL
 
 
 def stale_items(model_name: str):
     """Items without a vector from `model_name`, oldest first (stable for resuming)."""
     return Knowledge.objects.filter(Q(embedding__isnull=True) | ~Q(embedding_model=model_name)).order_by("created_at", "id")
+
+
+def embed_pending(*, limit: int = 512, batch_size: int = EMBED_BATCH) -> int:
+    """Embed items still without a current vector (lost messages, earlier failures); returns how many.
+
+    One sweep at a time (a PostgreSQL advisory lock): the worker's beat starts
+    one every few seconds, and a slow one must not be joined by the next.
+    """
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s)", [EMBED_SWEEP_LOCK])
+        if not cursor.fetchone()[0]:
+            return 0
+        try:
+            embedder = get_embedder()
+            done = 0
+            while done < limit:
+                batch = list(stale_items(embedder.name).only("id", "task", "content")[: min(batch_size, limit - done)])
+                if not batch:
+                    break
+                embed_items(items=batch, embedder=embedder)
+                done += len(batch)
+            return done
+        finally:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [EMBED_SWEEP_LOCK])
+
+
+EMBED_SWEEP_LOCK = 7_240_001  # any constant the project's other advisory locks do not use
 
 
 def reembed_batches(*, embedder: Embedder, batch_size: int = 64) -> Iterator[int]:

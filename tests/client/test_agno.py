@@ -10,16 +10,19 @@ from agno.run.base import RunContext
 from agno.session import AgentSession
 
 from knowhub_client import EQ, knowhub_retriever, search_knowledge_base, search_knowledge_base_schema
+from tests.factories import embed_saved
 from knowhub_client.agent_text import resolve_filters
 
 
 @pytest.fixture
 def items(hub):
-    return {
+    saved = {
         "web_tool": hub.knowledge_save("Log in to site A", "Use the test account for site A", ["tool"], tags={"domain": "web"}),
         "web_plan": hub.knowledge_save("Plan the site A login", "Get an account for site A first", ["plan"], tags={"domain": "web"}),
         "crm_tool": hub.knowledge_save("Log in to the CRM", "Use SSO for the CRM login", ["tool"], tags={"domain": "crm"}),
     }
+    embed_saved()
+    return saved
 
 
 def agno_search_tool(agent: Agent):

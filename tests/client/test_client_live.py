@@ -6,6 +6,7 @@ import pytest
 from knowhub_client import (
     AND, EQ, GTE, IN, NOT, AsyncKnowHub, AuthenticationFailed, BadRequest, NotFound, PermissionDenied, RetryPolicy,
 )
+from tests.factories import embed_saved
 
 SEED_TASK = "使用 Selenium 登录某网站并绕过反爬检测"
 SEED_CONTENT = "使用 undetected_chromedriver 可以绕过大部分检测。关键点:1) 设置合适的 user-agent 2) 随机延迟"
@@ -30,6 +31,7 @@ def test_search_filters_built_in_python_narrow_on_the_server(hub):
     web = hub.knowledge_save("Log in to site A", "Use the test account", ["tool"], tags={"domain": "web"})
     plan = hub.knowledge_save("Plan a login to site A", "First get an account", ["plan"], tags={"domain": "web"})
     hub.knowledge_save("Log in to the CRM", "Use SSO", ["tool"], tags={"domain": "crm"})
+    embed_saved()
 
     only_web_tools = EQ("tags.domain", "web") & ~IN("types", ["plan"])
     assert [r["id"] for r in hub.knowledge_search("log in", filters=only_web_tools)["results"]] == [web["id"]]

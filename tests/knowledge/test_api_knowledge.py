@@ -269,3 +269,21 @@ def test_an_oversized_body_is_413_in_the_error_shape(owner):
     assert response.status_code == 413
     assert response.json()["error"]["code"] == "too_large"
     assert not Knowledge.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_long_save_never_waits_for_the_model_says_its_vectors_are_pending_and_is_found_by_keyword(monkeypatch):
+    def no_model_on_the_request_path(name=None):
+        raise AssertionError("the save embedded on the request path")
+
+    monkeypatch.setattr("knowledge.search.indexing.get_embedder", no_model_on_the_request_path)
+    agent = client_for("research_agent", ["org:cybertogether"])
+    body = {**SEED_SAVE_BODY, "task": "Zanzibar shipping checklist", "content": "Check the manifest twice. " * 3840}
+    assert len(body["content"]) > 99_000
+
+    response = agent.post("/api/knowledge", body, format="json")
+
+    assert response.status_code == 201, response.json()
+    assert response.json()["vector_status"] == "pending"
+    found = agent.get("/api/knowledge/search", {"q": "Zanzibar", "rank": "relevance"})
+    assert found.status_code == 200 and [r["id"] for r in found.json()["results"]] == [response.json()["id"]]

