@@ -39,12 +39,14 @@ def instance_hostname(instance: str) -> str:
 
 
 def die_with_parent() -> bool:
-    """Have the kernel SIGKILL this pool child when the worker's main process dies (Linux only).
+    """Have the kernel SIGKILL this child (pool process, embedded beat) when the worker's main process dies.
 
-    Without it a child of a SIGKILLed worker runs its job on to the end
-    (45 minutes, once), racing the copy that is re-sent. PDEATHSIG follows the
-    thread that forked us; the prefork pool without threads forks from the
-    main thread, whose end is the process's end.
+    Linux only. Without it a child of a SIGKILLed worker runs on: a pool
+    child finishes its job, racing the copy that is re-sent; the embedded
+    beat keeps sending periodic tasks forever. Celery already sets this for
+    pool children (not for the beat) but does not check whether the parent
+    died before the call took effect; we do. PDEATHSIG follows the thread
+    that forked us; the worker forks from its main thread.
     """
     if not sys.platform.startswith("linux") or not _main_pid:
         return False

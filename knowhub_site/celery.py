@@ -26,7 +26,10 @@ def _name_worker_instance(sender, **kwargs):
 
 
 @signals.worker_process_init.connect
-def _pool_child_dies_with_worker(**kwargs):
+@signals.beat_embedded_init.connect
+def _child_dies_with_worker(**kwargs):
+    # Celery sets this for pool children itself, but not for the embedded beat
+    # (`--beat`), which outlived a SIGKILLed worker and kept sending periodic tasks.
     from jobs.instance import die_with_parent
 
     die_with_parent()
