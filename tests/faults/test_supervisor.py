@@ -60,4 +60,5 @@ def test_stop_ends_the_child_and_everything_in_its_group(tmp_path):
     child.start()
     grandchild = int(wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), timeout=10, message="grandchild"))
     child.stop()
-    assert gone(child.proc.pid) and gone(grandchild)
+    assert gone(child.proc.pid)
+    wait_for(lambda: gone(grandchild), timeout=5, message="the grandchild to be killed")
