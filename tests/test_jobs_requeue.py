@@ -80,3 +80,22 @@ def test_a_queued_job_nobody_claims_is_resent_after_a_while_not_every_beat(sent)
     assert jobs_requeue_orphans() == [str(lost.id)]
     assert jobs_requeue_orphans() == []
     assert str(fresh.id) not in sent
+
+
+def test_an_evolve_whose_job_was_claimed_again_meanwhile_writes_nothing(monkeypatch):
+    """The dead instance's copy may still be running (no PDEATHSIG, a partition): only the latest claim writes."""
+    from knowledge.evolve import evolve_run
+    from knowledge.models import KnowledgeVersion
+
+    item = make_knowledge(embed=False)
+    job = Job.objects.create(kind="evolve", knowledge=item, requested_by="x", params={"feedback": "f", "model": "m"})
+
+    def llm_while_the_job_is_resent(**kwargs):
+        job_claim(job_id=job.id, worker=ALIVE)  # re-sent and claimed by the new instance
+        return {"task": "stale", "content": "stale", "summary_of_changes": "s"}
+
+    monkeypatch.setattr("knowledge.llm.chat_json", llm_while_the_job_is_resent)
+    stale = evolve_run(job_id=str(job.id), worker=DEAD)
+    assert (stale.status, stale.worker, stale.attempts) == ("running", ALIVE, 2)
+    item.refresh_from_db()
+    assert item.content != "stale" and not KnowledgeVersion.objects.exists()
