@@ -1,8 +1,10 @@
-"""A worker bootstep that records the worker as alive in the database."""
+"""A worker bootstep that records the worker instance (jobs.instance) as alive in the database."""
 import logging
 import os
 
 from celery import bootsteps
+
+from jobs.instance import worker_instance, worker_instance_start
 
 logger = logging.getLogger(__name__)
 
@@ -26,11 +28,13 @@ class WorkerHeartbeatStep(bootsteps.StartStopStep):
         if self.tref:
             self.tref.cancel()
             self.tref = None
-        self._with_connection(lambda: _services().worker_heartbeat_clear(hostname=worker.hostname))
+        instance = worker_instance()
+        self._with_connection(lambda: _services().worker_heartbeat_clear(instance=instance))
 
     def beat(self, worker):
+        instance = worker_instance() or worker_instance_start(hostname=worker.hostname)
         self._with_connection(
-            lambda: _services().worker_heartbeat_record(hostname=worker.hostname, pid=os.getpid())
+            lambda: _services().worker_heartbeat_record(instance=instance, hostname=worker.hostname, pid=os.getpid())
         )
         # Jobs of workers that died (SIGKILL, power loss) are sent again; see jobs_requeue_orphans.
         self._with_connection(_services().jobs_requeue_orphans)

@@ -5,23 +5,28 @@ from django.utils import timezone
 
 
 class WorkerHeartbeat(models.Model):
-    """One row per running Celery worker, refreshed every few seconds.
+    """One row per running Celery worker instance, refreshed every few seconds.
+
+    Keyed by instance (hostname/pid/boot id, see jobs.instance), not hostname:
+    a worker restarted under the same name is a new instance, and the jobs the
+    dead one had claimed must not look alive through the new one's beats.
 
     Kept in the database rather than asked of the broker because the default
     broker (kombu's SQLAlchemy transport) has no broadcast, so `celery inspect
     ping` cannot reach workers through it.
     """
 
-    hostname = models.CharField(max_length=255, unique=True)
+    instance = models.CharField(max_length=255, unique=True)
+    hostname = models.CharField(max_length=255, db_index=True)
     pid = models.PositiveIntegerField()
     started_at = models.DateTimeField()
     last_seen = models.DateTimeField(db_index=True)
 
     class Meta:
-        ordering = ["hostname"]
+        ordering = ["hostname", "started_at"]
 
     def __str__(self) -> str:
-        return f"{self.hostname} (pid {self.pid})"
+        return self.instance
 
 
 class Job(models.Model):
@@ -43,7 +48,7 @@ class Job(models.Model):
     error = models.TextField(blank=True, default="")
     requested_by = models.CharField(max_length=200)
     attempts = models.PositiveSmallIntegerField(default=0)
-    worker = models.CharField(max_length=255, blank=True, default="", help_text="hostname of the worker running it")
+    worker = models.CharField(max_length=255, blank=True, default="", help_text="the worker instance (hostname/pid/boot id) that claimed it last")
     created_at = models.DateTimeField(default=timezone.now)
     sent_at = models.DateTimeField(default=timezone.now, help_text="when its message was last sent to the broker")
     started_at = models.DateTimeField(null=True, blank=True)

@@ -1,53 +1,75 @@
-"""Writes for worker bookkeeping."""
+"""Writes for worker bookkeeping: heartbeats, job claims, re-sending orphaned jobs."""
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import F, Q
 from django.utils import timezone
 
-from jobs.models import WorkerHeartbeat
-
-
-def worker_heartbeat_record(*, hostname: str, pid: int) -> None:
-    now = timezone.now()
-    WorkerHeartbeat.objects.update_or_create(
-        hostname=hostname,
-        defaults={"pid": pid, "last_seen": now},
-        create_defaults={"pid": pid, "last_seen": now, "started_at": now},
-    )
-
-
-def worker_heartbeat_clear(*, hostname: str) -> None:
-    WorkerHeartbeat.objects.filter(hostname=hostname).delete()
-
+from jobs.models import Job, WorkerHeartbeat
 
 # Queued jobs nobody has claimed after this long lost their message (a broker
 # restart, a worker killed between taking and starting it): send them again.
 UNCLAIMED_AFTER_SECONDS = 120
+FORGET_HEARTBEATS_AFTER = timedelta(hours=1)
 
 
-def job_claim(*, job_id: str, worker: str) -> bool:
-    """Mark a queued (or orphaned running) job as running on `worker`; False if it already finished."""
-    from django.db.models import F
+def worker_heartbeat_record(*, instance: str, hostname: str, pid: int) -> None:
+    now = timezone.now()
+    WorkerHeartbeat.objects.update_or_create(
+        instance=instance,
+        defaults={"last_seen": now},
+        create_defaults={"hostname": hostname, "pid": pid, "last_seen": now, "started_at": now},
+    )
 
-    from jobs.models import Job
 
-    return bool(Job.objects.filter(pk=job_id, status__in=[Job.Status.QUEUED, Job.Status.RUNNING]).update(
-        status=Job.Status.RUNNING, started_at=timezone.now(), attempts=F("attempts") + 1, worker=worker))
+def worker_heartbeat_clear(*, instance: str) -> None:
+    WorkerHeartbeat.objects.filter(instance=instance).delete()
+
+
+def worker_heartbeats_clear_dead(*, hostname_prefix: str, pid: int) -> int:
+    """Forget the instances of a worker main process known to be dead (its supervisor saw it exit).
+
+    Its jobs are then re-sent at the next beat of any live worker instead of
+    after KNOWHUB_WORKER_STALE_SECONDS.
+    """
+    deleted, _ = WorkerHeartbeat.objects.filter(hostname__startswith=hostname_prefix, pid=pid).delete()
+    return deleted
+
+
+def job_claim(*, job_id: str, worker: str) -> int:
+    """Mark a queued (or orphaned running) job as running on `worker`.
+
+    Returns the claim's attempt number, 0 when the job already finished. A
+    run may finish the job only while its attempt is still the job's latest
+    (see evolve_run): a copy that was re-sent while another still ran cannot
+    both write.
+    """
+    claimed = Job.objects.filter(pk=job_id, status__in=[Job.Status.QUEUED, Job.Status.RUNNING]).update(
+        status=Job.Status.RUNNING, started_at=timezone.now(), attempts=F("attempts") + 1, worker=worker)
+    if not claimed:
+        return 0
+    return Job.objects.filter(pk=job_id).values_list("attempts", flat=True).get()
 
 
 def jobs_requeue_orphans() -> list[str]:
-    """Send again the jobs whose worker died (its heartbeat stopped) or whose message was lost.
+    """Send again the jobs whose worker instance died (no fresh heartbeat) or whose message was lost.
 
-    Each job is taken back with a conditional UPDATE, so when several workers
-    run this at once only one of them re-sends it; the job's own claim guard
-    makes a duplicate delivery harmless anyway.
+    A job is orphaned when the instance that claimed it has no fresh
+    heartbeat, even if a new instance with the same hostname is alive. A job
+    claimed less than the stale window ago is left alone: its instance may not
+    have written its first beat yet. Each job is taken back with a conditional
+    UPDATE, so when several workers run this at once only one re-sends it; the
+    job's claim makes a duplicate delivery harmless anyway.
     """
-    from datetime import timedelta
-
-    from jobs.models import Job, WorkerHeartbeat
     from jobs.selectors import workers_alive
 
-    alive = {w.hostname for w in workers_alive()}
+    alive = {w.instance for w in workers_alive()}
     requeued = []
     now = timezone.now()
-    running = Job.objects.filter(status=Job.Status.RUNNING).exclude(worker="").exclude(worker__in=alive)
+    grace = now - timedelta(seconds=settings.KNOWHUB_WORKER_STALE_SECONDS)
+    running = (Job.objects.filter(status=Job.Status.RUNNING)
+               .filter(Q(started_at__isnull=True) | Q(started_at__lt=grace))
+               .exclude(worker="").exclude(worker__in=alive))
     for job_id, worker in running.values_list("id", "worker"):
         if Job.objects.filter(pk=job_id, status=Job.Status.RUNNING, worker=worker).update(
             status=Job.Status.QUEUED, worker="", sent_at=now
@@ -59,7 +81,7 @@ def jobs_requeue_orphans() -> list[str]:
             requeued.append(job_id)
     for job_id in requeued:
         _send(Job.objects.get(pk=job_id))
-    WorkerHeartbeat.objects.exclude(hostname__in=alive).filter(last_seen__lt=timezone.now() - timedelta(hours=1)).delete()
+    WorkerHeartbeat.objects.exclude(instance__in=alive).filter(last_seen__lt=now - FORGET_HEARTBEATS_AFTER).delete()
     return [str(j) for j in requeued]
 
 

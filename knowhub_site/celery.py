@@ -1,7 +1,7 @@
 """The Celery app. Workers start with `celery -A knowhub_site worker`."""
 import os
 
-from celery import Celery
+from celery import Celery, signals
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "knowhub_site.settings")
 
@@ -15,6 +15,24 @@ def _install_worker_heartbeat(app: Celery) -> None:
     from jobs.heartbeat import WorkerHeartbeatStep
 
     app.steps["worker"].add(WorkerHeartbeatStep)
+
+
+@signals.worker_init.connect
+def _name_worker_instance(sender, **kwargs):
+    # In the main process, before the pool forks: the children inherit the name.
+    from jobs.instance import worker_instance_start
+
+    worker_instance_start(hostname=sender.hostname)
+
+
+@signals.worker_process_init.connect
+@signals.beat_embedded_init.connect
+def _child_dies_with_worker(**kwargs):
+    # Celery sets this for pool children itself, but not for the embedded beat
+    # (`--beat`), which outlived a SIGKILLed worker and kept sending periodic tasks.
+    from jobs.instance import die_with_parent
+
+    die_with_parent()
 
 
 _install_worker_heartbeat(app)

@@ -45,7 +45,9 @@ def check_worker() -> dict:
             "ok": False,
             "detail": f"no Celery worker has reported in the last {settings.KNOWHUB_WORKER_STALE_SECONDS}s",
         }
-    return {"ok": True, "detail": f"{len(alive)} alive", "workers": [w.hostname for w in alive]}
+    # A worker restarted under the same hostname is a new instance; the dead one's row ages out.
+    return {"ok": True, "detail": f"{len(alive)} alive", "workers": list(dict.fromkeys(w.hostname for w in alive)),
+            "instances": [w.instance for w in alive]}
 
 
 CHECKS = {

@@ -3,8 +3,9 @@
 `evolve_request` (API) creates a Job and queues it; `evolve_run` (worker)
 does the work and is safe to run twice: it claims the job only while it is
 queued or running, and writes the new version, the item and the job's
-success in one transaction, so a worker killed mid-job leaves nothing half
-written and the redelivered job runs once to completion.
+success in one transaction, and only while its claim is the job's latest, so
+a worker killed mid-job leaves nothing half written and the redelivered job
+runs once to completion, even when the first copy still runs on somewhere.
 """
 from django.conf import settings
 from django.db import transaction
@@ -59,7 +60,7 @@ def _secrets_of(item: Knowledge) -> list[str]:
 
 
 def evolve_run(*, job_id: str, worker: str = "") -> Job:
-    """Do the job. Raises llm.LLMError (the task retries or fails the job)."""
+    """Do the job as worker instance `worker`. Raises llm.LLMError (the task retries or fails the job)."""
     claimed = job_claim(job_id=job_id, worker=worker)
     job = Job.objects.get(pk=job_id)
     if not claimed:
@@ -69,8 +70,8 @@ def evolve_run(*, job_id: str, worker: str = "") -> Job:
                           schema_name="evolved_knowledge", secrets=_secrets_of(item))
     with transaction.atomic():
         job = Job.objects.select_for_update().get(pk=job_id)
-        if job.status != Job.Status.RUNNING:
-            return job
+        if job.status != Job.Status.RUNNING or job.attempts != claimed:
+            return job  # finished, or re-sent and claimed again since: the later claim writes
         services.knowledge_edit(
             knowledge_id=item.id, changed_by=f"job:evolve:{job.id}", task=reply["task"], content=reply["content"],
             reason=f"evolve with {job.params.get('model')} ({job.params['feedback'][:200]}): {reply['summary_of_changes']}",

@@ -61,7 +61,7 @@ def chat_json(
                 messages=messages,
                 response_format={"type": "json_schema", "json_schema": {"name": schema_name, "schema": schema, "strict": True}},
             )
-        except OpenAIError as exc:
+        except (OpenAIError, ValueError) as exc:  # ValueError: an HTTP 200 whose body is not JSON (a proxy's page)
             raise LLMError(f"LLM request failed: {type(exc).__name__}: {exc}") from exc
 
     messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]

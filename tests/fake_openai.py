@@ -1,9 +1,11 @@
 """An OpenAI-compatible HTTP server on loopback, for the real `openai` client to call.
 
 The only stand-in the tests use: paid outside services. Tell it what to do
-next with `reply_json`, `reply_text`, `reply_tool_calls`, `fail(status)` or `stall(seconds)`;
+next with `reply_json`, `reply_text`, `reply_tool_calls`, `fail(status)`, `stall(seconds)`,
+`slow_json(seconds, value)` (a good reply, late), `reply_garbage(body)` (HTTP 200 whose
+body is not JSON) or `drop()` (the connection closes without a reply);
 chat completions and the Responses API (POST /responses) are both answered;
-it records every request body it receives.
+it records every request body it receives, with its arrival time (`at`, time.monotonic()).
 """
 import json
 import threading
@@ -25,11 +27,26 @@ class FakeOpenAI:
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-                fake.requests.append({"path": self.path, "body": body})
+                fake.requests.append({"path": self.path, "body": body, "at": time.monotonic()})
                 kind, value = fake._script.popleft() if fake._script else fake.default
                 if kind == "stall":
                     time.sleep(value)
                     kind, value = "text", "{}"
+                if kind == "slow_json":
+                    time.sleep(value[0])
+                    kind, value = "json", value[1]
+                if kind == "drop":
+                    self.close_connection = True
+                    self.connection.shutdown(2)
+                    return
+                if kind == "garbage":
+                    data = value.encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
                 if kind == "status":
                     self._send(value, {"error": {"message": f"fake error {value}", "type": "server_error"}})
                     return
@@ -76,6 +93,9 @@ class FakeOpenAI:
     def fail(self, status: int): self._script.append(("status", status))
     def stall(self, seconds: float): self._script.append(("stall", seconds))
     def reply_tool_calls(self, calls: list[tuple[str, dict]]): self._script.append(("tool_calls", calls))
+    def slow_json(self, seconds: float, value): self._script.append(("slow_json", (seconds, value)))
+    def reply_garbage(self, body: str = "<html>502 Bad Gateway</html>"): self._script.append(("garbage", body))
+    def drop(self): self._script.append(("drop", None))
 
     @staticmethod
     def _responses_reply(kind, value, body) -> dict:

@@ -1,14 +1,17 @@
-"""Orphaned jobs are sent again exactly once per orphaning."""
+"""Orphaned jobs are sent again exactly once per orphaning; orphaned means the claiming worker *instance* died."""
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
 from jobs.models import Job, WorkerHeartbeat
-from jobs.services import jobs_requeue_orphans
+from jobs.services import job_claim, jobs_requeue_orphans, worker_heartbeat_record, worker_heartbeats_clear_dead
 from tests.factories import make_knowledge
 
 pytestmark = pytest.mark.django_db
+
+DEAD = "knowhub-8000@box/4242/0badcafe"
+ALIVE = "knowhub-8000@box/4343/5eed5eed"  # the same hostname, restarted: a new pid and boot id
 
 
 @pytest.fixture
@@ -18,17 +21,56 @@ def sent(monkeypatch):
     return calls
 
 
+def running_job(worker: str, *, started_seconds_ago: float = 600) -> Job:
+    return Job.objects.create(kind="evolve", knowledge=make_knowledge(embed=False), requested_by="x", status="running",
+                              worker=worker, started_at=timezone.now() - timedelta(seconds=started_seconds_ago))
+
+
 def test_a_running_job_of_a_dead_worker_is_requeued_once(sent):
-    now = timezone.now()
-    WorkerHeartbeat.objects.create(hostname="alive@h", pid=1, started_at=now, last_seen=now)
-    item = make_knowledge(embed=False)
-    orphan = Job.objects.create(kind="evolve", knowledge=item, requested_by="x", status="running", worker="dead@h")
-    healthy = Job.objects.create(kind="evolve", knowledge=item, requested_by="x", status="running", worker="alive@h")
+    worker_heartbeat_record(instance="alive@h/1/aa", hostname="alive@h", pid=1)
+    orphan = running_job("dead@h/2/bb")
+    healthy = running_job("alive@h/1/aa")
     assert jobs_requeue_orphans() == [str(orphan.id)]
     assert jobs_requeue_orphans() == []  # queued again, not sent twice
     orphan.refresh_from_db()
     assert (orphan.status, orphan.worker) == ("queued", "")
     assert Job.objects.get(pk=healthy.pk).status == "running" and sent == [str(orphan.id)]
+
+
+def test_a_job_of_a_dead_instance_is_requeued_although_a_new_instance_with_its_hostname_is_alive(sent):
+    long_ago = timezone.now() - timedelta(minutes=5)
+    WorkerHeartbeat.objects.create(instance=DEAD, hostname="knowhub-8000@box", pid=4242, started_at=long_ago, last_seen=long_ago)
+    worker_heartbeat_record(instance=ALIVE, hostname="knowhub-8000@box", pid=4343)
+    orphan = running_job(DEAD)
+    mine = running_job(ALIVE)
+    assert jobs_requeue_orphans() == [str(orphan.id)]
+    assert Job.objects.get(pk=mine.pk).status == "running"
+
+
+def test_a_job_claimed_moments_ago_is_left_alone_until_its_instance_could_have_beaten(sent, settings):
+    settings.KNOWHUB_WORKER_STALE_SECONDS = 30
+    just_claimed = running_job("new@h/9/cc", started_seconds_ago=2)
+    assert jobs_requeue_orphans() == []
+    Job.objects.filter(pk=just_claimed.pk).update(started_at=timezone.now() - timedelta(seconds=31))
+    assert jobs_requeue_orphans() == [str(just_claimed.id)]
+
+
+def test_a_supervisor_that_saw_a_worker_die_makes_its_jobs_orphans_at_once(sent):
+    worker_heartbeat_record(instance=DEAD, hostname="knowhub-8000@box", pid=4242)
+    worker_heartbeat_record(instance="knowhub-9000@box/4242/77", hostname="knowhub-9000@box", pid=4242)
+    orphan = running_job(DEAD)
+    assert jobs_requeue_orphans() == []  # its heartbeat is still fresh
+    assert worker_heartbeats_clear_dead(hostname_prefix="knowhub-8000@", pid=4242) == 1
+    assert jobs_requeue_orphans() == [str(orphan.id)]
+    assert WorkerHeartbeat.objects.filter(instance="knowhub-9000@box/4242/77").exists()  # another stack's worker
+
+
+def test_a_claim_is_numbered_and_a_finished_job_cannot_be_claimed():
+    job = Job.objects.create(kind="evolve", knowledge=make_knowledge(embed=False), requested_by="x")
+    assert job_claim(job_id=job.id, worker=DEAD) == 1
+    assert job_claim(job_id=job.id, worker=ALIVE) == 2
+    Job.objects.filter(pk=job.pk).update(status="succeeded")
+    assert job_claim(job_id=job.id, worker=ALIVE) == 0
 
 
 def test_a_queued_job_nobody_claims_is_resent_after_a_while_not_every_beat(sent):
@@ -38,3 +80,22 @@ def test_a_queued_job_nobody_claims_is_resent_after_a_while_not_every_beat(sent)
     assert jobs_requeue_orphans() == [str(lost.id)]
     assert jobs_requeue_orphans() == []
     assert str(fresh.id) not in sent
+
+
+def test_an_evolve_whose_job_was_claimed_again_meanwhile_writes_nothing(monkeypatch):
+    """The dead instance's copy may still be running (no PDEATHSIG, a partition): only the latest claim writes."""
+    from knowledge.evolve import evolve_run
+    from knowledge.models import KnowledgeVersion
+
+    item = make_knowledge(embed=False)
+    job = Job.objects.create(kind="evolve", knowledge=item, requested_by="x", params={"feedback": "f", "model": "m"})
+
+    def llm_while_the_job_is_resent(**kwargs):
+        job_claim(job_id=job.id, worker=ALIVE)  # re-sent and claimed by the new instance
+        return {"task": "stale", "content": "stale", "summary_of_changes": "s"}
+
+    monkeypatch.setattr("knowledge.llm.chat_json", llm_while_the_job_is_resent)
+    stale = evolve_run(job_id=str(job.id), worker=DEAD)
+    assert (stale.status, stale.worker, stale.attempts) == ("running", ALIVE, 2)
+    item.refresh_from_db()
+    assert item.content != "stale" and not KnowledgeVersion.objects.exists()

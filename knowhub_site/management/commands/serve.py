@@ -2,13 +2,14 @@
 
 The processes run in their own sessions so that Ctrl-C reaches only this
 supervisor, which stops them in order (web, then worker) and, last, the
-embedded PostgreSQL when this process exits.
+embedded PostgreSQL when this process exits. A process that dies on its own
+is restarted with a backoff, after its process group is killed (a Celery
+worker's pool children must not run on); see knowhub_site.supervisor.
 """
 import json
 import os
 import signal
 import socket
-import subprocess
 import sys
 import time
 import urllib.error
@@ -18,7 +19,8 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-STOP_TIMEOUT_SECONDS = 20
+from knowhub_site.supervisor import Child
+
 READY_TIMEOUT_SECONDS = 60
 
 
@@ -63,7 +65,11 @@ class Command(BaseCommand):
                        # periodic tasks (resource expiry) run in this one worker's embedded beat
                        "--beat", "--schedule", str(settings.VAR_DIR / "celerybeat-schedule")],
         }
-        processes = {name: subprocess.Popen(cmd, env=env, start_new_session=True) for name, cmd in commands.items()}
+        children = {
+            "web": Child("web", commands["web"], env=env, log=self._log),
+            "worker": Child("worker", commands["worker"], env=env, log=self._log,
+                            on_death=lambda pid: self._forget_dead_worker(f"knowhub-{port}@", pid)),
+        }
 
         stopping = False
 
@@ -73,26 +79,51 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGINT, request_stop)
         signal.signal(signal.SIGTERM, request_stop)
+        for child in children.values():
+            child.start()
 
+        # Only Ctrl-C or SIGTERM ends this loop: a child that dies is reaped and restarted.
         url = f"http://{'localhost' if host in ('127.0.0.1', '0.0.0.0') else host}:{port}/"
-        self._announce_when_ready(url, processes, lambda: stopping)
-
-        exit_code = 0
+        ready = Readiness(url, deadline=time.monotonic() + READY_TIMEOUT_SECONDS)
         while not stopping:
-            for name, proc in processes.items():
-                if proc.poll() is not None:
-                    self.stderr.write(f"{name} exited unexpectedly with code {proc.returncode}; stopping.")
-                    exit_code = 1
-                    stopping = True
-                    break
+            for child in children.values():
+                child.check()
+            if ready.pending:
+                self._announce(ready.probe(), url)
             time.sleep(0.5)
 
         self.stdout.write("Stopping KnowHub...")
         for name in ("web", "worker"):
-            self._stop(name, processes[name])
-        self.stdout.write("Stopped." + (" The embedded database stops as this process exits." if settings.EMBEDDED_DB else ""))
-        if exit_code:
-            raise CommandError("a process of the stack failed; see its output above")
+            children[name].stop()
+        restarts = ", ".join(f"{name} {child.restarts}" for name, child in children.items())
+        self.stdout.write(f"Stopped (restarts: {restarts})."
+                          + (" The embedded database stops as this process exits." if settings.EMBEDDED_DB else ""))
+
+    def _log(self, message: str) -> None:
+        self.stderr.write(f"[serve] {message}")
+
+    def _forget_dead_worker(self, hostname_prefix: str, pid: int) -> None:
+        # Its heartbeat would look fresh for up to KNOWHUB_WORKER_STALE_SECONDS; the
+        # restarted worker's first beat then re-sends the jobs it had claimed.
+        from django.db import close_old_connections
+
+        from jobs.services import worker_heartbeats_clear_dead
+
+        close_old_connections()
+        try:
+            worker_heartbeats_clear_dead(hostname_prefix=hostname_prefix, pid=pid)
+        except Exception as exc:  # noqa: BLE001 - the heartbeat then simply ages out
+            self._log(f"could not clear the dead worker's heartbeat: {exc}")
+
+    def _announce(self, state: str | None, url: str) -> None:
+        if state == "ready":
+            self.stdout.write(self.style.SUCCESS(f"\nKnowHub is running at {url}"))
+            self.stdout.write(f"  curation UI: {url}  (log in as the curator account above)")
+            self.stdout.write(f"  admin:  {url}admin/")
+            self.stdout.write(f"  health: {url}healthz")
+            self.stdout.write("Press Ctrl-C to stop.\n")
+        elif state == "late":
+            self.stderr.write(f"KnowHub did not become healthy within {READY_TIMEOUT_SECONDS}s; see {url}healthz")
 
     def _check_port_free(self, host, port):
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -102,37 +133,34 @@ class Command(BaseCommand):
             except OSError as exc:
                 raise CommandError(f"cannot listen on {host}:{port} ({exc.strerror}); set PORT to a free port") from exc
 
-    def _announce_when_ready(self, url, processes, is_stopping):
-        deadline = time.monotonic() + READY_TIMEOUT_SECONDS
-        while time.monotonic() < deadline and not is_stopping():
-            if any(proc.poll() is not None for proc in processes.values()):
-                return
-            try:
-                with urllib.request.urlopen(url + "healthz", timeout=5) as response:
-                    report = json.load(response)
-            except urllib.error.HTTPError as exc:
-                report = json.load(exc)
-            except OSError:
-                time.sleep(0.5)
-                continue
-            if report["status"] == "ok":
-                self.stdout.write(self.style.SUCCESS(f"\nKnowHub is running at {url}"))
-                self.stdout.write(f"  curation UI: {url}  (log in as the curator account above)")
-                self.stdout.write(f"  admin:  {url}admin/")
-                self.stdout.write(f"  health: {url}healthz")
-                self.stdout.write("Press Ctrl-C to stop.\n")
-                return
-            time.sleep(1)
-        if not is_stopping():
-            self.stderr.write(f"KnowHub did not become healthy within {READY_TIMEOUT_SECONDS}s; see {url}healthz")
 
-    def _stop(self, name, proc):
-        if proc.poll() is not None:
-            return
-        proc.send_signal(signal.SIGTERM)
+class Readiness:
+    """Polls /healthz until the stack first reports ok (or the deadline passes)."""
+
+    PROBE_EVERY_SECONDS = 1.0
+
+    def __init__(self, url: str, *, deadline: float):
+        self.url, self.deadline = url, deadline
+        self.pending = True
+        self.next_probe = 0.0
+
+    def probe(self) -> str | None:
+        """"ready" or "late" once (then no longer pending); None while still waiting."""
+        now = time.monotonic()
+        if now < self.next_probe:
+            return None
+        self.next_probe = now + self.PROBE_EVERY_SECONDS
         try:
-            proc.wait(STOP_TIMEOUT_SECONDS)
-        except subprocess.TimeoutExpired:
-            self.stderr.write(f"{name} did not stop in {STOP_TIMEOUT_SECONDS}s; killing it")
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            with urllib.request.urlopen(self.url + "healthz", timeout=2) as response:
+                report = json.load(response)
+        except urllib.error.HTTPError as exc:
+            report = json.load(exc)
+        except (OSError, ValueError):
+            report = {}
+        if report.get("status") == "ok":
+            self.pending = False
+            return "ready"
+        if now > self.deadline:
+            self.pending = False
+            return "late"
+        return None
