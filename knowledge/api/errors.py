@@ -11,6 +11,7 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import DataError, InterfaceError, OperationalError
 from django.http import Http404, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
@@ -120,6 +121,7 @@ def api_exception_handler(exc, context):
     return response
 
 
+@csrf_exempt  # a POST with a session cookie gets this 404, not Django's HTML CSRF page
 def api_not_found(request, *args, **kwargs) -> JsonResponse:
     """Any /api/ path no operation answers: the error shape, not Django's HTML page."""
     return JsonResponse({"error": error_payload("not_found", f"no API operation at {request.path}")}, status=404)

@@ -2,6 +2,7 @@
 import json
 
 import pytest
+from rest_framework.test import APIClient
 
 from agents.models import AuditEvent
 from knowledge.models import FeedbackCase, Knowledge
@@ -118,6 +119,13 @@ def test_an_unrouted_api_path_is_a_json_404(agent, url):
     response = agent.get(url)
     assert response.status_code == 404 and response["Content-Type"].startswith("application/json")
     assert response.json()["error"]["code"] == "not_found"
+
+
+def test_a_write_to_an_unrouted_api_path_with_a_session_cookie_is_a_json_404_not_a_csrf_page():
+    client = APIClient(enforce_csrf_checks=True)
+    client.cookies["sessionid"] = "whatever"
+    response = client.put("/api/knowledge/a%2Fb", {}, format="json")
+    assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
 
 
 @pytest.mark.parametrize("value", ["", "yes", "on", "2", "True "])

@@ -1,6 +1,6 @@
 """Schemathesis against the live OpenAPI schema: every operation, no 5xx, no response that breaks the schema.
 
-The light run here (part of the normal suite) takes KNOWHUB_FUZZ_EXAMPLES examples per operation (default 5)
+The light run here (part of the normal suite) takes KNOWHUB_FUZZ_EXAMPLES examples per operation (default 10)
 in the examples, fuzzing (positive and negative data) and stateful phases. `make fuzz` runs the same test
 with more examples and the coverage phase too. The CLI's JSON report and output are kept in var/fuzz/.
 
@@ -22,7 +22,7 @@ from tests.factories import make_knowledge, make_resource
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ST = Path(sys.executable).with_name("st")
-EXAMPLES = int(os.environ.get("KNOWHUB_FUZZ_EXAMPLES", "5"))
+EXAMPLES = int(os.environ.get("KNOWHUB_FUZZ_EXAMPLES", "10"))
 PHASES = os.environ.get("KNOWHUB_FUZZ_PHASES", "examples,fuzzing,stateful")
 CHECKS = os.environ.get("KNOWHUB_FUZZ_CHECKS", ",".join([
     "not_a_server_error", "status_code_conformance", "content_type_conformance", "response_schema_conformance",
@@ -39,7 +39,7 @@ def run_schemathesis(url: str, key: str) -> subprocess.CompletedProcess:
         "--request-timeout", "30", "--max-response-time", "30", "--workers", "1", "--continue-on-failure",
         "--suppress-health-check", "all", "--report", "json", "--report-json-path", str(REPORT_DIR / "report.json"),
     ]
-    return subprocess.run(command, capture_output=True, text=True, cwd=REPO_ROOT, timeout=3600)
+    return subprocess.run(command, capture_output=True, text=True, cwd=REPORT_DIR, timeout=3600)
 
 
 @pytest.mark.django_db(transaction=True)
