@@ -8,7 +8,8 @@ import logging
 
 import psycopg
 from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DataError, InterfaceError, OperationalError
 from django.http import Http404, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -103,6 +104,9 @@ def api_exception_handler(exc, context):
     if isinstance(exc, RequestDataTooBig):
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         return error_response(413, "too_large", f"request body is larger than {limit:,} bytes")
+    if isinstance(exc, (SuspiciousOperation, DjangoValidationError)):  # e.g. too many query parameters
+        message = "; ".join(exc.messages) if isinstance(exc, DjangoValidationError) else str(exc)
+        return error_response(status.HTTP_400_BAD_REQUEST, "invalid", f"non_field_errors: {message}")
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     response = exception_handler(exc, context)

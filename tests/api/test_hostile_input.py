@@ -4,9 +4,14 @@ import json
 import pytest
 from rest_framework.test import APIClient
 
+from agents.mcp_server import _chain, _Refused, _run_sync
 from agents.models import AuditEvent
+from jobs.api import job_visible
+from knowledge.api import views
 from knowledge.models import FeedbackCase, Knowledge
+from resources.api import resource_fetch
 from resources.models import Resource
+from tests.api.conftest import token
 from tests.factories import make_knowledge
 
 pytestmark = pytest.mark.django_db
@@ -177,3 +182,25 @@ def test_http_and_https_source_urls_are_kept(agent):
     urls = ["https://example.com/a?b=1", "HTTP://example.com"]
     response = agent.post("/api/knowledge", {**SAVE, "source": {"urls": urls}}, format="json")
     assert response.status_code == 201 and response.json()["source"]["urls"] == urls
+
+
+def test_too_many_query_parameters_are_a_json_400(agent, settings):
+    settings.DATA_UPLOAD_MAX_NUMBER_FIELDS = 10
+    response = agent.get("/api/knowledge/search?" + "&".join(f"p{i}=1" for i in range(20)))
+    assert response.status_code == 400 and response.json()["error"]["code"] == "invalid"
+
+
+@pytest.mark.django_db(transaction=True)  # _run_sync closes connections as a request's end would
+def test_mcp_tools_refuse_the_same_input_naming_the_field():
+    key = token()
+    save = _chain("knowledge_save", views._create, {**SAVE, "tags": {"a": "b\x00"}})
+    with pytest.raises(_Refused) as refused:
+        _run_sync(key, save)
+    assert refused.value.error["status"] == 400 and refused.value.error["message"].startswith("tags.a: ")
+    for lookup in (lambda caller: views._visible_item(caller, "knowledge-\x00"),
+                   lambda caller: resource_fetch(caller=caller, resource_id="a\x00", reveal=False, remote_addr=None,
+                                                 user_agent=""),
+                   lambda caller: job_visible(caller=caller, job_id="not-a-uuid")):
+        with pytest.raises(_Refused) as refused:
+            _run_sync(key, lookup)
+        assert refused.value.error["status"] == 404
