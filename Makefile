@@ -4,13 +4,19 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install clean-var
+.PHONY: run test fuzz install clean-var
 
 run: $(STAMP)
 	$(BIN)/python manage.py serve
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Schemathesis against a live server, every phase, FUZZ_EXAMPLES per operation (not part of .ci/run).
+FUZZ_EXAMPLES ?= 50
+fuzz: $(STAMP)
+	KNOWHUB_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) KNOWHUB_FUZZ_PHASES=examples,coverage,fuzzing,stateful \
+		$(BIN)/python -m pytest -p no:cacheprovider tests/api/test_schemathesis.py
 
 install: $(STAMP)
 

@@ -2,13 +2,18 @@
 
 - require_caller (pre_invocation, -100): no operation runs without an authenticated caller;
   the caller's scopes then bound everything the operation reads or writes.
-- validate_input (pre_invocation, -50): the raw `data` of an operation is checked by its
+- validate_input (pre_invocation, -50): the raw `data` of an operation (and its other arguments)
+  must be safe JSON (no NUL, no lone surrogate, at most 32 levels deep), then it is checked by its
   registered input serializer and replaced by the validated values (400 naming the field).
-- audit_writes (post_invocation, 100): every write is recorded in the append-only audit log.
+- audit_writes (post_invocation, 100): every write is recorded in the append-only audit log, in
+  the write's own transaction (see `chain.invoke`); the recorded args are a bounded summary.
 - redact_secrets (pre_chat, -100): known secrets never leave in a message to an LLM.
 """
-from agents.chain import Continue, Error, Filter, register
+from django.http import QueryDict
+
+from agents.chain import WRITE_OPERATIONS, Continue, Error, Filter, register
 from agents.models import AuditEvent
+from knowledge.api.safe_json import UNSAFE_CHARACTERS, json_problem
 
 INPUTS: dict[str, type] = {}
 
@@ -24,17 +29,37 @@ def require_caller(ctx):
     return Continue(ctx)
 
 
+def _plain(data):
+    """A query string's values as JSON would hold them: one value, or a list when repeated."""
+    if isinstance(data, QueryDict):
+        return {key: values[0] if len(values) == 1 else values for key, values in data.lists()}
+    return data
+
+
+def unsafe_input(args: dict) -> Error | None:
+    found = None
+    for name, value in args.items():
+        found = json_problem(_plain(value)) if name == "data" else json_problem(value, path=name)
+        if found:
+            where, problem = found
+            return Error(f"{where}: {problem}", status=400, code="invalid", fields={where: [problem]})
+    return None
+
+
 def validate_input(ctx):
+    unsafe = unsafe_input(ctx["args"])
+    if unsafe:
+        return unsafe
     serializer_class = INPUTS.get(ctx["operation"])
     if serializer_class is None or "data" not in ctx["args"]:
         return Continue(ctx)
     serializer = serializer_class(data=ctx["args"]["data"])
     if not serializer.is_valid():
-        from knowledge.api.errors import first_message
+        from knowledge.api.errors import error_payload, first_message, first_path
 
-        fields = dict(serializer.errors)
-        name = next(iter(fields), "non_field_errors")
-        return Error(f"{name}: {first_message(fields.get(name, 'invalid input'))}", status=400, code="invalid", fields=fields)
+        fields = error_payload("invalid", "", dict(serializer.errors))["fields"]
+        name, messages = first_path(fields)
+        return Error(f"{name}: {first_message(messages)}", status=400, code="invalid", fields=fields)
     args = {key: value for key, value in ctx["args"].items() if key != "data"}
     return Continue({**ctx, "args": {**args, **serializer.validated_data}})
 
@@ -42,22 +67,39 @@ def validate_input(ctx):
 REQUIRE_CALLER = register(Filter("require_caller", "pre_invocation", require_caller, priority=-100))
 VALIDATE_INPUT = register(Filter("validate_input", "pre_invocation", validate_input, priority=-50))
 
-WRITE_OPERATIONS = {"knowledge_save", "knowledge_update", "knowledge_edit", "knowledge_batch_update", "knowledge_slim",
-                    "resource_save"}
 SECRET_ARGS = {"secure_body"}
 MAX_ARG_CHARS = 500
+MAX_ITEMS = 50  # per object or list
+MAX_SUMMARY_DEPTH = 6
+MAX_SUMMARY_NODES = 2_000  # values in the whole summary
 
 
-def _summary(value):
+def _text(value: str) -> str:
+    """At most MAX_ARG_CHARS characters, none the database refuses (NUL, lone surrogates)."""
+    value = UNSAFE_CHARACTERS.sub("\ufffd", value)
+    return value if len(value) <= MAX_ARG_CHARS else value[:MAX_ARG_CHARS] + "…"
+
+
+def _summary(value, depth: int = 0, budget: list | None = None):
+    """A bounded, storable copy of an operation's args: safe on any depth, size or character."""
+    budget = [MAX_SUMMARY_NODES] if budget is None else budget
+    budget[0] -= 1
+    if budget[0] < 0:
+        return "…"
     if isinstance(value, str):
-        return value if len(value) <= MAX_ARG_CHARS else value[:MAX_ARG_CHARS] + "…"
+        return _text(value)
+    if isinstance(value, (bool, int)) or value is None:
+        return value if not isinstance(value, int) or abs(value) < 2 ** 63 else _text(str(value))
+    if isinstance(value, float):
+        return value if value == value and abs(value) != float("inf") else str(value)
+    if isinstance(value, (dict, list, tuple)) and depth >= MAX_SUMMARY_DEPTH:
+        return "…"
     if isinstance(value, dict):
-        return {k: "[secret]" if k in SECRET_ARGS else _summary(v) for k, v in list(value.items())[:50]}
+        return {_text(str(k)): "[secret]" if k in SECRET_ARGS else _summary(v, depth + 1, budget)
+                for k, v in list(value.items())[:MAX_ITEMS]}
     if isinstance(value, (list, tuple)):
-        return [_summary(v) for v in value[:50]]
-    if isinstance(value, (int, float, bool)) or value is None:
-        return value
-    return str(value)[:MAX_ARG_CHARS]
+        return [_summary(v, depth + 1, budget) for v in value[:MAX_ITEMS]]
+    return _text(str(value))
 
 
 def _target(result, args) -> str:

@@ -8,22 +8,30 @@ takes the filter context (a dict) and returns one of
     Skip(value)     stop here; `value` is the result
     Error(reason)   stop here; the call fails with `reason`
 
-An exception inside a handler becomes Error naming the filter, never a crash.
+An exception inside a handler becomes Error naming the filter, never a crash
+(and never the text of a database error, which may quote SQL and values).
+
+A write operation (WRITE_OPERATIONS) runs its handler and the post-invocation
+filters in one transaction: a post filter's Error or failure (the audit row not
+stored, say) rolls the write back, so nothing lands that the caller is told failed.
 Deployments add filters by dotted path in KNOWHUB_FILTERS; tests use
 `registered_temporarily`.
 """
 import logging
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
+from django.db import DatabaseError, transaction
 from django.utils.module_loading import import_string
 
 logger = logging.getLogger(__name__)
 
 FILTER_TYPES = ("pre_invocation", "post_invocation", "pre_chat", "post_chat")
+WRITE_OPERATIONS = frozenset({"knowledge_save", "knowledge_update", "knowledge_edit", "knowledge_batch_update",
+                              "knowledge_slim", "resource_save"})
 
 
 @dataclass(frozen=True)
@@ -96,7 +104,8 @@ def run_chain(filter_type: str, ctx: dict) -> "Continue | Skip | Error":
         except Exception as exc:  # noqa: BLE001 - a broken filter is an error result, not a 500
             logger.exception("filter %s failed", f.name)
             # 503, not 500: the call failed in a deployment's filter, and says which.
-            return Error(reason=f"filter {f.name} failed: {type(exc).__name__}: {exc}", filter=f.name, status=503,
+            detail = "" if isinstance(exc, DatabaseError) else f": {exc}"
+            return Error(reason=f"filter {f.name} failed: {type(exc).__name__}{detail}", filter=f.name, status=503,
                          code="filter_failed")
         if isinstance(outcome, Continue):
             ctx = outcome.context
@@ -118,10 +127,11 @@ def invoke(operation: str, handler: Callable[..., Any], args: dict, context: dic
     if isinstance(pre, Error):
         raise ChainError(pre)
     ctx = pre.context
-    result = handler(**ctx["args"], context=ctx["context"])
-    post = run_chain("post_invocation", {**ctx, "result": result})
-    if isinstance(post, Error):
-        raise ChainError(post)
+    with transaction.atomic() if operation in WRITE_OPERATIONS else nullcontext():
+        result = handler(**ctx["args"], context=ctx["context"])
+        post = run_chain("post_invocation", {**ctx, "result": result})
+        if isinstance(post, Error):
+            raise ChainError(post)  # leaving the block rolls a write back
     return post.value if isinstance(post, Skip) else post.context["result"]
 
 

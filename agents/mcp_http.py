@@ -7,7 +7,8 @@ answered as JSON, so any of several web workers can take any request.
 
 Before the SDK sees a request, `BearerGate` checks the Host against
 ALLOWED_HOSTS (as Django would) and the Bearer token against the same tokens
-as the REST API: 401 with the API's error shape otherwise.
+as the REST API: 401 with the API's error shape otherwise (503 with Retry-After when the
+database cannot be reached to check it).
 """
 import json
 
@@ -18,6 +19,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from agents.auth import active_token
 from agents.mcp_server import bearer_key, server
+from knowledge.api.errors import DATABASE_DOWN, RETRY_AFTER_SECONDS
 
 MCP_PATH = "/mcp"
 
@@ -47,7 +49,13 @@ class BearerGate:
                 await _reply(send, 400, "bad_host", "Host is not in ALLOWED_HOSTS")
                 return
             key = bearer_key(headers)
-            if key is None or await sync_to_async(active_token, thread_sensitive=True)(key) is None:
+            try:
+                token = await sync_to_async(active_token, thread_sensitive=True)(key) if key else None
+            except DATABASE_DOWN:
+                await _reply(send, 503, "unavailable", "the database is unavailable; retry later",
+                             [(b"retry-after", str(RETRY_AFTER_SECONDS).encode())])
+                return
+            if token is None:
                 message = "invalid or revoked token" if key else "send 'Authorization: Bearer <token>'"
                 await _reply(send, 401, "not_authenticated", message, [(b"www-authenticate", b"Bearer")])
                 return

@@ -65,7 +65,10 @@ def _run_sync(raw_key: str | None, operation) -> Any:
         if response is None:
             raise
         error = response.data["error"]
-        raise _Refused(response.status_code, error["code"], error["message"], error.get("fields")) from exc
+        refused = _Refused(response.status_code, error["code"], error["message"], error.get("fields"))
+        if response.has_header("Retry-After"):  # e.g. 503 while the database is down
+            refused.error["retry_after"] = int(response["Retry-After"])
+        raise refused from exc
     finally:
         close_old_connections()
 

@@ -1,4 +1,6 @@
 """GET /api/jobs/{id}: a job's state, for whoever asked for it or can see its item."""
+import uuid
+
 from django.db.models import Q
 from django.http import Http404
 from drf_spectacular.utils import extend_schema
@@ -33,7 +35,11 @@ class JobDetailApi(APIView):
 
 
 def job_visible(*, caller, job_id) -> dict:
-    """A job the caller asked for, or whose item it can see; 404 otherwise."""
+    """A job the caller asked for, or whose item it can see; 404 otherwise (also for a job_id that is no UUID)."""
+    try:
+        job_id = uuid.UUID(str(job_id))
+    except ValueError:
+        raise Http404 from None
     jobs = Job.objects.all()
     if caller.readable_scopes is not None:
         jobs = jobs.filter(Q(requested_by=caller.principal) | Q(knowledge__scopes__overlap=list(caller.readable_scopes)))

@@ -196,7 +196,7 @@ STORAGES = {
 
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["knowledge.api.parsers.SafeJSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "agents.auth.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",  # curators in a browser, CSRF-checked

@@ -1,5 +1,6 @@
 """The seed's JSON shape of a knowledge item (seed 003), in and out."""
 import re
+from urllib.parse import urlsplit
 
 from rest_framework import serializers
 
@@ -20,10 +21,24 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+class HttpUrlField(serializers.CharField):
+    """An absolute http(s) URL: the only kind a page may link to (no javascript:, data:, file:)."""
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        try:
+            parts = urlsplit(value)
+        except ValueError:
+            parts = None
+        if parts is None or parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+            raise serializers.ValidationError("must be an http:// or https:// URL")
+        return value
+
+
 class SourceSerializer(serializers.Serializer):
     name = serializers.CharField(required=False, allow_blank=True, max_length=500)
     category = serializers.CharField(required=False, allow_blank=True, max_length=100)
-    urls = serializers.ListField(child=serializers.CharField(max_length=2000), required=False, max_length=100)
+    urls = serializers.ListField(child=HttpUrlField(max_length=2000), required=False, max_length=100)
     agent_id = serializers.CharField(required=False, allow_blank=True, max_length=200)
     submitted_by = serializers.CharField(required=False, allow_blank=True, max_length=200)
     timestamp = serializers.CharField(required=False, allow_blank=True, max_length=40)

@@ -1,6 +1,6 @@
 """POST /api/resource and GET /api/resource/{id} (seed 003, scenarios 1-4)."""
 from django.http import Http404
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import APIException, PermissionDenied
 from rest_framework.response import Response
@@ -10,6 +10,8 @@ from agents.caller import Caller
 from agents.chain import invoke
 from knowledge.api import schema
 from knowledge.api.idempotency import idempotent_response
+from knowledge.api.safe_json import text_problem
+from knowledge.api.serializers import StrictBooleanField
 from knowledge.api.views import caller_of
 from knowledge.serializers import SCOPE_RE
 from resources.models import RESOURCE_ID_PATTERN, Resource, ResourceContentType
@@ -35,6 +37,10 @@ class ResourceInput(serializers.Serializer):
             except serializers.ValidationError as exc:
                 raise serializers.ValidationError({"metadata": {"expires_at": exc.detail}}) from exc
         return attrs
+
+
+class ResourceGetInput(serializers.Serializer):
+    reveal = StrictBooleanField(default=False, help_text="include secure_body (tokens with secret access only)")
 
 
 class ResourceOutput(serializers.Serializer):
@@ -88,7 +94,7 @@ def _save(*, context, **data):
 
 
 class ResourceCollectionApi(APIView):
-    @extend_schema(request=ResourceInput, responses={201: ResourceOutput, **schema.ERRORS})
+    @extend_schema(request=ResourceInput, responses={201: ResourceOutput, **schema.WRITE_ERRORS})
     def post(self, request):
         caller = caller_of(request)
 
@@ -100,13 +106,12 @@ class ResourceCollectionApi(APIView):
 
 
 class ResourceDetailApi(APIView):
-    @extend_schema(
-        operation_id="resource_get",
-        parameters=[OpenApiParameter("reveal", bool, description="include secure_body (tokens with secret access only)")],
-        responses={200: ResourceOutput, 410: schema.ErrorOutput, **schema.ERRORS},
-    )
+    @extend_schema(operation_id="resource_get", parameters=[ResourceGetInput],
+                   responses={200: ResourceOutput, **schema.errors(410)})
     def get(self, request, resource_id):
-        reveal = request.query_params.get("reveal", "").lower() in ("1", "true", "yes")
+        query = ResourceGetInput(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        reveal = query.validated_data["reveal"]
         return Response(resource_fetch(caller=caller_of(request), resource_id=resource_id, reveal=reveal,
                                        remote_addr=request.META.get("REMOTE_ADDR"),
                                        user_agent=request.META.get("HTTP_USER_AGENT", "")))
@@ -114,6 +119,8 @@ class ResourceDetailApi(APIView):
 
 def resource_fetch(*, caller: Caller, resource_id: str, reveal: bool, remote_addr: str | None, user_agent: str) -> dict:
     """A resource the caller can see; with `reveal`, its secret (audited), for tokens with secret access."""
+    if text_problem(resource_id):  # no such id can exist (MCP passes any text)
+        raise Http404
     resources = Resource.objects.all()
     if caller.readable_scopes is not None:
         resources = resources.filter(scopes__overlap=list(caller.readable_scopes))

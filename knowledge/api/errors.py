@@ -1,7 +1,18 @@
-"""One JSON error shape for the whole API: {"error": {"code", "message", "fields"}}."""
+"""One JSON error shape for the whole API: {"error": {"code", "message", "fields"}}.
+
+`message` starts with the dotted path of the first field at fault (`source.urls.0: ...`).
+The database being unreachable is a 503 with `Retry-After`; a value the database refuses
+that validation missed is a 400; anything else unexpected is a JSON 500, never an HTML page.
+"""
+import logging
+
+import psycopg
 from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
-from django.http import Http404
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import DataError, InterfaceError, OperationalError
+from django.http import Http404, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
@@ -10,6 +21,16 @@ from agents.chain import ChainError
 from knowledge.errors import KnowledgeError, KnowledgeIdConflictError
 from knowledge.llm import LLMNotConfigured
 from resources.services import ResourceExistsError
+
+try:
+    from psycopg_pool import PoolTimeout
+except ImportError:  # psycopg_pool is optional (only with the pool option)
+    PoolTimeout = OperationalError
+
+logger = logging.getLogger(__name__)
+
+DATABASE_DOWN = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout)
+RETRY_AFTER_SECONDS = 5
 
 
 def error_payload(code: str, message: str, fields: dict | None = None) -> dict:
@@ -34,6 +55,25 @@ def _messages(value):
     return [str(value)]
 
 
+def first_path(fields: dict) -> tuple[str, list]:
+    """The dotted path to the first message in flattened `fields`, and that message list."""
+    path, value = next(iter(fields.items()), ("non_field_errors", ["invalid input"]))
+    while isinstance(value, dict) or (isinstance(value, list) and not all(isinstance(v, str) for v in value)):
+        entries = [(k, v) for k, v in (value.items() if isinstance(value, dict) else enumerate(value)) if v]
+        if not entries:
+            break
+        key, value = entries[0]
+        path = f"{path}.{key}"
+    return path, value
+
+
+def unavailable_response() -> Response:
+    response = error_response(status.HTTP_503_SERVICE_UNAVAILABLE, "unavailable",
+                              "the database is unavailable; retry later")
+    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response
+
+
 def first_message(value) -> str:
     if isinstance(value, dict):
         value = list(value.values())
@@ -43,6 +83,12 @@ def first_message(value) -> str:
 
 
 def api_exception_handler(exc, context):
+    if isinstance(exc, DATABASE_DOWN):
+        logger.warning("database unavailable: %s: %s", type(exc).__name__, exc)
+        return unavailable_response()
+    if isinstance(exc, DataError):  # a value validation let through; the SQL stays in the log
+        logger.warning("the database refused a value: %s", exc)
+        return error_response(status.HTTP_400_BAD_REQUEST, "invalid", "non_field_errors: the database refused a value")
     if isinstance(exc, LLMNotConfigured):
         return error_response(status.HTTP_409_CONFLICT, "llm_not_configured", str(exc))
     if isinstance(exc, (KnowledgeIdConflictError, ResourceExistsError)):
@@ -52,18 +98,24 @@ def api_exception_handler(exc, context):
         return error_response(status.HTTP_400_BAD_REQUEST, "invalid", f"{field}: {exc.message}", {field: [exc.message]})
     if isinstance(exc, ChainError):
         err = exc.error
-        return error_response(err.status, err.code, f"{err.filter}: {err.reason}" if err.filter else err.reason, err.fields)
+        # A field's error starts with the field (the API's shape); others name the filter that refused.
+        message = f"{err.filter}: {err.reason}" if err.filter and not err.fields else err.reason
+        return error_response(err.status, err.code, message, err.fields)
     if isinstance(exc, RequestDataTooBig):
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         return error_response(413, "too_large", f"request body is larger than {limit:,} bytes")
+    if isinstance(exc, (SuspiciousOperation, DjangoValidationError)):  # e.g. too many query parameters
+        message = "; ".join(exc.messages) if isinstance(exc, DjangoValidationError) else str(exc)
+        return error_response(status.HTTP_400_BAD_REQUEST, "invalid", f"non_field_errors: {message}")
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     response = exception_handler(exc, context)
     if response is None:
-        return None
+        logger.error("unexpected error", exc_info=exc)
+        return error_response(status.HTTP_500_INTERNAL_SERVER_ERROR, "server_error", "an unexpected error; it is logged")
     if isinstance(exc, exceptions.ValidationError):
-        fields = _flatten(exc.detail)
-        name, value = next(iter(fields.items()), ("non_field_errors", ["invalid input"]))
+        fields = _flatten(exc.detail) if isinstance(exc.detail, dict) else {"non_field_errors": _messages(exc.detail)}
+        name, value = first_path(fields)
         message = f"{name}: {first_message(value)}"
         response.data = {"error": {"code": "invalid", "message": message, "fields": fields}}
         return response
@@ -71,3 +123,9 @@ def api_exception_handler(exc, context):
     code = getattr(detail, "code", None) or getattr(exc, "default_code", "error")
     response.data = {"error": {"code": str(code), "message": str(detail), "fields": {}}}
     return response
+
+
+@csrf_exempt  # a POST with a session cookie gets this 404, not Django's HTML CSRF page
+def api_not_found(request, *args, **kwargs) -> JsonResponse:
+    """Any /api/ path no operation answers: the error shape, not Django's HTML page."""
+    return JsonResponse({"error": error_payload("not_found", f"no API operation at {request.path}")}, status=404)

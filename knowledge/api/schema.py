@@ -64,7 +64,7 @@ class BatchOutput(serializers.Serializer):
 class BatchUpdateRequest(serializers.Serializer):
     from knowledge.api.serializers import FeedbackEntry as _Entry
 
-    feedback_list = _Entry(many=True)
+    feedback_list = serializers.ListField(child=_Entry(), min_length=1, max_length=500)
 
 
 class JobLink(serializers.Serializer):
@@ -84,9 +84,25 @@ class FiltersOutput(serializers.Serializer):
     example = serializers.JSONField()
 
 
-ERRORS = {code: OpenApiResponse(ErrorOutput, description=text) for code, text in {
-    400: "invalid input; `fields` names what is wrong",
+ERROR_TEXTS = {
+    400: "invalid input; `fields` names what is wrong (dotted path, e.g. `source.urls.0`)",
     401: "missing or invalid token",
     403: "not allowed for this token",
     404: "no such item visible to this token",
-}.items()}
+    409: "conflict: the id or Idempotency-Key is taken by another request, or no LLM is configured",
+    410: "the resource expired",
+    413: "the request body is too large",
+    429: "too many requests; retry after `Retry-After` seconds",
+    503: "the database is unavailable or a deployment filter failed; retry after `Retry-After` seconds",
+}
+READ_STATUSES = (400, 401, 403, 404, 429, 503)
+
+
+def errors(*extra: int) -> dict:
+    """The error responses of an operation: those every operation may send, and `extra`."""
+    return {code: OpenApiResponse(ErrorOutput, description=ERROR_TEXTS[code]) for code in sorted({*READ_STATUSES, *extra})}
+
+
+ERRORS = errors()
+WRITE_ERRORS = errors(409, 413)  # a body may be too large; an id, key or LLM may conflict
+BODY_ERRORS = errors(413)

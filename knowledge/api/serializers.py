@@ -1,9 +1,12 @@
 """Request bodies and query parameters of the agent API (seed 003)."""
 import json
 
+from django.http import QueryDict
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.fields import empty
 
+from knowledge.api.safe_json import MAX_DEPTH, json_problem
 from knowledge.models import KNOWLEDGE_TYPES
 from knowledge.search.filters import FilterError, parse_filter
 from knowledge.search.rerank import RANK_MODES
@@ -11,15 +14,38 @@ from knowledge.serializers import SCOPE_RE, SourceSerializer, StrictCharField
 
 
 class CommaListField(serializers.ListField):
-    """`a,b` in a query string, or a JSON list in a body."""
+    """`a,b` in a query string, or a JSON list in a body; an empty value (`?scopes=,`, `[""]`) is refused."""
 
     def to_internal_value(self, data):
         if isinstance(data, str):
             data = [data]
         if isinstance(data, list) and all(isinstance(part, str) for part in data):
             # ?types=a,b and ?types=a&types=b both work
-            data = [piece.strip() for part in data for piece in part.split(",") if piece.strip()]
+            data = [piece.strip() for part in data for piece in part.split(",")]
+            if "" in data:
+                raise serializers.ValidationError("an empty value; give names separated by commas")
         return super().to_internal_value(data)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """true or false; in a query string also 1 or 0. Nothing else is coerced ("yes", "", 2 are refused)."""
+
+    QUERY_VALUES = {"true": True, "false": False, "1": True, "0": False}
+
+    def get_value(self, dictionary):
+        if isinstance(dictionary, QueryDict):  # `?reveal=` is a value to refuse, not a missing parameter
+            values = dictionary.getlist(self.field_name)
+            return values[-1] if values else empty
+        return super().get_value(dictionary)
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool):
+            return data
+        if isinstance(data, str) and isinstance(getattr(self.root, "initial_data", None), QueryDict):
+            if data in self.QUERY_VALUES:
+                return self.QUERY_VALUES[data]
+            raise serializers.ValidationError("must be true or false (or 1 or 0)")
+        raise serializers.ValidationError("must be true or false")
 
 
 @extend_schema_field({
@@ -31,11 +57,19 @@ class FilterField(serializers.Field):
     """A filter expression: JSON text (query string) or a JSON value (body)."""
 
     def to_internal_value(self, data):
+        if isinstance(data, str) and not data.strip():
+            data = None  # as an empty ?filters= is: no filter
         if isinstance(data, str):
             try:
                 data = json.loads(data)
             except json.JSONDecodeError as exc:
                 raise serializers.ValidationError(f"not valid JSON: {exc.msg}") from exc
+            except RecursionError:
+                raise serializers.ValidationError(f"nests deeper than {MAX_DEPTH} levels") from None
+        found = json_problem(data)
+        if found:
+            where, problem = found
+            raise serializers.ValidationError(f"{where}: {problem}" if where != "non_field_errors" else problem)
         try:
             return parse_filter(data)
         except FilterError as exc:
@@ -53,9 +87,13 @@ class SearchInput(serializers.Serializer):
     scopes = CommaListField(child=serializers.CharField(max_length=200), required=False, default=list)
     filters = FilterField(required=False, default=None)
     rank = serializers.ChoiceField(choices=RANK_MODES, default="quality")
-    explain = serializers.BooleanField(default=False)
+    explain = StrictBooleanField(default=False)
 
 
+@extend_schema_field({
+    "type": "string", "maxLength": 200, "pattern": "^[A-Za-z0-9_-]*$",
+    "description": "Opaque: the `next` of the previous page, unchanged. Any other value is refused (400).",
+})
 class CursorField(serializers.CharField):
     def to_internal_value(self, data):
         from knowledge.api.pagination import decode_cursor
@@ -138,7 +176,7 @@ class KnowledgeUpdateInput(serializers.Serializer):
 
 class FeedbackEntry(serializers.Serializer):
     knowledge_id = serializers.CharField(max_length=40)
-    is_helpful = serializers.BooleanField()
+    is_helpful = StrictBooleanField()
     case = CaseField(required=False, default=dict)
 
 
@@ -148,4 +186,4 @@ class BatchUpdateInput(serializers.Serializer):
 
 class SlimInput(serializers.Serializer):
     model = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
-    dry_run = serializers.BooleanField(default=False)
+    dry_run = StrictBooleanField(default=False)

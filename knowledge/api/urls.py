@@ -1,8 +1,29 @@
-from django.urls import path
+from django.urls import path, re_path, register_converter
 
 from knowledge.api import views
+from knowledge.api.errors import api_not_found
 from jobs.api import JobDetailApi
 from resources.api import ResourceCollectionApi, ResourceDetailApi
+
+
+class SegmentConverter:
+    """One path segment without NUL (which PostgreSQL refuses): `/api/knowledge/%00` is a JSON 404."""
+
+    regex = "[^/\x00]+"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+class PathConverter(SegmentConverter):
+    regex = "[^\x00]+"
+
+
+register_converter(SegmentConverter, "segment")
+register_converter(PathConverter, "nulfree_path")
 
 urlpatterns = [
     path("knowledge/search", views.KnowledgeSearchApi.as_view(), name="knowledge-search"),
@@ -10,8 +31,10 @@ urlpatterns = [
     path("knowledge/slim", views.KnowledgeSlimApi.as_view(), name="knowledge-slim"),
     path("knowledge/filters", views.KnowledgeFiltersApi.as_view(), name="knowledge-filters"),
     path("knowledge", views.KnowledgeCollectionApi.as_view(), name="knowledge-collection"),
-    path("knowledge/<str:knowledge_id>", views.KnowledgeDetailApi.as_view(), name="knowledge-detail"),
+    path("knowledge/<segment:knowledge_id>", views.KnowledgeDetailApi.as_view(), name="knowledge-detail"),
     path("jobs/<uuid:job_id>", JobDetailApi.as_view(), name="job-detail"),
     path("resource", ResourceCollectionApi.as_view(), name="resource-collection"),
-    path("resource/<path:resource_id>", ResourceDetailApi.as_view(), name="resource-detail"),
+    path("resource/<nulfree_path:resource_id>", ResourceDetailApi.as_view(), name="resource-detail"),
+    # Last: any other /api/ path is a JSON 404 (/api/schema and /api/docs keep their slash redirect).
+    re_path(r"^(?!(?:schema|docs)$).*$", api_not_found, name="api-not-found"),
 ]

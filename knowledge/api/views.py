@@ -2,7 +2,7 @@
 from django.db.models import Q, prefetch_related_objects
 from django.http import Http404
 from rest_framework import status
-from django.db import transaction
+from django.db import DataError, IntegrityError, transaction
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 from drf_spectacular.utils import extend_schema
@@ -14,8 +14,9 @@ from knowledge import selectors, services
 from knowledge.api import schema
 from knowledge.api.pagination import encode_cursor
 from knowledge import evolve, feedback, slim
-from knowledge.api.errors import error_payload
+from knowledge.api.errors import error_payload, first_message, first_path
 from knowledge.api.idempotency import idempotent_response
+from knowledge.api.safe_json import text_problem
 from knowledge.api.serializers import (
     BatchUpdateInput, FeedbackEntry, KnowledgeCreateInput, KnowledgeListInput, KnowledgePatchInput, KnowledgeUpdateInput,
     SearchInput, SlimInput,
@@ -78,7 +79,7 @@ class KnowledgeSearchApi(APIView):
     def get(self, request):
         return self._run(request, request.query_params)
 
-    @extend_schema(request=SearchInput, responses={200: schema.SearchOutput, **schema.ERRORS})
+    @extend_schema(request=SearchInput, responses={200: schema.SearchOutput, **schema.BODY_ERRORS})
     def post(self, request):
         return self._run(request, request.data)
 
@@ -134,7 +135,7 @@ class KnowledgeCollectionApi(APIView):
     def get(self, request):
         return Response(invoke("knowledge_list", _list, {"data": request.query_params}, {"caller": caller_of(request)}))
 
-    @extend_schema(request=KnowledgeCreateInput, responses={201: KnowledgeSerializer, **schema.ERRORS})
+    @extend_schema(request=KnowledgeCreateInput, responses={201: KnowledgeSerializer, **schema.WRITE_ERRORS})
     def post(self, request):
         caller = caller_of(request)
 
@@ -146,6 +147,8 @@ class KnowledgeCollectionApi(APIView):
 
 
 def _visible_item(caller: Caller, knowledge_id: str) -> Knowledge:
+    if not isinstance(knowledge_id, str) or text_problem(knowledge_id):  # no such id can exist (MCP passes any text)
+        raise Http404
     item = visible_to(caller).filter(pk=knowledge_id).first()
     if item is None:
         raise Http404
@@ -182,17 +185,26 @@ def _batch_update(*, feedback_list, context):
     for position, raw in enumerate(feedback_list):
         entry = FeedbackEntry(data=raw)
         knowledge_id = raw.get("knowledge_id") if isinstance(raw, dict) else None
+        knowledge_id = knowledge_id if isinstance(knowledge_id, str) else None
         if not entry.is_valid():
+            name, messages = first_path(error_payload("invalid", "", entry.errors)["fields"])
+            message = f"feedback_list.{position}.{name}: {first_message(messages)}"
             results.append({"index": position, "knowledge_id": knowledge_id, "ok": False,
-                            "error": error_payload("invalid", "invalid feedback entry", entry.errors)})
+                            "error": error_payload("invalid", message, entry.errors)})
             continue
         data = entry.validated_data
         if not visible_to(caller).filter(pk=data["knowledge_id"]).exists():
             results.append({"index": position, "knowledge_id": knowledge_id, "ok": False,
                             "error": error_payload("not_found", f"no knowledge item {data['knowledge_id']}", {})})
             continue
-        feedback.feedback_record(knowledge_id=data["knowledge_id"], helpful=data["is_helpful"], case=data["case"],
-                                 reported_by=caller.principal)
+        try:
+            with transaction.atomic():  # a savepoint: an entry the database refuses leaves the others standing
+                feedback.feedback_record(knowledge_id=data["knowledge_id"], helpful=data["is_helpful"],
+                                         case=data["case"], reported_by=caller.principal)
+        except (DataError, IntegrityError):
+            results.append({"index": position, "knowledge_id": knowledge_id, "ok": False,
+                            "error": error_payload("invalid", "the database refused this entry; it was not stored", {})})
+            continue
         results.append({"index": position, "knowledge_id": knowledge_id, "ok": True})
     failed = sum(1 for r in results if not r["ok"])
     return {"results": results, "succeeded": len(results) - failed, "failed": failed}
@@ -216,13 +228,13 @@ class KnowledgeDetailApi(APIView):
     def get(self, request, knowledge_id):
         return Response(KnowledgeSerializer(_visible_item(caller_of(request), knowledge_id)).data)
 
-    @extend_schema(request=KnowledgeUpdateInput, responses={200: KnowledgeSerializer, **schema.ERRORS})
+    @extend_schema(request=KnowledgeUpdateInput, responses={200: KnowledgeSerializer, **schema.WRITE_ERRORS})
     def put(self, request, knowledge_id):
         args = {"knowledge_id": knowledge_id, "data": request.data}
         return Response(invoke("knowledge_update", _update, args, {"caller": caller_of(request)}))
 
 
-    @extend_schema(request=KnowledgePatchInput, responses={200: KnowledgeSerializer, **schema.ERRORS})
+    @extend_schema(request=KnowledgePatchInput, responses={200: KnowledgeSerializer, **schema.BODY_ERRORS})
     def patch(self, request, knowledge_id):
         args = {"knowledge_id": knowledge_id, "data": request.data}
         return Response(KnowledgeSerializer(invoke("knowledge_edit", _edit, args, {"caller": caller_of(request)})).data)
@@ -231,7 +243,7 @@ class KnowledgeDetailApi(APIView):
 class KnowledgeBatchUpdateApi(APIView):
     """POST /api/knowledge/batch_update: per-entry results; one bad entry does not lose the good ones."""
 
-    @extend_schema(request=schema.BatchUpdateRequest, responses={200: schema.BatchOutput, **schema.ERRORS})
+    @extend_schema(request=schema.BatchUpdateRequest, responses={200: schema.BatchOutput, **schema.BODY_ERRORS})
     def post(self, request):
         return Response(invoke("knowledge_batch_update", _batch_update, {"data": request.data}, {"caller": caller_of(request)}))
 
@@ -266,7 +278,7 @@ def _slim(*, model, dry_run, context):
 class KnowledgeSlimApi(APIView):
     """POST /api/knowledge/slim: queue a merge of near-duplicates within the token's writable scopes (202)."""
 
-    @extend_schema(request=SlimInput, responses={202: schema.JobRef, **schema.ERRORS})
+    @extend_schema(request=SlimInput, responses={202: schema.JobRef, **schema.WRITE_ERRORS})
     def post(self, request):
         body = invoke("knowledge_slim", _slim, {"data": request.data}, {"caller": caller_of(request)})
         return Response(body, status=status.HTTP_202_ACCEPTED)

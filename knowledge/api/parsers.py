@@ -1,0 +1,28 @@
+"""The API's JSON parser: refuses what the database or the stack cannot take, naming where it is.
+
+A body nested deeper than `safe_json.MAX_DEPTH` levels, or with a NUL character or a
+lone surrogate in any key or string, is a 400 whose `fields` name the path
+(`metadata.a.b`, `feedback_list.1.knowledge_id`), before any view or filter runs.
+"""
+from rest_framework.exceptions import ValidationError
+from rest_framework.parsers import JSONParser
+
+from knowledge.api.safe_json import MAX_DEPTH, json_problem
+
+
+def refuse_unsafe(value, *, path: str = "") -> None:
+    """Raise a ValidationError naming the first unsafe place in `value`."""
+    found = json_problem(value, path=path)
+    if found:
+        where, problem = found
+        raise ValidationError({where: [problem]})
+
+
+class SafeJSONParser(JSONParser):
+    def parse(self, stream, media_type=None, parser_context=None):
+        try:
+            data = super().parse(stream, media_type, parser_context)
+        except RecursionError:  # deeper than the decoder can go: far deeper than MAX_DEPTH
+            raise ValidationError({"non_field_errors": [f"nests deeper than {MAX_DEPTH} levels"]}) from None
+        refuse_unsafe(data)
+        return data

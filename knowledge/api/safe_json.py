@@ -1,0 +1,49 @@
+"""What the database cannot store and the stack cannot walk: checked before anything runs.
+
+PostgreSQL refuses NUL characters (and lone UTF-16 surrogates cannot be encoded as
+UTF-8) in text and JSON, and a JSON document nested a thousand levels deep exhausts
+Python's recursion limit in whatever walks it next. `json_problem` finds the first
+such place in a parsed value, naming it by its dotted path (`feedback_list.1.case.a`),
+without recursion, so the check itself is safe on any input.
+"""
+import re
+from typing import Any
+
+MAX_DEPTH = 32  # levels of nested objects and arrays in a request body or JSON parameter
+UNSAFE_CHARACTERS = re.compile("[\x00\ud800-\udfff]")
+
+
+def text_problem(text: str) -> str | None:
+    match = UNSAFE_CHARACTERS.search(text)
+    if match is None:
+        return None
+    return "contains a NUL character" if match.group() == "\x00" else "contains an unpaired UTF-16 surrogate"
+
+
+def json_problem(value: Any, *, path: str = "", max_depth: int = MAX_DEPTH) -> tuple[str, str] | None:
+    """(path, problem) for the first NUL, lone surrogate or too-deep nesting in `value`; None if it is safe.
+
+    `path` names where `value` sits; the returned path is `path` extended by keys and indexes.
+    """
+    stack = [(value, path, 0)]
+    while stack:
+        node, where, depth = stack.pop()
+        if isinstance(node, str):
+            problem = text_problem(node)
+            if problem:
+                return where or "non_field_errors", problem
+            continue
+        if not isinstance(node, (dict, list, tuple)):
+            continue
+        if depth >= max_depth:
+            return where or "non_field_errors", f"nests deeper than {max_depth} levels"
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        children = []
+        for key, child in items:
+            shown = UNSAFE_CHARACTERS.sub("\ufffd", key) if isinstance(key, str) else str(key)
+            name = f"{where}.{shown}" if where else shown
+            if isinstance(key, str) and text_problem(key):
+                return name, f"a key {text_problem(key)}"
+            children.append((child, name, depth + 1))
+        stack.extend(reversed(children))  # report the first problem in document order
+    return None

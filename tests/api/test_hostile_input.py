@@ -1,0 +1,206 @@
+"""Input PostgreSQL or the stack cannot take gets a JSON 4xx naming the field, never a 500 (issue 12, item 6)."""
+import json
+
+import pytest
+from rest_framework.test import APIClient
+
+from agents.mcp_server import _chain, _Refused, _run_sync
+from agents.models import AuditEvent
+from jobs.api import job_visible
+from knowledge.api import views
+from knowledge.models import FeedbackCase, Knowledge
+from resources.api import resource_fetch
+from resources.models import Resource
+from tests.api.conftest import token
+from tests.factories import make_knowledge
+
+pytestmark = pytest.mark.django_db
+
+SAVE = {"task": "Log in", "content": "Use the test account", "types": ["tool"]}
+
+
+def nested(depth: int, leaf="x") -> dict:
+    value = leaf
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+def post_raw(client, url: str, text: str):
+    return client.generic("POST", url, text.encode(), content_type="application/json")
+
+
+def assert_invalid(response, field: str, status: int = 400) -> dict:
+    assert response.status_code == status, response.content[:500]
+    assert response["Content-Type"].startswith("application/json")
+    error = response.json()["error"]
+    assert error["message"].startswith(f"{field}: "), error["message"]
+    return error
+
+
+def test_a_nul_in_a_tag_key_is_a_400_naming_the_tag_and_nothing_is_saved(agent):
+    response = agent.post("/api/knowledge", {**SAVE, "tags": {"dom\x00ain": "web"}}, format="json")
+    error = assert_invalid(response, "tags.dom\ufffdain")
+    assert error["code"] == "invalid" and "NUL" in error["message"]
+    assert not Knowledge.objects.exists() and not AuditEvent.objects.exists()
+
+
+def test_a_nul_in_a_case_key_or_value_is_a_400_naming_it(agent):
+    item = make_knowledge()
+    value = agent.put(f"/api/knowledge/{item.id}", {"add_helpful_case": {"task": "a\x00b"}}, format="json")
+    assert_invalid(value, "add_helpful_case.task")
+    key = agent.put(f"/api/knowledge/{item.id}", {"add_harmful_case": {"\x00": "x"}}, format="json")
+    assert_invalid(key, "add_harmful_case.\ufffd")
+    assert not FeedbackCase.objects.exists()
+
+
+def test_a_nul_in_resource_metadata_is_a_400_naming_the_member(agent):
+    response = agent.post("/api/resource", {"id": "code/x", "title": "x", "metadata": {"note": ["ok", "\x00"]}},
+                          format="json")
+    assert_invalid(response, "metadata.note.1")
+    assert not Resource.objects.exists()
+
+
+def test_a_lone_surrogate_in_a_body_is_a_400_naming_the_field(agent):
+    response = post_raw(agent, "/api/knowledge", json.dumps({**SAVE, "task": "\ud800"}))
+    assert "surrogate" in assert_invalid(response, "task")["message"]
+
+
+def test_a_nul_in_a_filter_value_is_a_400_naming_filters_in_a_query_string_and_in_a_body(agent):
+    expression = {"op": "EQ", "key": "tags.domain", "value": "we\x00b"}
+    query = agent.get("/api/knowledge/search", {"q": "login", "filters": json.dumps(expression)})
+    assert "NUL" in assert_invalid(query, "filters")["message"]
+    body = agent.post("/api/knowledge/search", {"q": "login", "filters": expression}, format="json")
+    assert_invalid(body, "filters.value")
+
+
+def test_a_nul_in_a_query_parameter_is_a_400_naming_it(agent):
+    assert_invalid(agent.get("/api/knowledge/search", {"q": "a\x00b"}), "q")
+    assert_invalid(agent.get("/api/knowledge", {"scopes": "org:\x00"}), "scopes")
+
+
+def test_a_nul_in_an_id_in_the_path_is_a_json_404(agent):
+    for url in ("/api/knowledge/%00", "/api/knowledge/knowledge-20260101-ab%00", "/api/resource/code/a%00b"):
+        response = agent.get(url)
+        assert response.status_code == 404 and response.json()["error"]["code"] == "not_found", url
+
+
+def test_json_nested_a_thousand_levels_is_a_400_naming_where(agent):
+    response = agent.post("/api/resource", {"id": "code/deep", "title": "deep", "metadata": nested(900)},
+                          format="json")
+    error = assert_invalid(response, "metadata" + ".a" * 31)
+    assert "deeper than 32 levels" in error["message"]
+    assert not Resource.objects.exists() and not AuditEvent.objects.exists()
+
+
+def test_json_deeper_than_the_decoder_can_go_is_a_400(agent):
+    response = post_raw(agent, "/api/knowledge", "[" * 100_000 + "]" * 100_000)
+    assert "deeper than 32 levels" in assert_invalid(response, "non_field_errors")["message"]
+
+
+def test_filters_nested_1300_levels_in_a_query_string_are_a_400(agent):
+    deep = '{"op": "NOT", "condition": ' * 1300 + '{"op": "EQ", "key": "score", "value": 3}' + "}" * 1300
+    assert_invalid(agent.get("/api/knowledge/search", {"q": "x", "filters": deep}), "filters")
+
+
+def test_filters_nested_within_the_json_limit_meet_the_filter_parser_depth_limit(agent):
+    deep = {"op": "EQ", "key": "score", "value": 3}
+    for _ in range(20):
+        deep = {"op": "NOT", "condition": deep}
+    response = agent.post("/api/knowledge/search", {"q": "x", "filters": deep}, format="json")
+    assert "deeper than 8 levels" in assert_invalid(response, "filters")["message"]
+
+
+def test_a_batch_with_a_nul_knowledge_id_is_a_400_naming_the_entry_and_nothing_lands(agent):
+    item = make_knowledge()
+    feedback = [{"knowledge_id": item.id, "is_helpful": True}, {"knowledge_id": "knowledge-\x00", "is_helpful": True}]
+    response = agent.post("/api/knowledge/batch_update", {"feedback_list": feedback}, format="json")
+    assert_invalid(response, "feedback_list.1.knowledge_id")
+    assert not FeedbackCase.objects.exists() and not AuditEvent.objects.exists()
+
+
+@pytest.mark.parametrize("url", ["/api/nothing-here", "/api/knowledge/search/extra", "/api/jobs/not-a-uuid"])
+def test_an_unrouted_api_path_is_a_json_404(agent, url):
+    response = agent.get(url)
+    assert response.status_code == 404 and response["Content-Type"].startswith("application/json")
+    assert response.json()["error"]["code"] == "not_found"
+
+
+def test_a_write_to_an_unrouted_api_path_with_a_session_cookie_is_a_json_404_not_a_csrf_page():
+    client = APIClient(enforce_csrf_checks=True)
+    client.cookies["sessionid"] = "whatever"
+    response = client.put("/api/knowledge/a%2Fb", {}, format="json")
+    assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
+
+
+@pytest.mark.parametrize("value", ["", "yes", "on", "2", "True "])
+def test_reveal_takes_only_true_false_1_or_0(agent, value):
+    Resource.objects.create(id="code/r", title="r", scopes=["org:acme"], secure_body="s3cret")
+    assert_invalid(agent.get("/api/resource/code/r", {"reveal": value}), "reveal")
+
+
+def test_reveal_true_and_1_reveal_and_false_and_0_do_not(agent):
+    Resource.objects.create(id="code/r", title="r", scopes=["org:acme"], secure_body="s3cret")
+    for value, shown in (("true", True), ("1", True), ("false", False), ("0", False)):
+        body = agent.get("/api/resource/code/r", {"reveal": value}).json()
+        assert ("secure_body" in body) is shown, value
+
+
+@pytest.mark.parametrize("value", ["true", 1, 0, "yes", None])
+def test_dry_run_in_a_body_must_be_a_json_boolean(agent, value):
+    assert_invalid(agent.post("/api/knowledge/slim", {"dry_run": value}, format="json"), "dry_run")
+
+
+def test_is_helpful_in_a_batch_must_be_a_json_boolean(agent):
+    item = make_knowledge()
+    response = agent.post("/api/knowledge/batch_update",
+                          {"feedback_list": [{"knowledge_id": item.id, "is_helpful": "yes"}]}, format="json")
+    result = response.json()["results"][0]
+    assert response.status_code == 200 and not result["ok"]
+    assert result["error"]["message"].startswith("feedback_list.0.is_helpful: ")
+
+
+@pytest.mark.parametrize("query", [{"scopes": ","}, {"scopes": "org:acme,"}, {"types": ","}])
+def test_empty_names_in_a_comma_list_are_a_400(agent, query):
+    assert_invalid(agent.get("/api/knowledge", query), next(iter(query)))
+
+
+def test_an_empty_scope_in_a_json_list_is_a_400(agent):
+    assert_invalid(agent.post("/api/knowledge/search", {"q": "x", "scopes": [""]}, format="json"), "scopes")
+    assert_invalid(agent.post("/api/knowledge", {**SAVE, "scopes": [""]}, format="json"), "scopes.0")
+
+
+@pytest.mark.parametrize("url", ["javascript:alert(1)", "data:text/html,x", "file:///etc/passwd", "//evil.example",
+                                 "http://"])
+def test_source_urls_must_be_http_or_https(agent, url):
+    response = agent.post("/api/knowledge", {**SAVE, "source": {"urls": ["https://ok.example", url]}}, format="json")
+    assert_invalid(response, "source.urls.1")
+    assert not Knowledge.objects.exists()
+
+
+def test_http_and_https_source_urls_are_kept(agent):
+    urls = ["https://example.com/a?b=1", "HTTP://example.com"]
+    response = agent.post("/api/knowledge", {**SAVE, "source": {"urls": urls}}, format="json")
+    assert response.status_code == 201 and response.json()["source"]["urls"] == urls
+
+
+def test_too_many_query_parameters_are_a_json_400(agent, settings):
+    settings.DATA_UPLOAD_MAX_NUMBER_FIELDS = 10
+    response = agent.get("/api/knowledge/search?" + "&".join(f"p{i}=1" for i in range(20)))
+    assert response.status_code == 400 and response.json()["error"]["code"] == "invalid"
+
+
+@pytest.mark.django_db(transaction=True)  # _run_sync closes connections as a request's end would
+def test_mcp_tools_refuse_the_same_input_naming_the_field():
+    key = token()
+    save = _chain("knowledge_save", views._create, {**SAVE, "tags": {"a": "b\x00"}})
+    with pytest.raises(_Refused) as refused:
+        _run_sync(key, save)
+    assert refused.value.error["status"] == 400 and refused.value.error["message"].startswith("tags.a: ")
+    for lookup in (lambda caller: views._visible_item(caller, "knowledge-\x00"),
+                   lambda caller: resource_fetch(caller=caller, resource_id="a\x00", reveal=False, remote_addr=None,
+                                                 user_agent=""),
+                   lambda caller: job_visible(caller=caller, job_id="not-a-uuid")):
+        with pytest.raises(_Refused) as refused:
+            _run_sync(key, lookup)
+        assert refused.value.error["status"] == 404
