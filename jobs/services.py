@@ -7,9 +7,10 @@ from django.utils import timezone
 
 from jobs.models import Job, WorkerHeartbeat
 
-# Queued jobs nobody has claimed after this long lost their message (a broker
-# restart, a worker killed between taking and starting it): send them again.
-UNCLAIMED_AFTER_SECONDS = 120
+import logging
+
+logger = logging.getLogger(__name__)
+
 FORGET_HEARTBEATS_AFTER = timedelta(hours=1)
 
 
@@ -75,17 +76,30 @@ def jobs_requeue_orphans() -> list[str]:
             status=Job.Status.QUEUED, worker="", sent_at=now
         ):
             requeued.append(job_id)
-    stale = now - timedelta(seconds=UNCLAIMED_AFTER_SECONDS)
+    # queued jobs nobody claimed for this long lost their message (the broker was down or
+    # restarted, a worker died between taking and starting it): send them again
+    stale = now - timedelta(seconds=settings.KNOWHUB_JOB_RESEND_SECONDS)
     for job_id in Job.objects.filter(status=Job.Status.QUEUED, sent_at__lt=stale).values_list("id", flat=True):
         if Job.objects.filter(pk=job_id, status=Job.Status.QUEUED, sent_at__lt=stale).update(sent_at=now):
             requeued.append(job_id)
     for job_id in requeued:
-        _send(Job.objects.get(pk=job_id))
+        job_send(Job.objects.get(pk=job_id))
     WorkerHeartbeat.objects.exclude(instance__in=alive).filter(last_seen__lt=now - FORGET_HEARTBEATS_AFTER).delete()
     return [str(j) for j in requeued]
 
 
-def _send(job) -> None:
+def job_send(job) -> bool:
+    """Give the job's message to the broker (call on commit); False when the broker refused it.
+
+    The caller's reply never fails for it: the job stays queued, and the
+    workers' heartbeat sweep sends it again KNOWHUB_JOB_RESEND_SECONDS after
+    `sent_at`, once the broker is back.
+    """
     from knowledge.tasks import run_evolve, run_slim
 
-    {"evolve": run_evolve, "slim": run_slim}[job.kind].delay(str(job.id))
+    try:
+        {"evolve": run_evolve, "slim": run_slim}[job.kind].delay(str(job.id))
+        return True
+    except Exception as exc:  # noqa: BLE001 - a broker outage must not turn a stored job into an error reply
+        logger.warning("could not send %s job %s (%s); it will be re-sent", job.kind, job.id, exc)
+        return False

@@ -150,6 +150,8 @@ KNOWHUB_WORKER_STALE_SECONDS = env_int("KNOWHUB_WORKER_STALE_SECONDS", 30)
 KNOWHUB_WORKER_HEARTBEAT_SECONDS = env_int("KNOWHUB_WORKER_HEARTBEAT_SECONDS", 5)
 # LLM jobs retry after base, 2*base, 4*base seconds, then fail with a readable error.
 KNOWHUB_RETRY_BACKOFF_SECONDS = env_int("KNOWHUB_RETRY_BACKOFF_SECONDS", 5)
+# A queued job whose message the broker lost (or never took: it was down) is sent again after this long.
+KNOWHUB_JOB_RESEND_SECONDS = env_int("KNOWHUB_JOB_RESEND_SECONDS", 120)
 
 # --- LLM and embeddings -------------------------------------------------------
 OPENAI_API_KEY = env_str("OPENAI_API_KEY")

@@ -12,7 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from jobs.models import Job
-from jobs.services import job_claim
+from jobs.services import job_claim, job_send
 from knowledge import llm, services
 from knowledge.models import Knowledge
 
@@ -38,11 +38,10 @@ def evolve_request(*, knowledge_id: str, feedback: str, requested_by: str) -> Jo
     """Queue an evolve job. Raises llm.LLMNotConfigured when there is no LLM to do it."""
     if not llm.llm_configured():
         raise llm.LLMNotConfigured()
-    from knowledge.tasks import run_evolve
 
     job = Job.objects.create(kind="evolve", knowledge_id=knowledge_id, requested_by=requested_by,
                              params={"feedback": feedback, "model": settings.KNOWHUB_LLM_MODEL})
-    transaction.on_commit(lambda: run_evolve.delay(str(job.id)))
+    transaction.on_commit(lambda: job_send(job))
     return job
 
 

@@ -20,7 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from jobs.models import Job
-from jobs.services import job_claim
+from jobs.services import job_claim, job_send
 from knowledge import llm, services
 from knowledge.models import FeedbackCase, Knowledge, KnowledgeStatus, SlimRejection
 from knowledge.search.embeddings import get_embedder
@@ -142,11 +142,10 @@ def slim_reject(*, first_id: str, second_id: str, rejected_by: str) -> None:
 def slim_request(*, model: str | None, dry_run: bool, requested_by: str, writable_scopes: list[str] | None) -> Job:
     if not llm.llm_configured():
         raise llm.LLMNotConfigured()
-    from knowledge.tasks import run_slim
 
     job = Job.objects.create(kind="slim", requested_by=requested_by, progress={"groups_found": 0, "merged": 0, "failed": 0},
                              params={"model": model, "dry_run": dry_run, "writable_scopes": writable_scopes})
-    transaction.on_commit(lambda: run_slim.delay(str(job.id)))
+    transaction.on_commit(lambda: job_send(job))
     return job
 
 

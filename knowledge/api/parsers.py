@@ -4,10 +4,16 @@ A body nested deeper than `safe_json.MAX_DEPTH` levels, or with a NUL character 
 lone surrogate in any key or string, is a 400 whose `fields` name the path
 (`metadata.a.b`, `feedback_list.1.knowledge_id`), before any view or filter runs.
 """
+import json
+import re
+
 from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import JSONParser
 
 from knowledge.api.safe_json import MAX_DEPTH, json_problem
+
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+_CLOSERS = {"{": "}", "[": "]"}
 
 
 def refuse_unsafe(value, *, path: str = "") -> None:
@@ -23,6 +29,30 @@ class SafeJSONParser(JSONParser):
         try:
             data = super().parse(stream, media_type, parser_context)
         except RecursionError:  # deeper than the decoder can go: far deeper than MAX_DEPTH
+            stream_text = parser_context.get("request").body.decode(errors="replace") if parser_context else ""
+            refuse_unsafe(_cut_below_the_limit(stream_text))
             raise ValidationError({"non_field_errors": [f"nests deeper than {MAX_DEPTH} levels"]}) from None
         refuse_unsafe(data)
         return data
+
+
+def _cut_below_the_limit(text: str):
+    """The document up to where it nests one level past MAX_DEPTH, closed there, parsed (None if that fails).
+
+    Lets the depth error name its path (`metadata.a.a…`) when the document is
+    too deep for Python's decoder to parse whole.
+    """
+    openers: list[str] = []
+    for token in _TOKENS.finditer(text):
+        mark = token.group()
+        if mark in _CLOSERS:
+            if len(openers) > MAX_DEPTH:
+                closed = text[: token.start()] + "0" + "".join(_CLOSERS[o] for o in reversed(openers))
+                try:
+                    return json.loads(closed)
+                except ValueError:
+                    return None
+            openers.append(mark)
+        elif mark in ("}", "]") and openers:
+            openers.pop()
+    return None
