@@ -221,7 +221,7 @@ SPECTACULAR_SETTINGS = {
 KNOWHUB_FILTERS = env_list("KNOWHUB_FILTERS", [])
 
 # --- Web security -------------------------------------------------------------
-# README "Web security", docs/SECURITY-web.md. Everything here is overridable by env.
+# README "Web security", docs/SECURITY.md. Everything here is overridable by env.
 from datetime import timedelta  # noqa: E402
 
 from csp.constants import NONE, SELF  # noqa: E402

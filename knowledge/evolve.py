@@ -55,7 +55,9 @@ def _prompt(item: Knowledge, feedback: str) -> str:
 
 
 def _secrets_of(item: Knowledge) -> list[str]:
-    return [r.secure_body for r in item.resources.all() if r.secure_body]
+    from resources.selectors import secrets_of
+
+    return secrets_of(item.resources.all())
 
 
 def evolve_run(*, job_id: str, worker: str = "") -> Job:

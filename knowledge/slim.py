@@ -85,7 +85,9 @@ def find_groups(*, writable_scopes: list[str] | None = None, threshold: float = 
 
 def propose_merge(items: list[Knowledge], *, model: str | None) -> dict:
     listing = "\n\n".join(f"Item {i + 1}\nTask: {k.task}\nContent: {k.content}" for i, k in enumerate(items))
-    secrets = [r.secure_body for k in items for r in k.resources.all() if r.secure_body]
+    from resources.selectors import secrets_of
+
+    secrets = secrets_of(r for k in items for r in k.resources.all())
     return llm.chat_json(system=SYSTEM, user=f"Merge these items into one:\n\n{listing}", schema=SCHEMA,
                          schema_name="merged_knowledge", model=model, secrets=secrets)
 

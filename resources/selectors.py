@@ -1,5 +1,5 @@
 """Reads of resources."""
-from resources.models import Resource
+from resources.models import Resource, ResourceVersion
 
 
 def resources_needing_refresh() -> list[dict]:
@@ -10,3 +10,10 @@ def resources_needing_refresh() -> list[dict]:
         rows.append({"id": resource.id, "title": resource.title, "content_type": resource.content_type,
                      "expires_at": resource.expires_at, "knowledge_ids": dependents})
     return rows
+
+
+def secrets_of(resources) -> list[str]:
+    """Every secret these resources hold or ever held (earlier versions too): none may reach an LLM."""
+    resources = list(resources)
+    earlier = ResourceVersion.objects.filter(resource__in=resources).only("secure_body")
+    return [s for s in dict.fromkeys([*(r.secure_body for r in resources), *(v.secure_body for v in earlier)]) if s]

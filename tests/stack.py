@@ -14,6 +14,7 @@ import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -133,3 +134,30 @@ def statuses(replies: list[Reply]) -> dict:
     for reply in replies:
         counts[reply.status] = counts.get(reply.status, 0) + 1
     return counts
+
+
+@contextmanager
+def asgi_server(env: dict):
+    """The web process's ASGI application (Django + /mcp) under uvicorn on a free port; yields its URL."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "knowhub_site.asgi:application", "--host", "127.0.0.1",
+                             "--port", str(port), "--log-level", "warning"], cwd=REPO_ROOT, env=env,
+                            start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+
+    def up():
+        assert proc.poll() is None, "uvicorn exited"
+        try:
+            with urllib.request.urlopen(url + "/healthz", timeout=2):
+                return True
+        except urllib.error.HTTPError:
+            return True  # it answers (503 while no worker runs)
+        except OSError:
+            return False
+
+    try:
+        wait_for(up, timeout=60, message="uvicorn")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(20)

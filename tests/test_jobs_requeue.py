@@ -17,7 +17,7 @@ ALIVE = "knowhub-8000@box/4343/5eed5eed"  # the same hostname, restarted: a new 
 @pytest.fixture
 def sent(monkeypatch):
     calls = []
-    monkeypatch.setattr("jobs.services._send", lambda job: calls.append(str(job.id)))
+    monkeypatch.setattr("jobs.services.job_send", lambda job: calls.append(str(job.id)))
     return calls
 
 
@@ -99,3 +99,16 @@ def test_an_evolve_whose_job_was_claimed_again_meanwhile_writes_nothing(monkeypa
     assert (stale.status, stale.worker, stale.attempts) == ("running", ALIVE, 2)
     item.refresh_from_db()
     assert item.content != "stale" and not KnowledgeVersion.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_job_whose_message_the_broker_refused_is_stored_queued_and_the_reply_does_not_fail(monkeypatch, settings):
+    from jobs.services import job_send
+
+    def broker_down(*args, **kwargs):
+        raise ConnectionRefusedError("broker down")
+
+    monkeypatch.setattr("knowledge.tasks.run_slim.delay", broker_down)
+    job = Job.objects.create(kind="slim", requested_by="agent:a")
+    assert job_send(job) is False
+    assert Job.objects.get(pk=job.pk).status == Job.Status.QUEUED  # the sweep re-sends it later

@@ -1,7 +1,6 @@
 """The MCP server, driven by the official `mcp` SDK's own clients: stdio (manage.py mcp) and streamable HTTP (/mcp)."""
 import json
 import os
-import socket
 import subprocess
 import sys
 from contextlib import asynccontextmanager
@@ -15,7 +14,8 @@ from mcp.client.streamable_http import streamable_http_client
 from agents.models import AuditEvent
 from agents.services import agent_token_create
 from knowledge.models import Knowledge
-from tests.conftest import REPO_ROOT, database_url_for_subprocess, wait_for
+from tests.conftest import REPO_ROOT, database_url_for_subprocess
+from tests.stack import asgi_server as asgi_server_at
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -123,25 +123,8 @@ def test_stdio_command_refuses_a_bad_token():
 
 @pytest.fixture
 def asgi_server():
-    """The web process's ASGI application (Django + /mcp) under uvicorn, on the test database."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "knowhub_site.asgi:application", "--host", "127.0.0.1",
-                             "--port", str(port), "--log-level", "warning"], cwd=REPO_ROOT, env=subprocess_env(),
-                            start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-
-    def up():
-        try:
-            return httpx2.get(url + "/healthz", timeout=2).status_code in (200, 503)
-        except httpx2.HTTPError:
-            return proc.poll() is not None and pytest.fail("uvicorn exited")
-
-    wait_for(up, timeout=60, message="uvicorn")
-    yield url
-    proc.terminate()
-    proc.wait(20)
+    with asgi_server_at(subprocess_env()) as url:
+        yield url
 
 
 def test_streamable_http_under_mcp_with_the_same_tokens(asgi_server):

@@ -7,7 +7,7 @@ with more examples and the coverage phase too. The CLI's JSON report and output 
 Checked: server errors, status codes, content types, response schemas and headers, unsupported methods,
 missing required headers, and the stateful use-after-free and resource-availability checks. Not asserted:
 positive_data_acceptance and negative_data_rejection (the schema cannot say everything the server checks,
-such as scope patterns or a cursor's content; see docs/RELIABILITY-input.md).
+such as scope patterns or a cursor's content; see docs/RELIABILITY.md).
 """
 import json
 import os

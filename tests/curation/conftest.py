@@ -52,3 +52,20 @@ def curator_client(client, curator_user):
 def admin_client_(client, admin_user):
     client.force_login(admin_user)
     return client
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """Debian's chromium under Playwright, one per test module (fails, never skips, when it is missing)."""
+    import os
+
+    # Playwright's sync API runs an event loop in this thread; the ORM calls of the test itself are still synchronous.
+    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    from playwright.sync_api import sync_playwright
+
+    from curation.screenshots import launch
+
+    with sync_playwright() as p:
+        browser = launch(p)
+        yield browser
+        browser.close()

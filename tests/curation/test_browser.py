@@ -8,25 +8,13 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import Group
 
-from curation.screenshots import DESKTOP, PHONE, capture, launch, log_in
+from curation.screenshots import DESKTOP, PHONE, capture, log_in
 from knowledge.models import Knowledge, SlimRejection
 from tests.conftest import REPO_ROOT
 from tests.curation.demo import make_demo
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 PASSWORD = "pw-for-browser-tests"
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    # Playwright's sync API runs an event loop in this thread; the ORM calls of the test itself are still synchronous.
-    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = launch(p)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture

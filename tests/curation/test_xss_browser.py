@@ -1,11 +1,10 @@
 """In Debian's chromium: the main pages run under the Content-Security-Policy with no violation, and a
 stored javascript:/data: URL is never a link (issue 12, item 4). Fails, never skips, without chromium."""
-import os
 
 import pytest
 from django.contrib.auth.models import Group
 
-from curation.screenshots import DESKTOP, launch, log_in
+from curation.screenshots import DESKTOP, log_in
 from tests.curation.demo import make_demo
 from tests.factories import make_knowledge
 
@@ -13,17 +12,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 PASSWORD = "pw-for-browser-tests"
 STORED_URLS = ["javascript:window.x=1", "JaVaScRiPt:window.x=1", "\tjavascript:window.x=1",
                "data:text/html,<script>window.x=1</script>"]
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = launch(p)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture

@@ -46,15 +46,19 @@ def test_evolve_rewrites_the_item_and_keeps_the_old_version(acme, fake_openai, l
 
 
 @pytest.mark.django_db(transaction=True)
-def test_secrets_of_linked_resources_never_reach_the_llm(acme, fake_openai, llm_worker):
-    acme.post("/api/resource", {"id": "credentials/site_a", "title": "site A", "secure_body": SECRET, "content_type": "credential"}, format="json")
-    created = acme.post("/api/knowledge", {"task": "Log in to site A", "content": f"the password is {SECRET}", "types": ["tool"],
+def test_secrets_of_linked_resources_and_their_earlier_versions_never_reach_the_llm(acme, fake_openai, llm_worker):
+    old_secret = "hunter2-rotated-away-last-week"
+    for secret in (old_secret, SECRET):  # the second save keeps the first secret in an earlier version
+        acme.post("/api/resource", {"id": "credentials/site_a", "title": "site A", "secure_body": secret,
+                                    "content_type": "credential"}, format="json")
+    created = acme.post("/api/knowledge", {"task": "Log in to site A", "types": ["tool"],
+                                           "content": f"the password is {SECRET} (it was {old_secret})",
                                            "resource_ids": ["credentials/site_a"]}, format="json").json()
     fake_openai.reply_json({"task": "t", "content": "c", "summary_of_changes": "s"})
     job = acme.put(f"/api/knowledge/{created['id']}", {"evolve_feedback": "shorter"}, format="json").json()["job"]
     assert wait_for(lambda: finished(acme, job["url"]), timeout=90, message="the evolve job")["status"] == "succeeded"
     sent = str(fake_openai.requests[-1]["body"])
-    assert SECRET not in sent and "[REDACTED]" in sent
+    assert SECRET not in sent and old_secret not in sent and sent.count("[REDACTED]") >= 2
 
 
 @pytest.mark.django_db(transaction=True)

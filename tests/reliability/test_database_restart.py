@@ -76,3 +76,5 @@ def test_the_database_stopped_and_restarted_under_load_costs_only_503s_and_loses
         print(f"\ndatabase restart under load: {counts}; acknowledged {len(acknowledged)}, stored {len(stored)}")
     finally:
         stack.stop()
+        if (stack.var_dir / "pgdata" / "postmaster.pid").exists():  # the server this test restarted is its own
+            pg_ctl("stop", "-D", str(stack.var_dir / "pgdata"), "-m", "fast", "-w")

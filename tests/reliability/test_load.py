@@ -42,6 +42,7 @@ def test_fifty_clients_times_twenty_helpful_puts_count_exactly_one_thousand(stac
 
     replies = hammer(helpful, clients=CLIENTS, per_client=20)
 
+    print(f"\n50 x 20 helpful PUTs: {statuses(replies)}")
     assert statuses(replies) == {200: 1000}
     got = stack.request("GET", f"/api/knowledge/{item}", token=token).json()
     assert got["eval"]["helpful"] == 1000
@@ -60,6 +61,7 @@ def test_a_minute_of_fifty_searching_clients_leaves_the_server_healthy(stack, to
     replies = hammer(search, clients=CLIENTS, seconds=60)
 
     counts = statuses(replies)
+    print(f"\n60 s of 50 searching clients: {counts}")
     server_errors = {code: n for code, n in counts.items() if code is None or code >= 500 and code != 503}
     assert not server_errors, counts
     for reply in replies:

@@ -107,32 +107,12 @@ def world(django_db_setup, django_db_blocker):
 def asgi_url(world, django_db_blocker):
     """The web process's ASGI application (Django + /mcp) under uvicorn, on the test database."""
     import os
-    import socket
-    import subprocess
-    import sys
 
-    import httpx2
+    from tests.conftest import database_url_for_subprocess
+    from tests.stack import asgi_server
 
-    from tests.conftest import REPO_ROOT, database_url_for_subprocess, wait_for
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
     with django_db_blocker.unblock():
         env = {**os.environ, "DATABASE_URL": database_url_for_subprocess(),
                "DJANGO_SETTINGS_MODULE": "knowhub_site.test_settings"}
-    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "knowhub_site.asgi:application", "--host", "127.0.0.1",
-                             "--port", str(port), "--log-level", "warning"], cwd=REPO_ROOT, env=env,
-                            start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-
-    def up():
-        try:
-            return httpx2.get(url + "/healthz", timeout=2).status_code in (200, 503)
-        except httpx2.HTTPError:
-            return proc.poll() is not None and pytest.fail("uvicorn exited")
-
-    wait_for(up, timeout=60, message="uvicorn")
-    yield url
-    proc.terminate()
-    proc.wait(20)
+    with asgi_server(env) as url:
+        yield url
