@@ -121,3 +121,13 @@ def evaluate(name, *, modes, embedder_name=None, max_queries=0, query_prefix="",
             "mrr@10": metrics.mean(mrr),
             "ms_per_query": 1000 * elapsed / max(len(ndcg), 1),
         }
+
+
+def development(queries: dict[str, str]) -> list[tuple[str, str]]:
+    """The half of a dataset's queries used to fit and tune (even positions in the file)."""
+    return [pair for i, pair in enumerate(queries.items()) if i % 2 == 0]
+
+
+def held_out(queries: dict[str, str]) -> list[tuple[str, str]]:
+    """The other half: only ever scored, never tuned on (odd positions)."""
+    return [pair for i, pair in enumerate(queries.items()) if i % 2 == 1]

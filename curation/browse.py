@@ -41,15 +41,16 @@ def _extra_filters(*, owner: str, score_min: int | None, score_max: int | None):
 
 def knowledge_browse(*, q: str = "", types=(), scopes=(), tags=None, owner: str = "", status: str = "active",
                      score_min: int | None = None, score_max: int | None = None, sort: str = "") -> Browse:
-    """Items matching the filters; with `q`, the engine's stage-1 candidates (every match, even
-    low-quality ones a curator must see), in relevance order unless another `sort` is asked for."""
+    """Items matching the filters; with `q`, the engine's stage-1 candidates that pass its relevance
+    gate (low-quality ones too: a curator must see them), in relevance order unless another `sort` is asked for."""
     statuses = () if status == "any" else (status or "active",)
     filters = _extra_filters(owner=owner, score_min=score_min, score_max=score_max)
     if q.strip():
         result = engine.search(query=q, top_k=SEARCH_TOP_K, min_score=1, types=types or None, scopes=scopes or None,
                                tags=tags or None, filters=filters, statuses=statuses, rank="relevance")
-        items = [result.items[c.id] for c in result.candidates]
-        for item, candidate in zip(items, result.candidates):
+        answers = [c for c in result.candidates if c.answers]  # a curator sees low quality, not non-answers
+        items = [result.items[c.id] for c in answers]
+        for item, candidate in zip(items, answers):
             item.quality = item.quality_score
             item.relevance = candidate.relevance
         if sort in ORDERINGS:

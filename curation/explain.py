@@ -18,12 +18,8 @@ def explain_item(*, item: Knowledge, query: str, top_k: int = EXPLAIN_TOP_K, min
     if found is None and not reasons:
         reasons.append(f"not among the best {len(candidate_ids)} stage-1 candidates: too little keyword or meaning overlap")
     if found is not None and item.id not in hit_ids:
-        if item.score < min_score:
-            reasons.append(f"score {item.score} is below the minimum score {min_score}")
-        elif item.quality_score < 0:
-            reasons.append(f"quality score {item.quality_score:g} is negative (harmful reports)")
-        else:
-            reasons.append(f"{top_k} items with a higher quality score outrank it")
+        reasons.append(f"left out: {found.gate}" if not found.gate.startswith("beyond") else
+                       f"{top_k} items rank above it (relevance, then quality among equally relevant answers)")
     return {
         "query": query,
         "candidate_rank": candidate_ids.index(item.id) + 1 if found else None,
@@ -33,6 +29,7 @@ def explain_item(*, item: Knowledge, query: str, top_k: int = EXPLAIN_TOP_K, min
         "top_k": top_k,
         "min_score": min_score,
         "quality_score": item.quality_score,
+        "relevance": found.relevance if found else None,
         "reasons": reasons,
         "notes": result.notes,
     }

@@ -18,14 +18,7 @@ def run_as_token(*, token, q, top_k, min_score, rank, types, scopes, filters) ->
     kept = {hit.id: rank for rank, hit in enumerate(result.hits, start=1)}
     candidates = []
     for position, c in enumerate(result.candidates, start=1):
-        if c.id in kept:
-            fate = f"kept, rank {kept[c.id]}"
-        elif c.score < min_score:
-            fate = f"dropped: score {c.score} < {min_score}"
-        elif c.quality_score < 0:
-            fate = "dropped: negative quality"
-        else:
-            fate = f"cut: beyond top {top_k}"
+        fate = f"kept, rank {kept[c.id]}" if c.id in kept else f"left out: {c.gate}"
         candidates.append({"position": position, "c": c, "item": result.items[c.id], "fate": fate, "kept": c.id in kept})
     hits = [{"rank": i, "hit": h, "item": result.items[h.id]} for i, h in enumerate(result.hits, start=1)]
     return {"caller": caller, "candidates": candidates, "hits": hits, "notes": result.notes}

@@ -33,6 +33,8 @@ class SearchHit(serializers.Serializer):
     resource_ids = serializers.ListField(child=serializers.CharField())
     eval = HitEval()
     quality_score = serializers.FloatField()
+    relevance = serializers.FloatField(
+        help_text="calibrated probability (0..1) that the item answers the query; the same scale for every query")
     explanation = serializers.DictField(required=False)
 
 

@@ -20,7 +20,9 @@ from knowledge.search.embeddings import EmbedderError, get_embedder
 from knowledge.search.fusion import RRF_K, convex_combination, keyword_boost, reciprocal_rank_fusion, softmax_fusion
 from knowledge.search.crosslingual import calibrated_vector_candidates
 from knowledge.search.keyword import keyword_candidates
-from knowledge.search.rerank import Candidate, quality_rerank
+from knowledge.search.rerank import QUALITY_WEIGHT, Candidate, Gate, quality_rerank
+from knowledge.search.relevance import Evidence, model_cosines, probability
+from knowledge.search.text import script_of
 
 MODES = ("hybrid", "vector", "keyword")
 # Each retriever contributes this many candidates (at least) to the fusion.
@@ -102,6 +104,8 @@ def search(
     rrf_k: int = RRF_K,
     weights: dict[str, float] | None = None,
     embedder_name: str | None = None,
+    gate: Gate | None = None,
+    quality_weight: float | None = None,
 ) -> SearchResult:
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}")
@@ -116,11 +120,13 @@ def search(
 
     if query.strip() and mode in ("hybrid", "keyword"):
         lists["keyword"] = keyword_candidates(base, text=query, limit=pool)
+    embedder = query_vector = None
     if query.strip() and mode in ("hybrid", "vector"):
         try:
             embedder = get_embedder(embedder_name)
+            query_vector = embedder.embed_query(query)
             lists["vector"] = calibrated_vector_candidates(
-                base, query=query, query_vector=embedder.embed_query(query), embedder=embedder, limit=pool
+                base, query=query, query_vector=query_vector, embedder=embedder, limit=pool
             )
         except EmbedderError as exc:
             notes.append(f"vector search unavailable ({exc}); keyword results only")
@@ -144,25 +150,55 @@ def search(
         )
     if query.strip() and routing.routing_enabled():
         fused = _route(query, fused, top_k=top_k, notes=notes)
+    fused_total = sum(score for _, score in fused) or 1.0  # the whole pool's mass, before the cut
     fused = fused[: 2 * top_k]
 
     items = Knowledge.objects.in_bulk([item_id for item_id, _ in fused])
     ranks = {name: {item_id: (i, score) for i, (item_id, score) in enumerate(rows, start=1)} for name, rows in lists.items()}
+    evidence = _evidence(query, fused, fused_total, items, ranks, query_vector=query_vector, embedder=embedder)
+    relevances = {item_id: probability(e, embedder.name if embedder else "") if e else 1.0 for item_id, e in evidence.items()}
     candidates = []
     for item_id, fused_score in fused:
         item = items[item_id]
-        explanation = {"fused_score": round(fused_score, 6)}
+        explanation = {"relevance": round(relevances[item_id], 4), "fused_score": round(fused_score, 6)}
         for name, by_id in ranks.items():
             position, raw = by_id.get(item_id, (None, None))
             explanation[f"{name}_rank"] = position
-            explanation[f"{name}_score"] = None if raw is None else round(raw, 6)
-        candidates.append(
-            Candidate(id=item_id, relevance=fused_score, score=item.score, helpful=item.helpful, harmful=item.harmful, explanation=explanation)
-        )
-    hits = quality_rerank(candidates, top_k=top_k, min_score=min_score, rank=rank)
-    for hit in hits:
-        hit.explanation["quality_score"] = hit.quality_score
+            # vector scores are z-scores within the item's writing system; keyword scores BM25 shares
+            explanation[f"{name}_{'z' if name == 'vector' else 'share'}"] = None if raw is None else round(raw, 6)
+        candidates.append(Candidate(
+            id=item_id, relevance=relevances[item_id], fused=fused_score, score=item.score, helpful=item.helpful,
+            harmful=item.harmful, explanation=explanation, evidence=evidence[item_id],
+        ))
+    hits = quality_rerank(candidates, top_k=top_k, min_score=min_score, rank=rank, gate=gate or Gate(),
+                          quality_weight=QUALITY_WEIGHT if quality_weight is None else quality_weight)
+    for candidate in candidates:
+        candidate.explanation["quality_score"] = candidate.quality_score
+        candidate.explanation["gate"] = candidate.gate or None
     return SearchResult(hits=hits, candidates=candidates, items=items, notes=notes)
+
+
+def _evidence(query, fused, total, items, ranks, *, query_vector, embedder) -> dict[str, Evidence | None]:
+    """item id -> what relevance.py weighs for each fused candidate (None without a query: a listing)."""
+    if not query.strip():
+        return {item_id: None for item_id, _ in fused}
+    best = max((score for _, score in fused), default=0.0)
+    name = embedder.name if embedder is not None else ""
+    cosines = {}
+    if embedder is not None:
+        stored = {i: item.embedding for i, item in items.items() if item.embedding is not None and item.embedding_model == name}
+        cosines = model_cosines(embedder, query_vector, stored)
+    own_script = script_of(query)
+    evidence = {}
+    for item_id, score in fused:
+        position, share = ranks.get("keyword", {}).get(item_id, (None, 0.0))
+        e5, use = cosines.get(item_id, (None, None))
+        evidence[item_id] = Evidence(
+            e5=e5, use=use, same_script=not items[item_id].script or not own_script or items[item_id].script == own_script,
+            keyword_share=share or 0.0, keyword_rank=position, fused_share=score / total if best > 0 else 0.0,
+            fused_ratio=score / best if best > 0 else 0.0,
+        )
+    return evidence
 
 
 def _route(query: str, fused: list[tuple[str, float]], *, top_k: int, notes: list[str]) -> list[tuple[str, float]]:

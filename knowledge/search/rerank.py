@@ -1,49 +1,101 @@
-"""Stage 2: the seed's quality rerank.
+"""Stage 2: the seed's quality rerank, among candidates that answer the query.
 
-quality_score = score + helpful - 2 * harmful. Candidates with
-score < min_score or quality_score < 0 are dropped. Then, by `rank`:
-- "quality" (the seed's behaviour): by quality_score, relevance breaking ties;
+quality_score = score + helpful - 2 * harmful (seed 003). The seed orders by
+quality, assuming stage 1 kept only answers (its LLM router picks them). Ours
+returns nearest neighbours, relevant or not, so first comes a **relevance
+gate**: a candidate is eligible only when its calibrated relevance
+(relevance.py, a probability in [0, 1]) is at least `RELEVANCE_FLOOR` and at
+least `RELATIVE_FLOOR` × the best candidate's. A query with nothing relevant
+thus returns nothing, and a clear best match leaves its distant followers out.
+
+Then the seed's rule: drop `score < min_score` or `quality_score < 0`, and
+order by `rank`:
+
+- "quality" (the default): relevance + QUALITY_WEIGHT × a bounded quality
+  term, (q - NEUTRAL) / (|q - NEUTRAL| + QUALITY_HALF), which is 0 for an
+  unrated item (score 3, no feedback) and tends to ±1. Feedback and score so
+  decide between items that answer about equally well (relevance within
+  QUALITY_WEIGHT) and never lift a weak answer over a clear one, nor a
+  non-answer (gated) over any. Measured better than a strict sort by quality
+  on every feedback scenario of bench/ranking.py (BENCHMARKS.md);
 - "relevance": by relevance alone (quality only filters);
-- "blend": by relevance_norm + BLEND_QUALITY_WEIGHT * quality_norm, where
-  relevance_norm is the fused score divided by the best candidate's, and
-  quality_norm is quality_score / (quality_score + QUALITY_HALF): 0 for a
-  worthless item, 0.5 at QUALITY_HALF, approaching 1 for the best.
+- "seed": the seed's strict sort by quality_score, relevance breaking ties
+  (gated like the others).
+
+The thresholds and the weight were chosen with bench/ranking.py on the
+development halves of the public sets; each can be overridden per request.
 """
 from dataclasses import dataclass, field
 
-RANK_MODES = ("quality", "relevance", "blend")
-BLEND_QUALITY_WEIGHT = 0.5
-QUALITY_HALF = 5.0
+RANK_MODES = ("quality", "relevance", "seed")
+RELEVANCE_FLOOR = 0.2
+RELATIVE_FLOOR = 0.3
+QUALITY_WEIGHT = 0.1
+NEUTRAL_QUALITY = 3.0
+QUALITY_HALF = 3.0
 
 
 @dataclass
 class Candidate:
     id: str
-    relevance: float
+    relevance: float  # calibrated: the probability that the item answers the query
     score: int
     helpful: int
     harmful: int
+    fused: float = 0.0  # the item's share of the fused stage-1 mass (orders within a query only)
     explanation: dict = field(default_factory=dict)
+    gate: str = ""  # why it is not eligible; empty when it is
+    answers: bool = True  # passed the relevance gate (it may still be dropped for its score or quality)
+    evidence: object = None  # relevance.Evidence behind `relevance` (None without a query)
 
     @property
     def quality_score(self) -> float:
         return float(self.score + self.helpful - 2 * self.harmful)
 
-    def blended(self, best_relevance: float) -> float:
-        relevance = self.relevance / best_relevance if best_relevance > 0 else 0.0
-        quality = max(self.quality_score, 0.0)
-        return relevance + BLEND_QUALITY_WEIGHT * quality / (quality + QUALITY_HALF)
+    @property
+    def quality_term(self) -> float:
+        lift = self.quality_score - NEUTRAL_QUALITY
+        return lift / (abs(lift) + QUALITY_HALF)
+
+    def rank_key(self, rank: str, quality_weight: float) -> tuple:
+        if rank == "relevance":
+            return (-self.relevance, -self.fused, self.id)
+        if rank == "seed":
+            return (-self.quality_score, -self.relevance, self.id)
+        return (-(self.relevance + quality_weight * self.quality_term), -self.relevance, self.id)
 
 
-def quality_rerank(candidates: list[Candidate], *, top_k: int, min_score: int, rank: str = "quality") -> list[Candidate]:
+@dataclass(frozen=True)
+class Gate:
+    floor: float = RELEVANCE_FLOOR
+    relative: float = RELATIVE_FLOOR
+
+    def apply(self, candidates: list[Candidate]) -> None:
+        """Mark each candidate that is not eligible with the reason (Candidate.gate)."""
+        best = max((c.relevance for c in candidates), default=0.0)
+        for c in candidates:
+            if c.relevance < self.floor:
+                c.gate = f"relevance {c.relevance:.2f} is below the floor {self.floor:.2f}"
+            elif c.relevance < self.relative * best:
+                c.gate = f"relevance {c.relevance:.2f} is below {self.relative:.2f} × the best candidate's {best:.2f}"
+            else:
+                c.gate = ""
+            c.answers = not c.gate
+
+
+def quality_rerank(candidates: list[Candidate], *, top_k: int, min_score: int, rank: str = "quality",
+                   gate: Gate | None = None, quality_weight: float = QUALITY_WEIGHT) -> list[Candidate]:
+    """The top_k eligible candidates in `rank` order; every candidate's `gate` says why it was left out."""
     if rank not in RANK_MODES:
         raise ValueError(f"rank must be one of {', '.join(RANK_MODES)}")
-    kept = [c for c in candidates if c.score >= min_score and c.quality_score >= 0]
-    if rank == "quality":
-        kept.sort(key=lambda c: (-c.quality_score, -c.relevance, c.id))
-    elif rank == "relevance":
-        kept.sort(key=lambda c: (-c.relevance, c.id))
-    else:
-        best = max((c.relevance for c in kept), default=0.0)
-        kept.sort(key=lambda c: (-c.blended(best), -c.relevance, c.id))
+    (gate or Gate()).apply(candidates)
+    for c in candidates:
+        if not c.gate and c.score < min_score:
+            c.gate = f"score {c.score} is below min_score {min_score}"
+        elif not c.gate and c.quality_score < 0:
+            c.gate = f"quality {c.quality_score:g} is below 0"
+    kept = [c for c in candidates if not c.gate]
+    kept.sort(key=lambda c: c.rank_key(rank, quality_weight))
+    for c in kept[top_k:]:
+        c.gate = f"beyond top {top_k}"
     return kept[:top_k]

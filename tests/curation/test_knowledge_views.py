@@ -85,7 +85,7 @@ def test_detail_shows_fields_histories_and_the_explanation(viewer_client):
     assert "candidate #1" in explained and "#1</strong> of the top" in explained
     low = make_knowledge(task="chromedriver tip nobody trusts", score=1, embed=False)
     explained = tasks_in(viewer_client.get(f"/knowledge/{low.id}/explain/?q=chromedriver"))
-    assert "not returned" in explained and "score 1 is below the minimum score 3" in explained
+    assert "not returned" in explained and "left out: score 1 is below min_score 3" in explained
     assert viewer_client.get(f"/knowledge/{item.id}/explain/?q=").status_code == 422
 
 

@@ -23,7 +23,7 @@ def test_both_stages_as_the_token_sees_them(viewer_client, items):
     stage2 = body.split('id="stage2"')[1].split("</table>")[0]
     stage1 = body.split('id="stage1"')[1].split("</table>")[0]
     assert "Selenium login" in stage2 and "flaky" not in stage2
-    assert "flaky" in stage1 and "dropped: score 2 &lt; 3" in stage1 and "kept, rank 1" in stage1
+    assert "flaky" in stage1 and "left out: score 2 is below min_score 3" in stage1 and "kept, rank 1" in stage1
     assert "other org" not in body  # outside the token's scopes
     assert "agent:research_agent" in body
 

@@ -1,7 +1,7 @@
 import pytest
 
 from knowledge.search.fusion import RRF_K, reciprocal_rank_fusion
-from knowledge.search.rerank import Candidate, quality_rerank
+from knowledge.search.rerank import RELATIVE_FLOOR, Candidate, Gate, quality_rerank
 
 
 def cand(id, relevance, score=3, helpful=0, harmful=0):
@@ -16,40 +16,73 @@ def test_quality_score_is_score_plus_helpful_minus_twice_harmful():
     ("candidates", "min_score", "expected"),
     [
         # below min_score is dropped even when it is the most relevant
-        ([cand("a", 0.9, score=2), cand("b", 0.1, score=3)], 3, ["b"]),
+        ([cand("a", 0.9, score=2), cand("b", 0.8, score=3)], 3, ["b"]),
         # negative quality is dropped: 3 + 0 - 2*2 = -1
-        ([cand("a", 0.9, harmful=2), cand("b", 0.1)], 1, ["b"]),
+        ([cand("a", 0.9, harmful=2), cand("b", 0.8)], 1, ["b"]),
         # quality exactly 0 is kept: 3 + 1 - 2*2 = 0
         ([cand("a", 0.9, helpful=1, harmful=2)], 1, ["a"]),
-        # higher quality first, whatever the relevance
-        ([cand("a", 0.9), cand("b", 0.1, helpful=2)], 3, ["b", "a"]),
-        # equal quality: relevance breaks the tie
-        ([cand("a", 0.2), cand("b", 0.5), cand("c", 0.3)], 3, ["b", "c", "a"]),
+        # answers about equally good: more helpful feedback first
+        ([cand("a", 0.82), cand("b", 0.80, helpful=2)], 3, ["b", "a"]),
+        # unrated items keep relevance order
+        ([cand("a", 0.5), cand("b", 0.8), cand("c", 0.6)], 3, ["b", "c", "a"]),
     ],
 )
-def test_stage_two_drops_and_orders_as_the_seed_says(candidates, min_score, expected):
+def test_stage_two_drops_and_orders_as_the_seed_says_among_answers(candidates, min_score, expected):
     assert [c.id for c in quality_rerank(candidates, top_k=10, min_score=min_score)] == expected
 
 
-def test_stage_two_keeps_top_k():
-    candidates = [cand(str(i), 1 / (i + 1), helpful=i) for i in range(10)]
+def test_an_item_with_a_clear_relevance_lead_is_never_cut_by_quality():
+    best = cand("exact", 0.95)
+    popular = [cand(f"loose{i}", 0.6, score=5, helpful=10) for i in range(8)]
+    hits = quality_rerank([*popular, best], top_k=5, min_score=3)
+    assert hits[0].id == "exact"
+
+
+def test_of_two_equal_answers_the_higher_score_and_more_helpful_ranks_first_and_harm_pushes_down_then_out():
+    assert [c.id for c in quality_rerank([cand("plain", 0.8), cand("liked", 0.8, score=4, helpful=3)],
+                                         top_k=2, min_score=3)] == ["liked", "plain"]
+    assert [c.id for c in quality_rerank([cand("plain", 0.8), cand("harmed", 0.81, harmful=1)],
+                                         top_k=2, min_score=3)] == ["plain", "harmed"]
+    assert [c.id for c in quality_rerank([cand("plain", 0.8), cand("harmed", 0.81, harmful=2)],
+                                         top_k=2, min_score=3)] == ["plain"]
+
+
+def test_nothing_relevant_returns_nothing_and_each_candidate_says_why():
+    weak = [cand("a", 0.05), cand("b", 0.1, score=5, helpful=9)]
+    assert quality_rerank(weak, top_k=5, min_score=3) == []
+    assert all("below the floor" in c.gate for c in weak)
+
+
+def test_candidates_far_below_the_best_are_not_eligible():
+    candidates = [cand("best", 0.9), cand("far", 0.9 * RELATIVE_FLOOR - 0.01, score=5, helpful=20)]
+    assert [c.id for c in quality_rerank(candidates, top_k=5, min_score=3)] == ["best"]
+    assert "the best candidate's" in candidates[1].gate
+
+
+def test_the_gate_and_the_quality_weight_can_be_set_per_call():
+    candidates = [cand("a", 0.15), cand("b", 0.12, helpful=5)]
+    assert quality_rerank(candidates, top_k=5, min_score=3, gate=Gate(floor=0.1, relative=0.0), quality_weight=0.0)[0].id == "a"
+    assert quality_rerank(candidates, top_k=5, min_score=3, gate=Gate(floor=0.1, relative=0.0), quality_weight=1.0)[0].id == "b"
+
+
+def test_stage_two_keeps_top_k_and_marks_the_rest():
+    candidates = [cand(str(i), 0.5 + i / 100) for i in range(10)]
     assert [c.id for c in quality_rerank(candidates, top_k=3, min_score=1)] == ["9", "8", "7"]
+    assert candidates[0].gate == "beyond top 3"
 
 
 def test_rank_relevance_orders_by_relevance_but_still_filters():
-    candidates = [cand("a", 0.2, helpful=5), cand("b", 0.9), cand("c", 0.95, score=1)]
+    candidates = [cand("a", 0.5, helpful=5), cand("b", 0.9), cand("c", 0.95, score=1)]
     assert [c.id for c in quality_rerank(candidates, top_k=5, min_score=2, rank="relevance")] == ["b", "a"]
 
 
-def test_rank_blend_lets_quality_lift_a_slightly_less_relevant_item():
-    close = [cand("relevant", 1.0), cand("good", 0.95, helpful=20)]
-    assert [c.id for c in quality_rerank(close, top_k=2, min_score=1, rank="blend")] == ["good", "relevant"]
-    far = [cand("relevant", 1.0), cand("good", 0.3, helpful=20)]
-    assert [c.id for c in quality_rerank(far, top_k=2, min_score=1, rank="blend")] == ["relevant", "good"]
+def test_rank_seed_sorts_the_eligible_by_quality_alone():
+    candidates = [cand("a", 0.9), cand("b", 0.5, helpful=2)]
+    assert [c.id for c in quality_rerank(candidates, top_k=2, min_score=1, rank="seed")] == ["b", "a"]
 
 
 def test_unknown_rank_mode_is_an_error():
-    with pytest.raises(ValueError, match="quality, relevance, blend"):
+    with pytest.raises(ValueError, match="quality, relevance, seed"):
         quality_rerank([], top_k=1, min_score=1, rank="random")
 
 

@@ -1,0 +1,84 @@
+"""Ranking agents can trust (issue 13), on real items in the real database with the real embedder:
+relevance first, feedback second; nothing when nothing fits."""
+import pytest
+
+from knowledge.search import engine
+from tests.factories import embed_saved, make_knowledge
+
+pytestmark = pytest.mark.django_db
+
+# The report's knowledge base, in short: the exact answers are plain (score 3, no feedback); loosely
+# related items are popular (score 4-5, helpful cases).
+ITEMS = {
+    "export": ("导出本月订单数据的流程", "在后台订单页选择本月，点击导出，下载 CSV 文件。", 3, 0),
+    "reset": ("ERR_CONNECTION_RESET when crawling", "The site resets connections from datacenter IPs: switch to residential proxies.", 3, 0),
+    "rag": ("RAG 是什么", "检索增强生成（RAG）：先从知识库检索相关片段，再交给大模型生成回答。", 3, 0),
+    "zebra": ("Zebra label printer setup", "Install the ZPL driver, then print a test label from the zebra utility.", 3, 0),
+    "orders_report": ("订单报表的字段说明", "报表里的金额是含税价，退款单单独一行。", 5, 6),
+    "invoice": ("开发票的流程", "在财务页面填写抬头和税号，提交后三个工作日内开出。", 4, 4),
+    "proxy_pool": ("Keep a proxy pool healthy", "Drop proxies with more than 5% errors; refill from the provider each hour.", 5, 8),
+    "timeout": ("Requests time out behind the VPN", "Raise the client timeout to 30 s and retry twice.", 4, 3),
+    "llm_prompt": ("写提示词的技巧", "给出角色、目标和输出格式，举一个例子。", 5, 9),
+    "vector_db": ("向量数据库选型", "小规模用 pgvector，千万级以上再考虑专用向量库。", 4, 5),
+    "deploy": ("Deploy on Fridays", "Only with a rollback plan and someone on call.", 5, 7),
+    "coffee": ("Coffee machine descaling", "Run the descaling program monthly with citric acid.", 5, 10),
+}
+
+
+@pytest.fixture
+def kb():
+    ids = {}
+    for key, (task, content, score, helpful) in ITEMS.items():
+        item = make_knowledge(task=task, content=content, score=score, helpful=helpful, types=["strategy"],
+                              scopes=["org:acme"], embed=False)
+        ids[key] = item.id
+    embed_saved()
+    return ids
+
+
+def found(query, **kwargs):
+    return [hit.id for hit in engine.search(query=query, readable_scopes=["org:acme"], **kwargs).hits]
+
+
+@pytest.mark.parametrize(("query", "answer"), [
+    ("导出订单", "export"), ("ERR_CONNECTION_RESET", "reset"), ("RAG 是什么", "rag"), ("什么是检索增强生成", "rag"),
+])
+def test_the_exact_answer_comes_first_although_popular_loose_matches_have_more_feedback(kb, query, answer):
+    assert found(query, top_k=5)[0] == kb[answer]
+
+
+def test_the_only_item_about_zebras_is_the_one_result_for_zebra(kb):
+    assert found("zebra", top_k=1) == [kb["zebra"]]
+
+
+@pytest.mark.parametrize("query", ["zzqxv nonsense", "sourdough starter feeding schedule", "拜占庭帝国的灭亡"])
+def test_a_query_with_nothing_relevant_returns_nothing(kb, query):
+    assert found(query, top_k=5) == []
+
+
+def test_every_candidate_has_a_calibrated_relevance_and_the_gated_ones_say_why(kb):
+    result = engine.search(query="zzqxv nonsense", readable_scopes=["org:acme"], top_k=5)
+    assert result.candidates and all(0.0 <= c.relevance <= 1.0 for c in result.candidates)
+    assert all(c.gate and c.explanation["gate"] == c.gate for c in result.candidates)
+    exact = engine.search(query="导出订单", readable_scopes=["org:acme"], top_k=5)
+    assert exact.hits[0].relevance > 0.5 and exact.hits[0].explanation["relevance"] == round(exact.hits[0].relevance, 4)
+
+
+def test_feedback_decides_between_two_equally_good_answers_and_harm_pushes_one_out(kb):
+    twins = [make_knowledge(task="Rotate the API key every 90 days", content="Create the new key, deploy, then revoke the old one.",
+                            types=["strategy"], scopes=["org:acme"], embed=False, **extra)
+             for extra in ({"score": 3}, {"score": 4, "helpful": 3})]
+    embed_saved()
+    assert found("rotate the API key", top_k=2) == [twins[1].id, twins[0].id]
+
+    from knowledge import feedback
+
+    for _ in range(3):
+        feedback.feedback_record(knowledge_id=twins[1].id, helpful=False, case={"outcome": "wrong"})
+    assert found("rotate the API key", top_k=2) == [twins[0].id, twins[1].id]  # 4 + 3 - 6 = 1: down
+    feedback.feedback_record(knowledge_id=twins[1].id, helpful=False, case={"outcome": "wrong again"})
+    assert found("rotate the API key", top_k=2) == [twins[0].id]  # 4 + 3 - 8 < 0: out
+
+
+def test_rank_relevance_ignores_feedback_for_the_order(kb):
+    assert found("导出订单", top_k=3, rank="relevance")[0] == kb["export"]
