@@ -7,7 +7,8 @@ are held out for bench/ranking.py) the real stage 1 runs with the gate open,
 and each of its 20 candidates becomes one example: relevant if the qrels say
 so. The same queries are also run against each other dataset's scope, where
 nothing is relevant: those candidates are the negatives that teach the model
-what "no answer here" looks like. A logistic regression (IRLS, L2 0.01) over
+what "no answer here" looks like. A logistic regression (IRLS, L2 0.01 on
+standardised features) over
 `relevance.FEATURES` is fitted; it prints the coefficients to paste into
 `relevance.COEFFICIENTS`, and a calibration table (predicted vs observed).
 """
@@ -37,7 +38,7 @@ def examples(names: list[str]):
     for name, data in loaded.items():
         for other in loaded:
             for qid, text in development(data.queries):
-                result = engine.search(query=text, top_k=POOL_TOP_K, min_score=1, readable_scopes=[scope_for(other)],
+                result = engine.search(query=text, top_k=POOL_TOP_K, min_score=1, readable_scopes=[scope_for(loaded[other].name)],
                                        rank="relevance", gate=Gate(floor=0.0, relative=0.0))
                 relevant = data.qrels.get(qid, {}) if other == name else {}
                 for c in result.candidates:
@@ -49,19 +50,31 @@ def examples(names: list[str]):
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, *, l2: float = 0.01, iterations: int = 50) -> np.ndarray:
-    """Weights of P(y=1|x) = sigmoid(x·w), by iteratively reweighted least squares (bias unpenalised)."""
+    """Weights of P(y=1|x) = sigmoid(x·w), by iteratively reweighted least squares.
+
+    Column 0 is the bias (unpenalised). The other columns are standardised for
+    the fit, so the L2 penalty weighs every feature alike (cosines span a few
+    hundredths, shares the whole 0..1), and the weights are mapped back to the
+    raw features.
+    """
+    mean, spread = x.mean(axis=0), x.std(axis=0)
+    mean[0], spread[0] = 0.0, 1.0
+    spread[spread < 1e-9] = 1.0
+    z = (x - mean) / spread
     w = np.zeros(x.shape[1])
     penalty = np.full(x.shape[1], l2 * len(y))
     penalty[0] = 0.0
     for _ in range(iterations):
-        p = 1.0 / (1.0 + np.exp(-np.clip(x @ w, -40, 40)))
-        gradient = x.T @ (p - y) + penalty * w
-        hessian = (x * (p * (1 - p))[:, None]).T @ x + np.diag(penalty) + 1e-9 * np.eye(x.shape[1])
+        p = 1.0 / (1.0 + np.exp(-np.clip(z @ w, -40, 40)))
+        gradient = z.T @ (p - y) + penalty * w
+        hessian = (z * (p * (1 - p))[:, None]).T @ z + np.diag(penalty) + 1e-9 * np.eye(x.shape[1])
         step = np.linalg.solve(hessian, gradient)
         w -= step
         if np.abs(step).max() < 1e-8:
             break
-    return w
+    raw = w / spread
+    raw[0] = w[0] - float((w[1:] * mean[1:] / spread[1:]).sum())
+    return raw
 
 
 def calibration_table(p: np.ndarray, y: np.ndarray, bins: int = 10) -> list[tuple[str, int, float, float]]:

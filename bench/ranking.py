@@ -79,7 +79,7 @@ def collect(name: str, split: str, max_queries: int = 0, empty_against: str | No
     runs: dict[str, list[Run]] = {}
 
     def stage1(text, scope=None):
-        return engine.search(query=text, top_k=TOP_K, min_score=1, readable_scopes=[scope or scope_for(name)],
+        return engine.search(query=text, top_k=TOP_K, min_score=1, readable_scopes=[scope or scope_for(data.name)],
                              rank="relevance", gate=open_gate).candidates
 
     first = []  # stage 1 does not look at feedback: run it once per query
@@ -104,7 +104,9 @@ def collect(name: str, split: str, max_queries: int = 0, empty_against: str | No
             runs[scenario].append(Run(candidates=candidates, relevant=relevant))
         print(f"  {name} {split} {scenario}: {len(runs[scenario])} queries", file=sys.stderr, flush=True)
     if empty_against:
-        runs["empty"] = [Run(candidates=stage1(text, scope_for(empty_against)), relevant={}) for _, text in queries]
+        other = datasets.load(empty_against)
+        prepare(other)
+        runs["empty"] = [Run(candidates=stage1(text, scope_for(other.name)), relevant={}) for _, text in queries]
     return runs
 
 

@@ -54,3 +54,39 @@ def test_the_fusion_study_scores_fusions_on_cached_lists(dataset, settings):
     assert {doc for doc, _ in lists["vector"][:2]} == {"en-retry", "zh-retry"}
     fuse = fusion_study.FUSIONS["vector only"](fusion)
     assert fuse(lists["vector"], lists["keyword"]) == lists["vector"]
+
+
+COOKING = {
+    "bread": ("Sourdough starter", "Feed the starter flour and water every twelve hours at room temperature."),
+    "rice": ("Cooking rice", "Rinse the rice, then simmer one part rice in 1.5 parts water for 15 minutes."),
+    "eggs": ("Soft-boiled eggs", "Boil for six and a half minutes, then cool in ice water."),
+}
+COOKING_QUERIES = {"c-bread": "how often do I feed a sourdough starter", "c-rice": "rice to water ratio",
+                   "c-eggs": "how long to boil an egg"}
+
+
+def write_dataset(folder, docs, queries, qrels):
+    folder.mkdir()
+    (folder / "corpus.jsonl").write_text("".join(
+        json.dumps({"id": i, "title": t, "text": c}, ensure_ascii=False) + "\n" for i, (t, c) in docs.items()), encoding="utf-8")
+    (folder / "queries.jsonl").write_text("".join(
+        json.dumps({"id": q, "text": t}, ensure_ascii=False) + "\n" for q, t in queries.items()), encoding="utf-8")
+    (folder / "qrels.tsv").write_text("".join(f"{q}\t{d}\t1\n" for q, docs in qrels.items() for d in docs), encoding="utf-8")
+    return folder
+
+
+def test_the_ranking_bench_simulates_feedback_and_runs_queries_against_a_scope_with_no_answer(dataset, tmp_path):
+    from bench import ranking
+
+    cooking = write_dataset(tmp_path / "tiny-cooking", COOKING, COOKING_QUERIES, {q: [q[2:]] for q in COOKING_QUERIES})
+    runs = ranking.collect(str(dataset), "development", empty_against=str(cooking))
+
+    assert set(runs) == {*ranking.SCENARIOS, "empty"}
+    assert len(runs["a_none"]) == 2 and len(runs["empty"]) == 2  # the even positions: q-retry, q-weather
+    settings = {"floor": 0.2, "relative": 0.3, "weight": 0.1}
+    none = {rank: ranking.score(runs["a_none"], rank=rank, **settings)["ndcg"] for rank in ("quality", "relevance")}
+    assert none["quality"] == none["relevance"] > 0.9  # no feedback: the default is relevance order
+    informed = {rank: ranking.score(runs["d_informative"], rank=rank, **settings)["ndcg"] for rank in ("quality", "relevance")}
+    assert informed["quality"] >= informed["relevance"]
+    # Tech questions asked of a cooking knowledge base: nothing to return.
+    assert ranking.score(runs["empty"], rank="quality", **settings)["empty"] == 1.0

@@ -82,3 +82,37 @@ def test_feedback_decides_between_two_equally_good_answers_and_harm_pushes_one_o
 
 def test_rank_relevance_ignores_feedback_for_the_order(kb):
     assert found("导出订单", top_k=3, rank="relevance")[0] == kb["export"]
+
+
+def test_the_api_returns_an_empty_list_for_a_query_nothing_answers_and_relevance_with_each_result(kb):
+    from rest_framework.test import APIClient
+
+    from agents.services import agent_token_create
+
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {agent_token_create(agent_id='a', readable_scopes=['org:acme'])[1]}")
+    nothing = client.get("/api/knowledge/search", {"q": "zzqxv nonsense"})
+    assert nothing.status_code == 200 and nothing.json()["results"] == [] and nothing.json()["count"] == 0
+    answer = client.get("/api/knowledge/search", {"q": "导出订单", "explain": "true"}).json()["results"][0]
+    assert answer["id"] == kb["export"] and 0.5 < answer["relevance"] <= 1.0
+    assert {"relevance", "vector_z", "keyword_share", "gate"} <= set(answer["explanation"])
+    # the gate can be opened per request: every candidate comes back, weakest last
+    opened = client.get("/api/knowledge/search", {"q": "zzqxv nonsense", "relevance_floor": 0, "relevance_ratio": 0})
+    assert opened.json()["count"] == 5
+
+
+def test_the_knowledge_list_says_no_matches_instead_of_listing_everything(kb, django_user_model, client):
+    client.force_login(django_user_model.objects.create_superuser(username="cura", password="pw"))
+    page = client.get("/knowledge/", {"q": "zzqxv nonsense"}).content.decode()
+    assert 'id="no-matches"' in page and "导出本月订单数据的流程" not in page
+    assert "导出本月订单数据的流程" in client.get("/knowledge/", {"q": "导出订单"}).content.decode()
+
+
+def test_the_playground_says_why_each_candidate_was_gated(kb, django_user_model, client):
+    from agents.services import agent_token_create
+
+    token, _ = agent_token_create(agent_id="a", readable_scopes=["org:acme"])
+    client.force_login(django_user_model.objects.create_superuser(username="cura", password="pw"))
+    page = client.get("/playground/", {"token": token.pk, "q": "zzqxv nonsense", "top_k": 5, "min_score": 3,
+                                       "rank": "quality"}).content.decode()
+    assert 'id="no-answer"' in page and "below the floor" in page
