@@ -18,6 +18,7 @@ from django.conf import settings
 from django.db.models import Prefetch, QuerySet
 from django.utils import timezone
 
+from knowledge.errors import KnowledgeError
 from knowledge.models import FeedbackCase, SearchLog
 from knowledge.search.metrics import mean, mrr_at_k, ndcg_at_k
 
@@ -103,10 +104,14 @@ def ranked_now(log: SearchLog) -> list[str]:
     from knowledge.search.filters import parse_filter
 
     params = log.parameters
+    try:
+        filters = parse_filter(params["filters"]) if params.get("filters") else None
+    except KnowledgeError:  # a filter the parser no longer takes: the query finds nothing now
+        return []
     result = engine.search(
         query=log.query, top_k=params.get("top_k", 5), min_score=params.get("min_score", 3),
         types=params.get("types") or None, scopes=params.get("scopes") or None,
-        filters=parse_filter(params["filters"]) if params.get("filters") else None,
+        filters=filters,
         readable_scopes=log.scopes, rank=params.get("rank", "quality"),
     )
     return [hit.id for hit in result.hits]

@@ -229,3 +229,24 @@ def test_feedback_citing_an_expired_search_is_400():
     search_logs_forget()
     response = agent.put(f"/api/knowledge/{found_item.id}", {"add_helpful_case": {}, "search_id": search_id}, format="json")
     assert response.status_code == 400 and "search_id" in response.json()["error"]["fields"]
+
+
+def test_curation_ui_searches_are_not_logged(client, curator):
+    item("Deploy the staging proxy")
+    client.force_login(curator)
+    assert client.get("/knowledge/", {"q": "staging proxy"}).status_code == 200
+    assert not SearchLog.objects.exists()
+
+
+def test_the_rerun_sees_only_the_logged_scopes_and_filters():
+    from knowledge.search.filters import parse_filter
+    from knowledge.search_log import ranked_now
+
+    mine = item("Deploy the staging proxy")
+    item("Deploy the staging proxy today", scopes=["org:beta"])
+    make_knowledge(task="Deploy the staging proxy by hand", content="x", types=["plan"], scopes=["org:acme"], embed=False)
+    log = logged(scopes=["org:acme"], result_ids=[mine.id])
+    SearchLog.objects.filter(pk=log.pk).update(parameters={
+        **log.parameters, "filters": parse_filter({"op": "EQ", "key": "types", "value": "tool"}).to_dict()})
+    log.refresh_from_db()
+    assert ranked_now(log) == [mine.id]
