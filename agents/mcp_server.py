@@ -98,7 +98,8 @@ server = MCPServer(name="knowhub", instructions=INSTRUCTIONS)
 async def knowledge_search(ctx: Context, query: str, top_k: int = 5, min_score: int = 3, types: list[str] | None = None,
                            filters: dict[str, Any] | list[Any] | None = None) -> dict[str, Any]:
     """Search knowledge (two stages: hybrid retrieval, then quality rerank). `filters` is a filter expression,
-    e.g. {"op": "EQ", "key": "tags.domain", "value": "coding_style"}."""
+    e.g. {"op": "EQ", "key": "tags.domain", "value": "coding_style"}. The reply's `search_id` goes with your
+    feedback on its results (knowledge_update, knowledge_batch_update)."""
     data = _given(q=query, top_k=top_k, min_score=min_score, types=types, filters=filters)
     return await _call(ctx, _chain("knowledge_search", views._search, data))
 
@@ -131,16 +132,18 @@ async def knowledge_get(ctx: Context, knowledge_id: str) -> dict[str, Any]:
 @server.tool()
 async def knowledge_update(ctx: Context, knowledge_id: str, add_helpful_case: dict[str, Any] | None = None,
                            add_harmful_case: dict[str, Any] | None = None, update_score: int | None = None,
-                           evolve_feedback: str | None = None) -> dict[str, Any]:
-    """Feedback on an item: a helpful or harmful case, a new score, or evolve_feedback (an LLM rewrite job)."""
+                           evolve_feedback: str | None = None, search_id: str | None = None) -> dict[str, Any]:
+    """Feedback on an item: a helpful or harmful case, a new score, or evolve_feedback (an LLM rewrite job).
+    Pass the `search_id` of the knowledge_search that returned the item with a case."""
     data = _given(add_helpful_case=add_helpful_case, add_harmful_case=add_harmful_case, update_score=update_score,
-                  evolve_feedback=evolve_feedback)
+                  evolve_feedback=evolve_feedback, search_id=search_id)
     return await _call(ctx, _chain("knowledge_update", views._update, data, knowledge_id=knowledge_id))
 
 
 @server.tool()
 async def knowledge_batch_update(ctx: Context, feedback_list: list[dict[str, Any]]) -> dict[str, Any]:
-    """Many helpful/harmful reports: [{"knowledge_id", "is_helpful", "case"}]; per-entry results."""
+    """Many helpful/harmful reports: [{"knowledge_id", "is_helpful", "case", "search_id"}]; per-entry results
+    (`search_id`: the knowledge_search that returned the item)."""
     return await _call(ctx, _chain("knowledge_batch_update", views._batch_update, {"feedback_list": feedback_list}))
 
 

@@ -24,3 +24,18 @@ def stacked_bars(rows: list[dict], *, series: tuple[str, ...] = ("helpful", "har
     return {"bars": bars, "bar_width": round(slot * 0.7, 1), "ticks": ticks, "width": WIDTH, "height": HEIGHT,
             "axis_x": PAD_LEFT, "axis_y": HEIGHT - PAD_BOTTOM, "empty": peak == 0,
             "totals": {s: sum(r[s] for r in rows) for s in series}}
+
+
+def unit_lines(rows: list[dict], *, series: tuple[str, ...], label: str) -> dict:
+    """One line per series of values in 0..1 (metrics), a point per row, labelled by `row[label]`."""
+    plot_h = HEIGHT - PAD_BOTTOM - PAD_TOP
+    slot = (WIDTH - PAD_LEFT) / max(len(rows), 1)
+    lines = []
+    for name in series:
+        points = [{"x": round(PAD_LEFT + slot * (i + 0.5), 1), "y": round(HEIGHT - PAD_BOTTOM - plot_h * row[name], 1),
+                   "title": f"{row[label]}: {name} {row[name]:.3f}"} for i, row in enumerate(rows)]
+        lines.append({"series": name, "points": points, "path": " ".join(f"{p['x']},{p['y']}" for p in points)})
+    labels = [{"x": round(PAD_LEFT + slot * (i + 0.5), 1), "text": row[label]} for i, row in enumerate(rows)]
+    ticks = [{"value": f"{v:.1f}", "y": round(HEIGHT - PAD_BOTTOM - plot_h * v, 1)} for v in (0.0, 0.5, 1.0)]
+    return {"lines": lines, "labels": labels, "ticks": ticks, "width": WIDTH, "height": HEIGHT, "axis_x": PAD_LEFT,
+            "empty": not rows}

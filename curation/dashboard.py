@@ -1,4 +1,4 @@
-"""What the dashboard shows: counts, items needing attention, recent activity, feedback per day."""
+"""What the dashboard shows: counts, items needing attention, recent activity, feedback per day, ranking per week."""
 from datetime import timedelta
 
 from django.db.models import Count, F, Func
@@ -8,6 +8,7 @@ from django.utils import timezone
 from curation.browse import with_quality
 from jobs.models import Job
 from knowledge.models import FeedbackCase, Knowledge, KnowledgeVersion
+from knowledge.search_log import weekly_trend
 from knowledge.slim import slim_proposals_pending
 from resources.models import Resource
 
@@ -55,3 +56,8 @@ def feedback_per_day(*, days: int = CHART_DAYS) -> list[dict]:
     found = {(day, kind): n for day, kind, n in rows}
     return [{"day": start + timedelta(days=i), "helpful": found.get((start + timedelta(days=i), "helpful"), 0),
              "harmful": found.get((start + timedelta(days=i), "harmful"), 0)} for i in range(days)]
+
+
+def ranking_per_week() -> list[dict]:
+    """The ranking as logged on agents' judged searches, per ISO week (people with a role read every scope)."""
+    return weekly_trend(readable_scopes=None)

@@ -144,6 +144,7 @@ CELERY_BEAT_SCHEDULE = {
     "forget-idempotent-replies": {"task": "agents.tasks.forget_idempotent_replies", "schedule": 3600.0},
     # saves are embedded by the worker; this sweep catches any whose message was lost (broker down)
     "embed-pending": {"task": "knowledge.tasks.embed_pending", "schedule": float(env_int("KNOWHUB_EMBED_SWEEP_SECONDS", 15))},
+    "forget-search-logs": {"task": "knowledge.tasks.forget_search_logs", "schedule": 3600.0},
 }
 # A worker counts as alive while its heartbeat row is younger than this.
 KNOWHUB_WORKER_STALE_SECONDS = env_int("KNOWHUB_WORKER_STALE_SECONDS", 30)
@@ -152,6 +153,8 @@ KNOWHUB_WORKER_HEARTBEAT_SECONDS = env_int("KNOWHUB_WORKER_HEARTBEAT_SECONDS", 5
 KNOWHUB_RETRY_BACKOFF_SECONDS = env_int("KNOWHUB_RETRY_BACKOFF_SECONDS", 5)
 # A queued job whose message the broker lost (or never took: it was down) is sent again after this long.
 KNOWHUB_JOB_RESEND_SECONDS = env_int("KNOWHUB_JOB_RESEND_SECONDS", 120)
+# Agents' logged searches (knowledge.search_log) are deleted after this many days; feedback stays.
+KNOWHUB_SEARCH_LOG_RETENTION_DAYS = env_int("KNOWHUB_SEARCH_LOG_RETENTION_DAYS", 30)
 
 # --- LLM and embeddings -------------------------------------------------------
 OPENAI_API_KEY = env_str("OPENAI_API_KEY")

@@ -22,14 +22,19 @@ def normalize_case(case: dict | None, *, reported_by: str) -> dict:
 
 
 @transaction.atomic
-def feedback_record(*, knowledge_id: str, helpful: bool, case: dict | None = None, reported_by: str = "") -> None:
-    """Raises Knowledge.DoesNotExist when there is no such item."""
+def feedback_record(*, knowledge_id: str, helpful: bool, case: dict | None = None, reported_by: str = "",
+                    search_id=None) -> None:
+    """Raises Knowledge.DoesNotExist when there is no such item.
+
+    `search_id` names the logged search the item was found in (checked visible by the caller).
+    """
     kind = "helpful" if helpful else "harmful"
     updated = Knowledge.objects.filter(pk=knowledge_id).update(**{kind: F(kind) + 1}, updated_at=timezone.now())
     if not updated:
         raise Knowledge.DoesNotExist(knowledge_id)
     FeedbackCase.objects.create(
-        knowledge_id=knowledge_id, kind=kind, case=normalize_case(case, reported_by=reported_by), reported_by=reported_by
+        knowledge_id=knowledge_id, kind=kind, case=normalize_case(case, reported_by=reported_by), reported_by=reported_by,
+        search_id=search_id,
     )
 
 

@@ -6,6 +6,8 @@ Feedback cases live in their own table so that recording one is an INSERT
 plus an atomic counter UPDATE, never a read-modify-write of a growing list.
 The seed's nested JSON shape is produced by `knowledge.serializers`.
 """
+import uuid
+
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
@@ -162,6 +164,9 @@ class FeedbackCase(models.Model):
     kind = models.CharField(max_length=7, choices=Kind.choices)
     case = models.JSONField(default=dict, help_text="The case as reported: task, outcome, reason, timestamp, ...")
     reported_by = models.CharField(max_length=200, blank=True, default="")
+    # The logged search the reporter found the item in (its `search_id`); null when none was sent
+    # or the log has passed its retention period.
+    search = models.ForeignKey("SearchLog", null=True, blank=True, on_delete=models.SET_NULL, related_name="feedback_cases")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -208,3 +213,30 @@ class SlimRejection(models.Model):
             models.UniqueConstraint(fields=["first", "second"], name="slim_rejection_once"),
             models.CheckConstraint(condition=Q(first__lt=F("second")), name="slim_rejection_ordered"),
         ]
+
+
+class SearchLog(models.Model):
+    """One agent search (REST or MCP) and what it returned, kept to learn from the feedback that cites it.
+
+    `scopes` are the scopes the search could see: the caller's readable scopes, narrowed to the
+    request's `scopes` when it named some it may read. NULL means every scope (a person with a role
+    searched through the API). A log is visible to whoever may read one of its scopes
+    (`knowledge.search_log.search_logs_visible_to`), and deleted after
+    KNOWHUB_SEARCH_LOG_RETENTION_DAYS.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    principal = models.CharField(max_length=200)
+    scopes = ArrayField(models.CharField(max_length=200), null=True, blank=True)
+    query = models.TextField()
+    parameters = models.JSONField(default=dict, help_text="top_k, min_score, types, scopes, rank, filters (JSON)")
+    result_ids = ArrayField(models.CharField(max_length=40), default=list, blank=True,
+                            help_text="the ids returned, best first")
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [GinIndex(fields=["scopes"], name="search_log_scopes_gin")]
+
+    def __str__(self) -> str:
+        return f"{self.created_at:%Y-%m-%d %H:%M} {self.principal}: {self.query[:60]}"

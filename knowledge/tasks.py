@@ -63,3 +63,11 @@ def embed_pending() -> int:
     from knowledge.search.indexing import embed_pending as sweep
 
     return sweep()
+
+
+@shared_task(ignore_result=True)
+def forget_search_logs() -> int:
+    """The beat's hourly sweep: delete agents' search logs older than KNOWHUB_SEARCH_LOG_RETENTION_DAYS."""
+    from knowledge.search_log import search_logs_forget
+
+    return search_logs_forget()

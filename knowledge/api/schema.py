@@ -41,6 +41,9 @@ class SearchHit(serializers.Serializer):
 class SearchOutput(serializers.Serializer):
     results = SearchHit(many=True)
     count = serializers.IntegerField()
+    search_id = serializers.UUIDField(help_text=(
+        "this search, as logged: send it back as `search_id` with feedback on its results (PUT /api/knowledge/{id}, "
+        "batch_update entries) so the ranking can be evaluated on your agents' searches"))
     notes = serializers.ListField(child=serializers.CharField(), required=False)
 
 

@@ -166,6 +166,10 @@ class CaseField(serializers.DictField):
         return value
 
 
+SEARCH_ID_HELP = ("the `search_id` of the search that returned the item: links the case to that search, "
+                  "so the ranking can be evaluated on it (`manage.py ranking_eval`)")
+
+
 class KnowledgeUpdateInput(serializers.Serializer):
     """PUT /api/knowledge/{id} (seed 003)."""
 
@@ -173,10 +177,12 @@ class KnowledgeUpdateInput(serializers.Serializer):
     add_harmful_case = CaseField(required=False, allow_null=True)
     update_score = serializers.IntegerField(min_value=1, max_value=5, required=False, allow_null=True)
     evolve_feedback = serializers.CharField(max_length=10_000, required=False, allow_null=True, allow_blank=True)
+    search_id = serializers.UUIDField(required=False, allow_null=True, help_text=SEARCH_ID_HELP)
 
     def validate(self, attrs):
-        if not any(attrs.get(k) not in (None, "") for k in self.fields):
-            raise serializers.ValidationError({"non_field_errors": [f"give at least one of {', '.join(self.fields)}"]})
+        changes = [name for name in self.fields if name != "search_id"]
+        if not any(attrs.get(k) not in (None, "") for k in changes):
+            raise serializers.ValidationError({"non_field_errors": [f"give at least one of {', '.join(changes)}"]})
         return attrs
 
 
@@ -184,6 +190,7 @@ class FeedbackEntry(serializers.Serializer):
     knowledge_id = serializers.CharField(max_length=40)
     is_helpful = StrictBooleanField()
     case = CaseField(required=False, default=dict)
+    search_id = serializers.UUIDField(required=False, allow_null=True, default=None, help_text=SEARCH_ID_HELP)
 
 
 class BatchUpdateInput(serializers.Serializer):

@@ -3,7 +3,7 @@ from django.db.models import Q, prefetch_related_objects
 from django.http import Http404
 from rest_framework import status
 from django.db import DataError, IntegrityError, transaction
-from rest_framework.exceptions import PermissionDenied
+from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.response import Response
 from drf_spectacular.utils import extend_schema
 from rest_framework.views import APIView
@@ -13,7 +13,7 @@ from agents.chain import invoke
 from knowledge import selectors, services
 from knowledge.api import schema
 from knowledge.api.pagination import encode_cursor
-from knowledge import evolve, feedback, slim
+from knowledge import evolve, feedback, search_log, slim
 from knowledge.api.errors import error_payload, first_message, first_path
 from knowledge.api.idempotency import idempotent_response
 from knowledge.api.safe_json import text_problem
@@ -71,9 +71,31 @@ def _search(*, q, top_k, min_score, types, scopes, filters, rank, explain, conte
     prefetch_related_objects(hits, "resource_links")
     results = [search_result(item, hit, explain) for item, hit in zip(hits, result.hits)]
     body = {"results": results, "count": len(results)}
+    body["search_id"] = _log_search(caller, query=q, top_k=top_k, min_score=min_score, types=types, scopes=scopes,
+                                    filters=filters, rank=rank, result_ids=[hit.id for hit in result.hits])
     if explain and result.notes:
         body["notes"] = result.notes
     return body
+
+
+def _log_search(caller: Caller, *, filters, **search) -> str:
+    """Log an agent's search (knowledge.search_log); its id is the reply's `search_id`."""
+    log = search_log.search_log_record(principal=caller.principal, readable_scopes=caller.readable_scopes,
+                                       filters=caller.search_filters(filters), **search)
+    return str(log.pk)
+
+
+SEARCH_ID_UNSEEN = "no search with this id is visible to this caller"
+
+
+def _cited_search(caller: Caller, search_id):
+    """The id of the visible search that feedback cites, None without one; 400 for any other id."""
+    if search_id is None:
+        return None
+    log = search_log.search_log_visible(readable_scopes=caller.readable_scopes, search_id=search_id)
+    if log is None:  # unknown, expired or another scope's: the same answer, so ids do not leak
+        raise ValidationError({"search_id": [SEARCH_ID_UNSEEN]})
+    return log.pk
 
 
 class KnowledgeSearchApi(APIView):
@@ -160,19 +182,22 @@ def _visible_item(caller: Caller, knowledge_id: str) -> Knowledge:
 
 
 def _update(*, knowledge_id, context, add_helpful_case=None, add_harmful_case=None, update_score=None,
-            evolve_feedback=None):
+            evolve_feedback=None, search_id=None):
     caller: Caller = context["caller"]
     item = _visible_item(caller, knowledge_id)
     if caller.read_only:
         raise PermissionDenied("read-only access: feedback, score and evolve need the curator role")
     if (update_score is not None or evolve_feedback) and not caller.may_write_any(item.scopes):
         raise PermissionDenied("changing the score or evolving needs write access to one of the item's scopes")
+    search_id = _cited_search(caller, search_id)
     with transaction.atomic():
         job = evolve.evolve_request(knowledge_id=item.id, feedback=evolve_feedback, requested_by=caller.principal) if evolve_feedback else None
         if add_helpful_case is not None:
-            feedback.feedback_record(knowledge_id=item.id, helpful=True, case=add_helpful_case, reported_by=caller.principal)
+            feedback.feedback_record(knowledge_id=item.id, helpful=True, case=add_helpful_case, reported_by=caller.principal,
+                                     search_id=search_id)
         if add_harmful_case is not None:
-            feedback.feedback_record(knowledge_id=item.id, helpful=False, case=add_harmful_case, reported_by=caller.principal)
+            feedback.feedback_record(knowledge_id=item.id, helpful=False, case=add_harmful_case, reported_by=caller.principal,
+                                     search_id=search_id)
         if update_score is not None:
             feedback.score_set(knowledge_id=item.id, score=update_score)
     body = KnowledgeSerializer(selectors.knowledge_get(knowledge_id=item.id)).data
@@ -202,9 +227,15 @@ def _batch_update(*, feedback_list, context):
                             "error": error_payload("not_found", f"no knowledge item {data['knowledge_id']}", {})})
             continue
         try:
+            search_id = _cited_search(caller, data["search_id"])
+        except ValidationError as exc:
+            results.append({"index": position, "knowledge_id": knowledge_id, "ok": False, "error": error_payload(
+                "invalid", f"feedback_list.{position}.search_id: {SEARCH_ID_UNSEEN}", exc.detail)})
+            continue
+        try:
             with transaction.atomic():  # a savepoint: an entry the database refuses leaves the others standing
                 feedback.feedback_record(knowledge_id=data["knowledge_id"], helpful=data["is_helpful"],
-                                         case=data["case"], reported_by=caller.principal)
+                                         case=data["case"], reported_by=caller.principal, search_id=search_id)
         except (DataError, IntegrityError):
             results.append({"index": position, "knowledge_id": knowledge_id, "ok": False,
                             "error": error_payload("invalid", "the database refused this entry; it was not stored", {})})

@@ -163,3 +163,31 @@ def test_mcp_over_http_refuses_without_a_valid_token_or_host(asgi_server, header
         "Accept": "application/json, text/event-stream", **headers})
     assert response.status_code == status
     assert response.json()["error"]["code"] in ("not_authenticated", "bad_host")
+
+
+def test_stdio_search_id_goes_back_with_feedback_and_stays_in_its_scope():
+    from knowledge.models import FeedbackCase
+
+    owner, outsider = token(), token("spy", ("org:other",))
+
+    async def scenario():
+        async with stdio_session(owner) as session:
+            _, saved = await call(session, "knowledge_save", task="Log in to site A", content="c", types=["tool"])
+            _, found = await call(session, "knowledge_search", query="site A login")
+            error, _ = await call(session, "knowledge_update", knowledge_id=saved["id"], add_helpful_case={},
+                                  search_id=found["search_id"])
+            assert not error
+            _, batch = await call(session, "knowledge_batch_update", feedback_list=[
+                {"knowledge_id": saved["id"], "is_helpful": False, "search_id": found["search_id"]}])
+            assert batch["succeeded"] == 1
+        async with stdio_session(outsider) as session:
+            _, own = await call(session, "knowledge_save", task="Rotate keys", content="c", types=["tool"])
+            error, refused = await call(session, "knowledge_update", knowledge_id=own["id"], add_helpful_case={},
+                                        search_id=found["search_id"])
+            assert error and refused["error"]["status"] == 400 and list(refused["error"]["fields"]) == ["search_id"]
+        return saved["id"], found["search_id"]
+
+    knowledge_id, search_id = anyio.run(scenario)
+    assert [(c.kind, str(c.search_id)) for c in FeedbackCase.objects.order_by("id")] == [
+        ("helpful", search_id), ("harmful", search_id)]
+    assert FeedbackCase.objects.filter(knowledge_id=knowledge_id).count() == 2

@@ -52,3 +52,35 @@ def test_empty_dashboard_says_so(viewer_client):
     body = viewer_client.get("/").content.decode()
     assert "No helpful or harmful reports in the last 30 days" in body and "No knowledge yet" in body
     assert stacked_bars(feedback_per_day())["empty"]
+
+
+def _judged_search(*, result_ids, helpful_id, days_ago=0):
+    from knowledge.models import SearchLog
+    from knowledge.search_log import search_log_record
+
+    log = search_log_record(principal="agent:a", readable_scopes=["org:acme"], query="q", top_k=5, min_score=3,
+                            types=None, scopes=None, rank="quality", filters=None, result_ids=result_ids)
+    SearchLog.objects.filter(pk=log.pk).update(created_at=timezone.now() - timedelta(days=days_ago))
+    feedback_record(knowledge_id=helpful_id, helpful=True, search_id=log.pk)
+    return log
+
+
+def test_ranking_panel_shows_the_weekly_trend_of_judged_searches(viewer_client):
+    from curation.dashboard import ranking_per_week
+
+    a, b = make_knowledge(task="A", embed=False), make_knowledge(task="B", embed=False)
+    _judged_search(result_ids=[a.id, b.id], helpful_id=a.id, days_ago=8)  # rank 1: nDCG 1, MRR 1
+    _judged_search(result_ids=[a.id, b.id], helpful_id=b.id)  # rank 2: nDCG 1/log2(3) = 0.631, MRR 0.5
+    _judged_search(result_ids=[b.id, a.id], helpful_id=b.id)  # rank 1
+    weeks = ranking_per_week()
+    assert [(w["judged"], round(w["ndcg"], 3), round(w["mrr"], 3)) for w in weeks] == [(1, 1.0, 1.0), (2, 0.815, 0.75)]
+    assert weeks[0]["week"] < weeks[1]["week"]
+    panel = viewer_client.get("/").content.decode().split("Ranking on your agents' searches")[1].split("</section>")[0]
+    assert '<polyline class="ndcg"' in panel and '<polyline class="mrr"' in panel
+    assert f"<td>{weeks[1]['week']}</td><td>2</td><td>2</td><td>0.815</td><td>0.750</td>" in panel
+    assert "No judged searches yet" not in panel
+
+
+def test_ranking_panel_empty_state_tells_how_to_get_judgments(viewer_client):
+    body = viewer_client.get("/").content.decode()
+    assert "No judged searches yet: agents send <code>search_id</code> with their feedback." in body

@@ -43,15 +43,21 @@ def knowledge_get(knowledge_id: str) -> Call:
 
 
 def knowledge_update(knowledge_id: str, add_helpful_case: dict[str, Any] | None, add_harmful_case: dict[str, Any] | None,
-                     update_score: int | None, evolve_feedback: str | None) -> Call:
+                     update_score: int | None, evolve_feedback: str | None, search_id: str | None = None) -> Call:
     body = _drop_none({"add_helpful_case": add_helpful_case, "add_harmful_case": add_harmful_case,
-                       "update_score": update_score, "evolve_feedback": evolve_feedback})
+                       "update_score": update_score, "evolve_feedback": evolve_feedback,
+                       "search_id": None if search_id is None else str(search_id)})
     # Not idempotent: a case is appended each time it is sent.
     return Call("PUT", f"/api/knowledge/{quote(knowledge_id, safe='')}", json=body)
 
 
-def knowledge_batch_update(feedback_list: list[dict[str, Any]]) -> Call:
-    return Call("POST", "/api/knowledge/batch_update", json={"feedback_list": list(feedback_list)})
+def knowledge_batch_update(feedback_list: list[dict[str, Any]], search_id: str | None = None) -> Call:
+    """`search_id`, when given, goes into every entry that names none of its own."""
+    entries = list(feedback_list)
+    if search_id is not None:
+        entries = [{**entry, "search_id": entry.get("search_id") or str(search_id)} if isinstance(entry, dict) else entry
+                   for entry in entries]
+    return Call("POST", "/api/knowledge/batch_update", json={"feedback_list": entries})
 
 
 def knowledge_list(limit: int, types: list[str] | None, scopes: list[str] | None, cursor: str | None) -> Call:

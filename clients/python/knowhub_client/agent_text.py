@@ -90,11 +90,12 @@ def resolve_filters(agentic: Any, user: Any) -> Any:
     return agentic_dict or None
 
 
-def as_documents(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Search hits as the documents Agno shows its model: content first, with the meta data that matters."""
+def as_documents(results: list[dict[str, Any]], search_id: str | None = None) -> list[dict[str, Any]]:
+    """Search hits as the documents Agno shows its model: content first, with the meta data that matters
+    (the search's ``search_id`` too, for the feedback the agent sends on them)."""
     return [{
         "id": r.get("id"), "name": r.get("task"), "content": r.get("content"),
         "meta_data": {"types": r.get("types"), "tags": r.get("tags"), "scopes": r.get("scopes"),
                       "eval": r.get("eval"), "quality_score": r.get("quality_score"),
-                      "resource_ids": r.get("resource_ids")},
+                      "resource_ids": r.get("resource_ids"), "search_id": search_id},
     } for r in results]

@@ -43,7 +43,7 @@ def knowhub_retriever(hub: Any, *, min_score: int = 3, types: list[str] | None =
         combined = [f for f in (filter_json(default_filters), filter_json(filters)) if f]
         found = hub.knowledge_search(query, top_k=num_documents or DEFAULT_NUM_DOCUMENTS, min_score=min_score,
                                      types=types, filters=combined or None)
-        return as_documents(found["results"]) or None
+        return as_documents(found["results"], found.get("search_id")) or None
 
     return retriever
 
@@ -63,7 +63,7 @@ def search_knowledge_base(hub: Any, *, knowledge_filters: Any = None, enable_age
             found = hub.knowledge_search(query, top_k=num_documents, min_score=min_score, filters=filters)
         except KnowHubError as exc:
             return f"Error searching knowledge base: {exc.message}"
-        documents = as_documents(found["results"])
+        documents = as_documents(found["results"], found.get("search_id"))
         return json.dumps(documents, indent=2, ensure_ascii=False) if documents else "No documents found"
 
     if enable_agentic_filters:

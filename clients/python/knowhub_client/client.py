@@ -83,7 +83,8 @@ class KnowHub(_Base):
     def knowledge_search(self, query: str, top_k: int = 5, min_score: int = 3, types: list[str] | None = None, *,
                          filters: Any = None, scopes: list[str] | None = None, rank: str | None = None,
                          explain: bool = False) -> Json:
-        """Search (seed: GET /api/knowledge/search). Returns ``{"results": [...], "count": n}``.
+        """Search (seed: GET /api/knowledge/search). Returns ``{"results": [...], "count": n, "search_id": ...}``;
+        send ``search_id`` back with feedback on these results (`knowledge_update`, `knowledge_batch_update`).
 
         >>> hub.knowledge_search("selenium login", top_k=3, types=["tool"],
         ...                      filters=EQ("tags.domain", "web") & ~IN("types", ["plan"]))
@@ -119,24 +120,32 @@ class KnowHub(_Base):
 
     def knowledge_update(self, knowledge_id: str, add_helpful_case: dict[str, Any] | None = None,
                          add_harmful_case: dict[str, Any] | None = None, update_score: int | None = None,
-                         evolve_feedback: str | None = None) -> Json:
+                         evolve_feedback: str | None = None, *, search_id: str | None = None) -> Json:
         """Feedback on an item (PUT /api/knowledge/{id}). With ``evolve_feedback`` the reply has a ``job``.
 
+        ``search_id``: the ``search_id`` of the search that returned the item, so the server can score
+        its ranking on your agents' searches (``manage.py ranking_eval``).
+
+        >>> found = hub.knowledge_search("site A login")
+        >>> hub.knowledge_update(found["results"][0]["id"], add_helpful_case={"outcome": "成功"},
+        ...                      search_id=found["search_id"])
         >>> hub.knowledge_update(kid, add_helpful_case={"task": "login", "outcome": "成功"})
         >>> job = hub.knowledge_update(kid, evolve_feedback="mention the rate limit")["job"]
         >>> hub.wait_for_job(job, timeout=120)["status"]
         'succeeded'
         """
         return self._request(_calls.knowledge_update(knowledge_id, add_helpful_case, add_harmful_case, update_score,
-                                                     evolve_feedback))
+                                                     evolve_feedback, search_id))
 
-    def knowledge_batch_update(self, feedback_list: list[dict[str, Any]]) -> Json:
+    def knowledge_batch_update(self, feedback_list: list[dict[str, Any]], *, search_id: str | None = None) -> Json:
         """Many helpful/harmful reports at once; per-entry ``ok`` or ``error``.
+
+        Each entry may carry its own ``search_id``; the ``search_id`` argument fills entries without one.
 
         >>> hub.knowledge_batch_update([{"knowledge_id": kid, "is_helpful": True, "case": {"outcome": "ok"}}])
         {'results': [{'index': 0, 'knowledge_id': '...', 'ok': True}], 'succeeded': 1, 'failed': 0}
         """
-        return self._request(_calls.knowledge_batch_update(feedback_list))
+        return self._request(_calls.knowledge_batch_update(feedback_list, search_id))
 
     def knowledge_list(self, limit: int = 10, types: list[str] | None = None, scopes: list[str] | None = None, *,
                        cursor: str | None = None) -> Json:
@@ -281,14 +290,14 @@ class AsyncKnowHub(_Base):
 
     async def knowledge_update(self, knowledge_id: str, add_helpful_case: dict[str, Any] | None = None,
                                add_harmful_case: dict[str, Any] | None = None, update_score: int | None = None,
-                               evolve_feedback: str | None = None) -> Json:
+                               evolve_feedback: str | None = None, *, search_id: str | None = None) -> Json:
         """See `KnowHub.knowledge_update`."""
         return await self._request(_calls.knowledge_update(knowledge_id, add_helpful_case, add_harmful_case,
-                                                           update_score, evolve_feedback))
+                                                           update_score, evolve_feedback, search_id))
 
-    async def knowledge_batch_update(self, feedback_list: list[dict[str, Any]]) -> Json:
+    async def knowledge_batch_update(self, feedback_list: list[dict[str, Any]], *, search_id: str | None = None) -> Json:
         """See `KnowHub.knowledge_batch_update`."""
-        return await self._request(_calls.knowledge_batch_update(feedback_list))
+        return await self._request(_calls.knowledge_batch_update(feedback_list, search_id))
 
     async def knowledge_list(self, limit: int = 10, types: list[str] | None = None, scopes: list[str] | None = None,
                              *, cursor: str | None = None) -> Json:

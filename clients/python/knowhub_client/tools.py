@@ -24,6 +24,7 @@ TYPES = ["user_profile", "strategy", "tool", "usecase", "definition", "plan"]
 _TYPES = {"type": "array", "items": {"type": "string", "enum": TYPES}}
 _STRINGS = {"type": "array", "items": {"type": "string"}}
 _CASE = {"type": "object", "description": "task, outcome, reason, timestamp", "additionalProperties": True}
+_SEARCH_ID = {"type": "string", "description": "the search_id of the knowledge_search that returned the item"}
 
 
 def _tool(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -34,7 +35,7 @@ def _tool(name: str, description: str, properties: dict[str, Any], required: lis
 
 TOOL_DEFINITIONS: list[dict[str, Any]] = [
     _tool("knowledge_search", "Search the knowledge base before acting. Returns the best items by relevance and "
-          "quality (score + helpful - 2*harmful).", {
+          "quality (score + helpful - 2*harmful), and a search_id to send with feedback on them.", {
               "query": {"type": "string", "description": "what you need to know"},
               "top_k": {"type": "integer", "minimum": 1, "maximum": 100, "default": 5},
               "min_score": {"type": "integer", "minimum": 1, "maximum": 5, "default": 3},
@@ -62,11 +63,13 @@ TOOL_DEFINITIONS: list[dict[str, Any]] = [
         "add_harmful_case": _CASE,
         "update_score": {"type": "integer", "minimum": 1, "maximum": 5},
         "evolve_feedback": {"type": "string", "description": "how to improve the content (an LLM rewrites it)"},
+        "search_id": _SEARCH_ID,
     }, ["knowledge_id"]),
     _tool("knowledge_batch_update", "Report for many items at once whether they helped.", {
         "feedback_list": {"type": "array", "minItems": 1, "items": {
             "type": "object", "required": ["knowledge_id", "is_helpful"],
-            "properties": {"knowledge_id": {"type": "string"}, "is_helpful": {"type": "boolean"}, "case": _CASE},
+            "properties": {"knowledge_id": {"type": "string"}, "is_helpful": {"type": "boolean"}, "case": _CASE,
+                           "search_id": _SEARCH_ID},
         }},
     }, ["feedback_list"]),
     _tool("knowledge_list", "List saved knowledge, newest first.", {

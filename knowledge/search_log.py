@@ -1,0 +1,189 @@
+"""Learning from use: agents' searches are logged, and feedback that cites one becomes a judgment.
+
+An agent's search (REST or MCP) is stored as a `SearchLog` and its reply carries the log's id as
+`search_id`. Feedback sent with that `search_id` links its `FeedbackCase` to the log, which turns
+the log into a judged query: helpful items are relevant, harmful ones judged not relevant.
+`evaluate` scores the ranking on those judgments (nDCG@10, MRR@10), as it was logged and as the
+engine ranks the same query now, per scope: a team sees whether a ranking change helped its own
+agents. Logs stay in their scopes (`search_logs_visible_to`) and are deleted after
+KNOWHUB_SEARCH_LOG_RETENTION_DAYS (`search_logs_forget`).
+"""
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+
+from django.conf import settings
+from django.db.models import Prefetch, QuerySet
+from django.utils import timezone
+
+from knowledge.errors import KnowledgeError
+from knowledge.models import FeedbackCase, SearchLog
+from knowledge.search.metrics import mean, mrr_at_k, ndcg_at_k
+
+AT_K = 10
+EVERY_SCOPE = "(every scope)"  # the report's row for logs of people, whose searches saw every scope
+DEFAULT_RETENTION_DAYS = 30
+
+
+def logged_scopes(*, readable_scopes: Iterable[str] | None, requested: Sequence[str] | None) -> list[str] | None:
+    """The scopes a search could see: the readable ones, narrowed to those requested (None: every scope).
+
+    When the request named no scope the caller reads, the readable scopes stand (the search may
+    still have found items holding a readable and a requested scope).
+    """
+    if readable_scopes is None:
+        return list(requested) if requested else None
+    readable = list(readable_scopes)
+    narrowed = [s for s in readable if s in set(requested or ())]
+    return narrowed or readable
+
+
+def search_log_record(*, principal: str, readable_scopes: Iterable[str] | None, query: str, top_k: int,
+                      min_score: int, types: Sequence[str] | None, scopes: Sequence[str] | None, rank: str,
+                      filters, result_ids: Sequence[str]) -> SearchLog:
+    """Store one search; `filters` is the filter expression the engine ran (static filters included)."""
+    return SearchLog.objects.create(
+        principal=principal, scopes=logged_scopes(readable_scopes=readable_scopes, requested=scopes), query=query,
+        parameters={"top_k": top_k, "min_score": min_score, "types": list(types or []), "scopes": list(scopes or []),
+                    "rank": rank, "filters": filters.to_dict() if filters is not None else None},
+        result_ids=list(result_ids),
+    )
+
+
+def search_logs_visible_to(*, readable_scopes: Iterable[str] | None) -> QuerySet[SearchLog]:
+    """Logs the caller may see: those with a scope it reads; everything for None (people with a role).
+
+    Logs of people's searches (scopes NULL) are visible only to callers who read every scope.
+    """
+    logs = SearchLog.objects.all()
+    if readable_scopes is not None:
+        logs = logs.filter(scopes__overlap=list(readable_scopes))
+    return logs
+
+
+def search_log_visible(*, readable_scopes: Iterable[str] | None, search_id) -> SearchLog | None:
+    """The log with this id if the caller may see it; None for one it may not, an unknown or a malformed id."""
+    try:
+        search_id = uuid.UUID(str(search_id))
+    except ValueError:
+        return None
+    return search_logs_visible_to(readable_scopes=readable_scopes).filter(pk=search_id).first()
+
+
+def judged_searches(*, readable_scopes: Iterable[str] | None = None, scope: str | None = None,
+                    since: datetime | None = None) -> QuerySet[SearchLog]:
+    """Visible logs with at least one feedback case, their cases prefetched, oldest first."""
+    logs = search_logs_visible_to(readable_scopes=readable_scopes).filter(feedback_cases__isnull=False)
+    if scope == EVERY_SCOPE:
+        logs = logs.filter(scopes__isnull=True)
+    elif scope:
+        logs = logs.filter(scopes__contains=[scope])
+    if since is not None:
+        logs = logs.filter(created_at__gte=since)
+    cases = Prefetch("feedback_cases", queryset=FeedbackCase.objects.only("id", "knowledge_id", "kind", "search_id"))
+    return logs.distinct().order_by("created_at").prefetch_related(cases)
+
+
+def judgments(log: SearchLog) -> dict[str, int]:
+    """{item id: gain} from the feedback citing this search.
+
+    Each helpful case adds 1 and each harmful one takes 1 away, never below 0; an item reported
+    only harmful is in the map with gain 0 (judged not relevant), unlike an item nobody judged.
+    """
+    net: dict[str, int] = defaultdict(int)
+    for case in log.feedback_cases.all():
+        net[case.knowledge_id] += 1 if case.kind == FeedbackCase.Kind.HELPFUL else -1
+    return {item_id: max(gain, 0) for item_id, gain in net.items()}
+
+
+def ranked_now(log: SearchLog) -> list[str]:
+    """The ids the engine returns for the logged query today, with the logged parameters and scopes."""
+    from knowledge.search import engine
+    from knowledge.search.filters import parse_filter
+
+    params = log.parameters
+    try:
+        filters = parse_filter(params["filters"]) if params.get("filters") else None
+    except KnowledgeError:  # a filter the parser no longer takes: the query finds nothing now
+        return []
+    result = engine.search(
+        query=log.query, top_k=params.get("top_k", 5), min_score=params.get("min_score", 3),
+        types=params.get("types") or None, scopes=params.get("scopes") or None,
+        filters=filters,
+        readable_scopes=log.scopes, rank=params.get("rank", "quality"),
+    )
+    return [hit.id for hit in result.hits]
+
+
+@dataclass
+class ScopeReport:
+    scope: str
+    judged: int  # searches with feedback
+    relevant: int  # of those, searches with an item judged helpful: the metrics average over these
+    ndcg_logged: float
+    mrr_logged: float
+    ndcg_now: float | None = None
+    mrr_now: float | None = None
+
+
+def _scores(pairs: list[tuple[list[str], dict[str, int]]]) -> tuple[float, float]:
+    return (mean([ndcg_at_k(ranked, gains, AT_K) for ranked, gains in pairs]),
+            mean([mrr_at_k(ranked, gains, AT_K) for ranked, gains in pairs]))
+
+
+def evaluate(*, readable_scopes: Iterable[str] | None = None, scope: str | None = None,
+             since: datetime | None = None, rerun: bool = True) -> list[ScopeReport]:
+    """nDCG@10 and MRR@10 on the judged searches the caller may see, per scope, as logged and (rerun) now.
+
+    A log counts under each of its scopes; `scope` keeps only that one. Searches whose feedback
+    found nothing helpful count as judged, but (as in TREC) not in the averages.
+    """
+    readable = None if readable_scopes is None else set(readable_scopes)
+    rows: dict[str, list[tuple[SearchLog, dict[str, int]]]] = defaultdict(list)
+    for log in judged_searches(readable_scopes=readable_scopes, scope=scope, since=since):
+        for name in log.scopes if log.scopes is not None else [EVERY_SCOPE]:
+            if (scope is None or name == scope) and (readable is None or name in readable):
+                rows[name].append((log, judgments(log)))
+    now_cache: dict = {}
+    reports = []
+    for name in sorted(rows):
+        useful = [(log, gains) for log, gains in rows[name] if any(gains.values())]
+        ndcg_logged, mrr_logged = _scores([(log.result_ids, gains) for log, gains in useful])
+        report = ScopeReport(scope=name, judged=len(rows[name]), relevant=len(useful), ndcg_logged=ndcg_logged,
+                             mrr_logged=mrr_logged)
+        if rerun:
+            for log, _ in useful:
+                if log.pk not in now_cache:
+                    now_cache[log.pk] = ranked_now(log)
+            report.ndcg_now, report.mrr_now = _scores([(now_cache[log.pk], gains) for log, gains in useful])
+        reports.append(report)
+    return reports
+
+
+def weekly_trend(*, readable_scopes: Iterable[str] | None = None, since: datetime | None = None) -> list[dict]:
+    """Per ISO week (oldest first): judged searches, and nDCG@10 and MRR@10 of the ranking as logged."""
+    weeks: dict[tuple[int, int], list[SearchLog]] = defaultdict(list)
+    for log in judged_searches(readable_scopes=readable_scopes, since=since):
+        year, week, _ = timezone.localtime(log.created_at).isocalendar()
+        weeks[(year, week)].append(log)
+    trend = []
+    for (year, week), logs in sorted(weeks.items()):
+        judged = [(log.result_ids, judgments(log)) for log in logs]
+        useful = [(ranked, gains) for ranked, gains in judged if any(gains.values())]
+        ndcg, mrr = _scores(useful)
+        trend.append({"week": f"{year}-W{week:02d}", "starts": date.fromisocalendar(year, week, 1),
+                      "judged": len(judged), "relevant": len(useful), "ndcg": ndcg, "mrr": mrr})
+    return trend
+
+
+def retention_days() -> int:
+    return int(getattr(settings, "KNOWHUB_SEARCH_LOG_RETENTION_DAYS", DEFAULT_RETENTION_DAYS))
+
+
+def search_logs_forget(*, older_than: timedelta | None = None) -> int:
+    """Delete logs past the retention period; feedback keeps its case, its `search` becomes NULL."""
+    cutoff = timezone.now() - (older_than if older_than is not None else timedelta(days=retention_days()))
+    deleted, _ = SearchLog.objects.filter(created_at__lt=cutoff).delete()
+    return deleted
