@@ -39,7 +39,7 @@ def examples(names: list[str]):
         for other in loaded:
             for qid, text in development(data.queries):
                 result = engine.search(query=text, top_k=POOL_TOP_K, min_score=1, readable_scopes=[scope_for(loaded[other].name)],
-                                       rank="relevance", gate=Gate(floor=0.0, relative=0.0))
+                                       rank="relevance", gate=Gate(answer=0.0, floor=0.0, relative=0.0))
                 relevant = data.qrels.get(qid, {}) if other == name else {}
                 for c in result.candidates:
                     features = c.evidence.features()

@@ -75,7 +75,7 @@ def collect(name: str, split: str, max_queries: int = 0, empty_against: str | No
     judged = {doc for qrels in data.qrels.values() for doc in qrels}
     never_relevant = {kid for kid, doc in doc_by_id.items() if doc not in judged}
     rng = random.Random(SEED)
-    open_gate = Gate(floor=0.0, relative=0.0)
+    open_gate = Gate(answer=0.0, floor=0.0, relative=0.0)
     runs: dict[str, list[Run]] = {}
 
     def stage1(text, scope=None):
@@ -110,14 +110,14 @@ def collect(name: str, split: str, max_queries: int = 0, empty_against: str | No
     return runs
 
 
-def score(runs: list[Run], *, rank: str, floor: float, relative: float, weight: float) -> dict[str, float]:
+def score(runs: list[Run], *, rank: str, answer: float, floor: float, relative: float, weight: float) -> dict[str, float]:
     from bench import metrics
     from knowledge.search.rerank import Gate, quality_rerank
 
     ndcg, recall, empty = [], [], 0
     for run in runs:
         hits = quality_rerank([copy.copy(c) for c in run.candidates], top_k=TOP_K, min_score=MIN_SCORE, rank=rank,
-                              gate=Gate(floor=floor, relative=relative), quality_weight=weight)
+                              gate=Gate(answer=answer, floor=floor, relative=relative), quality_weight=weight)
         ranked = [h.id for h in hits]
         empty += not ranked
         if run.relevant:
@@ -126,51 +126,60 @@ def score(runs: list[Run], *, rank: str, floor: float, relative: float, weight: 
     return {"ndcg": metrics.mean(ndcg), "recall": metrics.mean(recall), "empty": empty / max(len(runs), 1)}
 
 
-def report(all_runs: dict[str, dict[str, list[Run]]], *, floor: float, relative: float, weight: float) -> None:
-    print(f"\nfloor {floor}, relative {relative}, quality weight {weight}")
+def _both(runs, settings):
+    default = score(runs, rank="quality", **settings)["ndcg"]
+    plain = score(runs, rank="relevance", **settings)["ndcg"]
+    return default, plain
+
+
+def _empties(runs, settings):
+    """(share of the cross-scope queries answered with nothing, in-set recall@10 lost to the gate)."""
+    open_gate = {**settings, "answer": 0.0, "floor": 0.0, "relative": 0.0}
+    empty = score(runs["empty"], rank="quality", **settings)["empty"]
+    drop = score(runs["a_none"], rank="quality", **open_gate)["recall"] - score(runs["a_none"], rank="quality", **settings)["recall"]
+    return empty, drop
+
+
+def report(all_runs: dict[str, dict], settings: dict) -> None:
+    print(f"\n{settings}")
     print("| dataset | scenario | default nDCG@10 | relevance-only nDCG@10 | ratio | target |")
     print("|---|---|---|---|---|---|")
     targets = {"a_none": "within 0.005", "b_noise": "≥ 0.97×", "c_popular_distractors": "≥ 0.97×", "d_informative": "> relevance-only"}
     for name, runs in all_runs.items():
         for scenario in SCENARIOS:
-            default = score(runs[scenario], rank="quality", floor=floor, relative=relative, weight=weight)["ndcg"]
-            plain = score(runs[scenario], rank="relevance", floor=floor, relative=relative, weight=weight)["ndcg"]
-            ratio = default / plain if plain else 0.0
-            print(f"| {name} | {scenario} | {default:.3f} | {plain:.3f} | {ratio:.3f} | {targets[scenario]} |")
-    print("\n| dataset | against | queries returning nothing | in-set recall@10 gate on | gate off | drop |")
-    print("|---|---|---|---|---|---|")
+            default, plain = _both(runs[scenario], settings)
+            print(f"| {name} | {scenario} | {default:.3f} | {plain:.3f} | {default / plain if plain else 0:.3f} | {targets[scenario]} |")
+    print("\n| dataset | asked of | queries answered with nothing | in-set recall@10 lost to the gate |")
+    print("|---|---|---|---|")
     for name, runs in all_runs.items():
-        if "empty" not in runs:
-            continue
-        empty = score(runs["empty"], rank="quality", floor=floor, relative=relative, weight=weight)["empty"]
-        gated = score(runs["a_none"], rank="quality", floor=floor, relative=relative, weight=weight)["recall"]
-        ungated = score(runs["a_none"], rank="quality", floor=0.0, relative=0.0, weight=weight)["recall"]
-        print(f"| {name} | {runs['_against']} | {empty:.1%} | {gated:.3f} | {ungated:.3f} | {ungated - gated:.3f} |")
+        if "empty" in runs:
+            empty, drop = _empties(runs, settings)
+            print(f"| {name} | {runs['_against']} | {empty:.1%} | {drop:.4f} |")
 
 
 def tune(all_runs) -> None:
     """A grid over the gate and the quality weight, on the runs given (use the development split)."""
-    print("| floor | relative | weight | min ratio b/c | a gap | d gain | empty share | recall drop |")
-    print("|---|---|---|---|---|---|---|---|")
-    for floor, relative, weight in itertools.product((0.05, 0.1, 0.2, 0.3, 0.4), (0.0, 0.2, 0.3, 0.5), (0.05, 0.1, 0.2)):
+    print("| answer | floor | relative | weight | min ratio b/c | max a gap | min d gain | min empty | max recall drop |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    grid = itertools.product((0.2, 0.3, 0.4, 0.5, 0.6), (0.0, 0.01, 0.02, 0.05), (0.0, 0.05, 0.1), (0.05, 0.1, 0.2))
+    for answer, floor, relative, weight in grid:
+        settings = {"answer": answer, "floor": floor, "relative": relative, "weight": weight}
         ratios, gaps, gains, empties, drops = [], [], [], [], []
         for runs in all_runs.values():
             for scenario in SCENARIOS:
-                d = score(runs[scenario], rank="quality", floor=floor, relative=relative, weight=weight)["ndcg"]
-                r = score(runs[scenario], rank="relevance", floor=floor, relative=relative, weight=weight)["ndcg"]
+                default, plain = _both(runs[scenario], settings)
                 if scenario == "a_none":
-                    gaps.append(r - d)
+                    gaps.append(plain - default)
                 elif scenario == "d_informative":
-                    gains.append(d - r)
+                    gains.append(default - plain)
                 else:
-                    ratios.append(d / r if r else 0.0)
+                    ratios.append(default / plain if plain else 0.0)
             if "empty" in runs:
-                empties.append(score(runs["empty"], rank="quality", floor=floor, relative=relative, weight=weight)["empty"])
-                on = score(runs["a_none"], rank="quality", floor=floor, relative=relative, weight=weight)["recall"]
-                off = score(runs["a_none"], rank="quality", floor=0.0, relative=0.0, weight=weight)["recall"]
-                drops.append(off - on)
-        print(f"| {floor} | {relative} | {weight} | {min(ratios):.3f} | {max(gaps):.4f} | {min(gains):.4f} | "
-              f"{min(empties, default=0):.1%} | {max(drops, default=0):.4f} |")
+                empty, drop = _empties(runs, settings)
+                empties.append(empty)
+                drops.append(drop)
+        print(f"| {answer} | {floor} | {relative} | {weight} | {min(ratios):.3f} | {max(gaps):.4f} | {min(gains):.4f} | "
+              f"{min(empties, default=0):.1%} | {max(drops, default=0):.4f} |", flush=True)
 
 
 def main(argv=None) -> int:
@@ -179,6 +188,10 @@ def main(argv=None) -> int:
     parser.add_argument("--split", choices=["held-out", "development"], default="held-out")
     parser.add_argument("--max-queries", type=int, default=0)
     parser.add_argument("--tune", action="store_true", help="print a grid of gate and weight settings")
+    parser.add_argument("--answer", type=float, help="override rerank.ANSWER_FLOOR")
+    parser.add_argument("--floor", type=float, help="override rerank.RELEVANCE_FLOOR")
+    parser.add_argument("--relative", type=float, help="override rerank.RELATIVE_FLOOR")
+    parser.add_argument("--weight", type=float, help="override rerank.QUALITY_WEIGHT")
     args = parser.parse_args(argv)
     _point_at_bench_database()
     import django
@@ -187,7 +200,7 @@ def main(argv=None) -> int:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-    from knowledge.search.rerank import QUALITY_WEIGHT, RELATIVE_FLOOR, RELEVANCE_FLOOR
+    from knowledge.search.rerank import ANSWER_FLOOR, QUALITY_WEIGHT, RELATIVE_FLOOR, RELEVANCE_FLOOR
 
     all_runs = {}
     for i, name in enumerate(args.datasets):
@@ -197,7 +210,8 @@ def main(argv=None) -> int:
     if args.tune:
         tune(all_runs)
     else:
-        report(all_runs, floor=RELEVANCE_FLOOR, relative=RELATIVE_FLOOR, weight=QUALITY_WEIGHT)
+        defaults = {"answer": ANSWER_FLOOR, "floor": RELEVANCE_FLOOR, "relative": RELATIVE_FLOOR, "weight": QUALITY_WEIGHT}
+        report(all_runs, {k: v if getattr(args, k) is None else getattr(args, k) for k, v in defaults.items()})
     return 0
 
 

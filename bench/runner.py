@@ -13,10 +13,12 @@ from knowledge.search import engine
 from knowledge.search.embeddings import ConcatEmbedder, get_embedder, item_text
 from knowledge.search.fusion import RRF_K
 from knowledge.search.indexing import store_embeddings
+from knowledge.search.rerank import Gate
 from knowledge.search.vector import ensure_index
 from knowledge.services import knowledge_create
 
 TOP_K = 10
+OPEN_GATE = Gate(answer=0.0, floor=0.0, relative=0.0)
 
 
 def scope_for(name: str) -> str:
@@ -106,6 +108,7 @@ def evaluate(name, *, modes, embedder_name=None, max_queries=0, query_prefix="",
                 query=text, top_k=TOP_K, min_score=1, readable_scopes=[scope], mode=mode,
                 rrf_k=rrf_k or RRF_K, weights=weights, embedder_name=embedder.name,
                 fusion=fusion or engine.DEFAULT_FUSION,
+                gate=OPEN_GATE,  # this bench measures retrieval; bench/ranking.py measures the gate
             )
             ranked = [doc_by_id[hit.id] for hit in result.hits]
             ndcg.append(metrics.ndcg_at_k(ranked, relevant, TOP_K))

@@ -83,7 +83,7 @@ def test_the_ranking_bench_simulates_feedback_and_runs_queries_against_a_scope_w
 
     assert set(runs) == {*ranking.SCENARIOS, "empty"}
     assert len(runs["a_none"]) == 2 and len(runs["empty"]) == 2  # the even positions: q-retry, q-weather
-    settings = {"floor": 0.2, "relative": 0.3, "weight": 0.1}
+    settings = {"answer": 0.2, "floor": 0.01, "relative": 0.0, "weight": 0.05}
     none = {rank: ranking.score(runs["a_none"], rank=rank, **settings)["ndcg"] for rank in ("quality", "relevance")}
     assert none["quality"] == none["relevance"] > 0.9  # no feedback: the default is relevance order
     informed = {rank: ranking.score(runs["d_informative"], rank=rank, **settings)["ndcg"] for rank in ("quality", "relevance")}

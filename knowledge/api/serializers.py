@@ -9,7 +9,7 @@ from rest_framework.fields import empty
 from knowledge.api.safe_json import MAX_DEPTH, json_problem
 from knowledge.models import KNOWLEDGE_TYPES
 from knowledge.search.filters import FilterError, parse_filter
-from knowledge.search.rerank import RANK_MODES, RELATIVE_FLOOR, RELEVANCE_FLOOR
+from knowledge.search.rerank import ANSWER_FLOOR, RANK_MODES, RELATIVE_FLOOR, RELEVANCE_FLOOR
 from knowledge.serializers import SCOPE_RE, SourceSerializer, StrictCharField
 
 
@@ -87,9 +87,12 @@ class SearchInput(serializers.Serializer):
     scopes = CommaListField(child=serializers.CharField(max_length=200), required=False, default=list)
     filters = FilterField(required=False, default=None)
     rank = serializers.ChoiceField(choices=RANK_MODES, default="quality")
+    answer_floor = serializers.FloatField(
+        min_value=0.0, max_value=1.0, default=ANSWER_FLOOR,
+        help_text="the calibrated relevance the best candidate must reach, else the query has no answer (an empty list)")
     relevance_floor = serializers.FloatField(
         min_value=0.0, max_value=1.0, default=RELEVANCE_FLOOR,
-        help_text="the least calibrated relevance a result may have (0 returns every candidate that passes the ratio)")
+        help_text="the least calibrated relevance a result may have")
     relevance_ratio = serializers.FloatField(
         min_value=0.0, max_value=1.0, default=RELATIVE_FLOOR,
         help_text="the least relevance a result may have as a share of the best candidate's")

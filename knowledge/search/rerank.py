@@ -3,10 +3,12 @@
 quality_score = score + helpful - 2 * harmful (seed 003). The seed orders by
 quality, assuming stage 1 kept only answers (its LLM router picks them). Ours
 returns nearest neighbours, relevant or not, so first comes a **relevance
-gate**: a candidate is eligible only when its calibrated relevance
-(relevance.py, a probability in [0, 1]) is at least `RELEVANCE_FLOOR` and at
-least `RELATIVE_FLOOR` × the best candidate's. A query with nothing relevant
-thus returns nothing, and a clear best match leaves its distant followers out.
+gate** on the calibrated relevance (relevance.py, a probability in [0, 1]):
+when even the best candidate is below `ANSWER_FLOOR`, the query has no answer
+here and nothing is eligible; otherwise a candidate is eligible when it
+reaches `RELEVANCE_FLOOR` and `RELATIVE_FLOOR` × the best one's. So a query
+with nothing relevant returns nothing, while an answerable one keeps its
+weaker relevant items (another language's version of the answer, say).
 
 Then the seed's rule: drop `score < min_score` or `quality_score < 0`, and
 order by `rank`:
@@ -28,9 +30,10 @@ development halves of the public sets; each can be overridden per request.
 from dataclasses import dataclass, field
 
 RANK_MODES = ("quality", "relevance", "seed")
-RELEVANCE_FLOOR = 0.2
-RELATIVE_FLOOR = 0.3
-QUALITY_WEIGHT = 0.1
+ANSWER_FLOOR = 0.2
+RELEVANCE_FLOOR = 0.01
+RELATIVE_FLOOR = 0.0
+QUALITY_WEIGHT = 0.05
 NEUTRAL_QUALITY = 3.0
 QUALITY_HALF = 3.0
 
@@ -67,14 +70,17 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Gate:
-    floor: float = RELEVANCE_FLOOR
-    relative: float = RELATIVE_FLOOR
+    answer: float = ANSWER_FLOOR  # the best candidate must reach it, or the query has no answer here
+    floor: float = RELEVANCE_FLOOR  # every result must reach it
+    relative: float = RELATIVE_FLOOR  # ... and this share of the best candidate's relevance
 
     def apply(self, candidates: list[Candidate]) -> None:
         """Mark each candidate that is not eligible with the reason (Candidate.gate)."""
         best = max((c.relevance for c in candidates), default=0.0)
         for c in candidates:
-            if c.relevance < self.floor:
+            if best < self.answer:
+                c.gate = f"no candidate answers the query: the best relevance {best:.2f} is below {self.answer:.2f}"
+            elif c.relevance < self.floor:
                 c.gate = f"relevance {c.relevance:.2f} is below the floor {self.floor:.2f}"
             elif c.relevance < self.relative * best:
                 c.gate = f"relevance {c.relevance:.2f} is below {self.relative:.2f} × the best candidate's {best:.2f}"

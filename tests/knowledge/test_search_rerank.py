@@ -1,7 +1,7 @@
 import pytest
 
 from knowledge.search.fusion import RRF_K, reciprocal_rank_fusion
-from knowledge.search.rerank import RELATIVE_FLOOR, Candidate, Gate, quality_rerank
+from knowledge.search.rerank import Candidate, Gate, quality_rerank
 
 
 def cand(id, relevance, score=3, helpful=0, harmful=0):
@@ -22,7 +22,7 @@ def test_quality_score_is_score_plus_helpful_minus_twice_harmful():
         # quality exactly 0 is kept: 3 + 1 - 2*2 = 0
         ([cand("a", 0.9, helpful=1, harmful=2)], 1, ["a"]),
         # answers about equally good: more helpful feedback first
-        ([cand("a", 0.82), cand("b", 0.80, helpful=2)], 3, ["b", "a"]),
+        ([cand("a", 0.81), cand("b", 0.80, helpful=2)], 3, ["b", "a"]),
         # unrated items keep relevance order
         ([cand("a", 0.5), cand("b", 0.8), cand("c", 0.6)], 3, ["b", "c", "a"]),
     ],
@@ -50,19 +50,22 @@ def test_of_two_equal_answers_the_higher_score_and_more_helpful_ranks_first_and_
 def test_nothing_relevant_returns_nothing_and_each_candidate_says_why():
     weak = [cand("a", 0.05), cand("b", 0.1, score=5, helpful=9)]
     assert quality_rerank(weak, top_k=5, min_score=3) == []
-    assert all("below the floor" in c.gate for c in weak)
+    assert all("no candidate answers the query" in c.gate for c in weak)
 
 
-def test_candidates_far_below_the_best_are_not_eligible():
-    candidates = [cand("best", 0.9), cand("far", 0.9 * RELATIVE_FLOOR - 0.01, score=5, helpful=20)]
-    assert [c.id for c in quality_rerank(candidates, top_k=5, min_score=3)] == ["best"]
+def test_candidates_far_below_the_best_or_below_the_floor_are_not_eligible():
+    candidates = [cand("best", 0.9), cand("far", 0.2, score=5, helpful=20)]
+    assert [c.id for c in quality_rerank(candidates, top_k=5, min_score=3, gate=Gate(relative=0.3))] == ["best"]
     assert "the best candidate's" in candidates[1].gate
+    candidates = [cand("best", 0.9), cand("weak", 0.01, score=5, helpful=20)]
+    assert [c.id for c in quality_rerank(candidates, top_k=5, min_score=3, gate=Gate(floor=0.02))] == ["best"]
+    assert "below the floor" in candidates[1].gate
 
 
 def test_the_gate_and_the_quality_weight_can_be_set_per_call():
     candidates = [cand("a", 0.15), cand("b", 0.12, helpful=5)]
-    assert quality_rerank(candidates, top_k=5, min_score=3, gate=Gate(floor=0.1, relative=0.0), quality_weight=0.0)[0].id == "a"
-    assert quality_rerank(candidates, top_k=5, min_score=3, gate=Gate(floor=0.1, relative=0.0), quality_weight=1.0)[0].id == "b"
+    assert quality_rerank(candidates, top_k=5, min_score=3, gate=Gate(answer=0.0, floor=0.1, relative=0.0), quality_weight=0.0)[0].id == "a"
+    assert quality_rerank(candidates, top_k=5, min_score=3, gate=Gate(answer=0.0, floor=0.1, relative=0.0), quality_weight=1.0)[0].id == "b"
 
 
 def test_stage_two_keeps_top_k_and_marks_the_rest():
