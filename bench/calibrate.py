@@ -7,7 +7,7 @@ are held out for bench/ranking.py) the real stage 1 runs with the gate open,
 and each of its 20 candidates becomes one example: relevant if the qrels say
 so. The same queries are also run against each other dataset's scope, where
 nothing is relevant: those candidates are the negatives that teach the model
-what "no answer here" looks like. A logistic regression (IRLS, L2 0.01 on
+what "no answer here" looks like. A logistic regression (IRLS, L2 0.0001 on
 standardised features) over
 `relevance.FEATURES` is fitted; it prints the coefficients to paste into
 `relevance.COEFFICIENTS`, and a calibration table (predicted vs observed).
@@ -49,7 +49,7 @@ def examples(names: list[str]):
     return np.asarray(rows), np.asarray(labels)
 
 
-def fit_logistic(x: np.ndarray, y: np.ndarray, *, l2: float = 0.01, iterations: int = 50) -> np.ndarray:
+def fit_logistic(x: np.ndarray, y: np.ndarray, *, l2: float = 0.0001, iterations: int = 50) -> np.ndarray:
     """Weights of P(y=1|x) = sigmoid(x·w), by iteratively reweighted least squares.
 
     Column 0 is the bias (unpenalised). The other columns are standardised for
@@ -90,7 +90,7 @@ def calibration_table(p: np.ndarray, y: np.ndarray, bins: int = 10) -> list[tupl
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("datasets", nargs="+")
-    parser.add_argument("--l2", type=float, default=0.01)
+    parser.add_argument("--l2", type=float, default=0.0001)
     args = parser.parse_args(argv)
     _point_at_bench_database()
     import django

@@ -77,15 +77,16 @@ def write_dataset(folder, docs, queries, qrels):
 
 def test_the_ranking_bench_simulates_feedback_and_runs_queries_against_a_scope_with_no_answer(dataset, tmp_path):
     from bench import ranking
+    from knowledge.search.rerank import ANSWER_FLOOR, QUALITY_WEIGHT, RELATIVE_FLOOR, RELEVANCE_FLOOR
 
     cooking = write_dataset(tmp_path / "tiny-cooking", COOKING, COOKING_QUERIES, {q: [q[2:]] for q in COOKING_QUERIES})
     runs = ranking.collect(str(dataset), "development", empty_against=str(cooking))
 
     assert set(runs) == {*ranking.SCENARIOS, "empty"}
     assert len(runs["a_none"]) == 2 and len(runs["empty"]) == 2  # the even positions: q-retry, q-weather
-    settings = {"answer": 0.2, "floor": 0.01, "relative": 0.0, "weight": 0.05}
+    settings = {"answer": ANSWER_FLOOR, "floor": RELEVANCE_FLOOR, "relative": RELATIVE_FLOOR, "weight": QUALITY_WEIGHT}
     none = {rank: ranking.score(runs["a_none"], rank=rank, **settings)["ndcg"] for rank in ("quality", "relevance")}
-    assert none["quality"] == none["relevance"] > 0.9  # no feedback: the default is relevance order
+    assert none["quality"] == none["relevance"] > 0.8  # no feedback: the default is relevance order
     informed = {rank: ranking.score(runs["d_informative"], rank=rank, **settings)["ndcg"] for rank in ("quality", "relevance")}
     assert informed["quality"] >= informed["relevance"]
     # Tech questions asked of a cooking knowledge base: nothing to return.

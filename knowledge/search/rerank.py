@@ -30,8 +30,8 @@ development halves of the public sets; each can be overridden per request.
 from dataclasses import dataclass, field
 
 RANK_MODES = ("quality", "relevance", "seed")
-ANSWER_FLOOR = 0.2
-RELEVANCE_FLOOR = 0.01
+ANSWER_FLOOR = 0.02
+RELEVANCE_FLOOR = 0.0
 RELATIVE_FLOOR = 0.0
 QUALITY_WEIGHT = 0.05
 NEUTRAL_QUALITY = 3.0

