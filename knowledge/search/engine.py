@@ -148,8 +148,9 @@ def search(
             lists.get("vector", []), lists.get("keyword", []),
             weight=(weights or FUSION_WEIGHTS["boost"])["keyword"], decay=KEYWORD_BOOST_DECAY,
         )
+    routed = False
     if query.strip() and routing.routing_enabled():
-        fused = _route(query, fused, top_k=top_k, notes=notes)
+        fused, routed = _route(query, fused, top_k=top_k, notes=notes)
     fused_total = sum(score for _, score in fused) or 1.0  # the whole pool's mass, before the cut
     fused = fused[: 2 * top_k]
 
@@ -157,6 +158,8 @@ def search(
     ranks = {name: {item_id: (i, score) for i, (item_id, score) in enumerate(rows, start=1)} for name, rows in lists.items()}
     evidence = _evidence(query, fused, fused_total, items, ranks, query_vector=query_vector, embedder=embedder)
     relevances = {item_id: probability(e, embedder.name if embedder else "") if e else 1.0 for item_id, e in evidence.items()}
+    if routed:  # seed 003: the router judged which candidates answer, in order; its order is the relevance (1 → 0.5)
+        relevances = {item_id: 1.0 - 0.5 * position / len(fused) for position, (item_id, _) in enumerate(fused)}
     candidates = []
     for item_id, fused_score in fused:
         item = items[item_id]
@@ -170,6 +173,8 @@ def search(
             id=item_id, relevance=relevances[item_id], fused=fused_score, score=item.score, helpful=item.helpful,
             harmful=item.harmful, explanation=explanation, evidence=evidence[item_id],
         ))
+    if routed and gate is None:
+        gate = Gate(answer=0.0, floor=0.0, relative=0.0)  # the LLM router already kept only answers (seed 003)
     hits = quality_rerank(candidates, top_k=top_k, min_score=min_score, rank=rank, gate=gate or Gate(),
                           quality_weight=QUALITY_WEIGHT if quality_weight is None else quality_weight)
     for candidate in candidates:
@@ -203,14 +208,14 @@ def _evidence(query, fused, total, items, ranks, *, query_vector, embedder) -> d
     return evidence
 
 
-def _route(query: str, fused: list[tuple[str, float]], *, top_k: int, notes: list[str]) -> list[tuple[str, float]]:
-    """Let the LLM choose 2*top_k of the wider pool; its order becomes the relevance."""
+def _route(query: str, fused: list[tuple[str, float]], *, top_k: int, notes: list[str]) -> tuple[list[tuple[str, float]], bool]:
+    """Let the LLM choose 2*top_k of the wider pool; its order becomes the fused order. (fused, whether it chose.)"""
     pool = fused[: routing.ROUTING_POOL_PER_RESULT * top_k]
     texts = dict((row[0], row[1:]) for row in Knowledge.objects.filter(pk__in=[i for i, _ in pool]).values_list("id", "task", "content"))
     try:
         chosen = routing.route(query=query, candidates=[(i, *texts[i]) for i, _ in pool if i in texts], pick=2 * top_k)
     except llm.LLMError as exc:
         notes.append(f"LLM routing unavailable ({exc}); fused order used")
-        return fused
+        return fused, False
     notes.append(f"LLM routing chose {len(chosen)} of {len(pool)} candidates")
-    return [(item_id, 1.0 / (1 + position)) for position, item_id in enumerate(chosen)]
+    return [(item_id, 1.0 / (1 + position)) for position, item_id in enumerate(chosen)], True
