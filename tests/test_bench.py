@@ -17,17 +17,21 @@ QUERIES = {"q-retry": "how should I retry failing requests", "q-tabs": "用户�
 QRELS = {"q-retry": ["en-retry", "zh-retry"], "q-tabs": ["en-tabs", "zh-tabs"], "q-weather": ["en-weather", "zh-weather"]}
 
 
+def write_dataset(folder, docs, queries, qrels):
+    """A BEIR-format folder: corpus.jsonl, queries.jsonl, qrels.tsv."""
+    folder.mkdir()
+    (folder / "corpus.jsonl").write_text("".join(
+        json.dumps({"id": i, "title": t, "text": c}, ensure_ascii=False) + "\n" for i, (t, c) in docs.items()), encoding="utf-8")
+    (folder / "queries.jsonl").write_text("".join(
+        json.dumps({"id": q, "text": t}, ensure_ascii=False) + "\n" for q, t in queries.items()), encoding="utf-8")
+    (folder / "qrels.tsv").write_text("".join(f"{q}\t{d}\t1\n" for q, docs in qrels.items() for d in docs), encoding="utf-8")
+    return folder
+
+
 @pytest.fixture
 def dataset(tmp_path, settings):
     settings.VAR_DIR = tmp_path / "var"
-    folder = tmp_path / "tiny-en-zh"
-    folder.mkdir()
-    (folder / "corpus.jsonl").write_text("".join(
-        json.dumps({"id": i, "title": t, "text": c}, ensure_ascii=False) + "\n" for i, (t, c) in DOCS.items()), encoding="utf-8")
-    (folder / "queries.jsonl").write_text("".join(
-        json.dumps({"id": q, "text": t}, ensure_ascii=False) + "\n" for q, t in QUERIES.items()), encoding="utf-8")
-    (folder / "qrels.tsv").write_text("".join(f"{q}\t{d}\t1\n" for q, docs in QRELS.items() for d in docs), encoding="utf-8")
-    return folder
+    return write_dataset(tmp_path / "tiny-en-zh", DOCS, QUERIES, QRELS)
 
 
 def test_the_retrieval_bench_scores_every_mode_through_the_engine_and_caches_vectors(dataset, settings):
@@ -64,15 +68,6 @@ COOKING = {
 COOKING_QUERIES = {"c-bread": "how often do I feed a sourdough starter", "c-rice": "rice to water ratio",
                    "c-eggs": "how long to boil an egg"}
 
-
-def write_dataset(folder, docs, queries, qrels):
-    folder.mkdir()
-    (folder / "corpus.jsonl").write_text("".join(
-        json.dumps({"id": i, "title": t, "text": c}, ensure_ascii=False) + "\n" for i, (t, c) in docs.items()), encoding="utf-8")
-    (folder / "queries.jsonl").write_text("".join(
-        json.dumps({"id": q, "text": t}, ensure_ascii=False) + "\n" for q, t in queries.items()), encoding="utf-8")
-    (folder / "qrels.tsv").write_text("".join(f"{q}\t{d}\t1\n" for q, docs in qrels.items() for d in docs), encoding="utf-8")
-    return folder
 
 
 def test_the_ranking_bench_simulates_feedback_and_runs_queries_against_a_scope_with_no_answer(dataset, tmp_path):
