@@ -97,13 +97,16 @@ server = MCPServer(name="knowhub", instructions=INSTRUCTIONS)
 @server.tool()
 async def knowledge_search(ctx: Context, query: str, top_k: int = 5, min_score: int = 3, types: list[str] | None = None,
                            filters: dict[str, Any] | list[Any] | None = None, rank: str | None = None,
-                           scopes: list[str] | None = None) -> dict[str, Any]:
+                           scopes: list[str] | None = None, answer_floor: float | None = None,
+                           relevance_floor: float | None = None, relevance_ratio: float | None = None) -> dict[str, Any]:
     """Search knowledge (two stages: hybrid retrieval, then a relevance gate and the quality rerank). Each result
     carries its `relevance` (0-1); an empty list means nothing here answers the query. `filters` is a filter
     expression, e.g. {"op": "EQ", "key": "tags.domain", "value": "coding_style"}; `rank` is quality (default),
-    relevance or seed. The reply's `search_id` goes with your feedback on its results (knowledge_update,
+    relevance or seed. The relevance gate's thresholds (answer_floor, relevance_floor, relevance_ratio) default to the
+    server's. The reply's `search_id` goes with your feedback on its results (knowledge_update,
     knowledge_batch_update)."""
-    data = _given(q=query, top_k=top_k, min_score=min_score, types=types, filters=filters, rank=rank, scopes=scopes)
+    data = _given(q=query, top_k=top_k, min_score=min_score, types=types, filters=filters, rank=rank, scopes=scopes,
+                  answer_floor=answer_floor, relevance_floor=relevance_floor, relevance_ratio=relevance_ratio)
     return await _call(ctx, _chain("knowledge_search", views._search, data))
 
 

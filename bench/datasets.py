@@ -49,3 +49,12 @@ def load(name_or_path: str) -> Dataset:
                 qrels.setdefault(qid, {})[did] = int(rel)
     queries = {qid: text for qid, text in queries.items() if qid in qrels}
     return Dataset(name=path.name, corpus=corpus, queries=queries, qrels=qrels)
+
+
+def offtopic_queries(name_or_path: str) -> list[str]:
+    """Questions nothing in the dataset answers (offtopic.jsonl, in the hand-made sets only); [] when there are none."""
+    path = resolve(name_or_path) / "offtopic.jsonl"
+    if not path.exists():
+        return []
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line)["text"] for line in fh if line.strip()]

@@ -107,6 +107,10 @@ def collect(name: str, split: str, max_queries: int = 0, empty_against: str | No
         other = datasets.load(empty_against)
         prepare(other)
         runs["empty"] = [Run(candidates=stage1(text, scope_for(other.name)), relevant={}) for _, text in queries]
+    offtopic = (development if split == "development" else held_out)(dict(enumerate(datasets.offtopic_queries(name))))
+    if offtopic:  # a hand-made set's questions nothing in it answers, asked of its own scope (the same half)
+        prepare(data)
+        runs["offtopic"] = [Run(candidates=stage1(text), relevant={}) for _, text in offtopic]
     return runs
 
 
@@ -155,6 +159,9 @@ def report(all_runs: dict[str, dict], settings: dict) -> None:
         if "empty" in runs:
             empty, drop = _empties(runs, settings)
             print(f"| {name} | {runs['_against']} | {empty:.1%} | {drop:.4f} |")
+        if "offtopic" in runs:
+            empty = score(runs["offtopic"], rank="quality", **settings)["empty"]
+            print(f"| {name} | its own scope, off-topic queries (offtopic.jsonl) | {empty:.1%} | |")
 
 
 def tune(all_runs) -> None:
@@ -178,6 +185,8 @@ def tune(all_runs) -> None:
                 empty, drop = _empties(runs, settings)
                 empties.append(empty)
                 drops.append(drop)
+            if "offtopic" in runs:
+                empties.append(score(runs["offtopic"], rank="quality", **settings)["empty"])
         print(f"| {answer} | {floor} | {relative} | {weight} | {min(ratios):.3f} | {max(gaps):.4f} | {min(gains):.4f} | "
               f"{min(empties, default=0):.1%} | {max(drops, default=0):.4f} |", flush=True)
 

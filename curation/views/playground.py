@@ -21,7 +21,8 @@ def run_as_token(*, token, q, top_k, min_score, rank, types, scopes, filters) ->
         fate = f"kept, rank {kept[c.id]}" if c.id in kept else f"left out: {c.gate}"
         candidates.append({"position": position, "c": c, "item": result.items[c.id], "fate": fate, "kept": c.id in kept})
     hits = [{"rank": i, "hit": h, "item": result.items[h.id]} for i, h in enumerate(result.hits, start=1)]
-    return {"caller": caller, "candidates": candidates, "hits": hits, "notes": result.notes}
+    return {"caller": caller, "candidates": candidates, "hits": hits, "notes": result.notes,
+            "answerable": result.answerable}
 
 
 @permissions.require(permissions.VIEW)

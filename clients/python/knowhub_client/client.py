@@ -82,14 +82,19 @@ class KnowHub(_Base):
 
     def knowledge_search(self, query: str, top_k: int = 5, min_score: int = 3, types: list[str] | None = None, *,
                          filters: Any = None, scopes: list[str] | None = None, rank: str | None = None,
-                         explain: bool = False) -> Json:
+                         explain: bool = False, answer_floor: float | None = None,
+                         relevance_floor: float | None = None, relevance_ratio: float | None = None) -> Json:
         """Search (seed: GET /api/knowledge/search). Returns ``{"results": [...], "count": n, "search_id": ...}``;
         send ``search_id`` back with feedback on these results (`knowledge_update`, `knowledge_batch_update`).
+        Each result carries its ``relevance`` (0-1); an empty list means nothing here answers the query. The
+        relevance gate's thresholds (``answer_floor``, ``relevance_floor``, ``relevance_ratio``) default to the
+        server's.
 
         >>> hub.knowledge_search("selenium login", top_k=3, types=["tool"],
         ...                      filters=EQ("tags.domain", "web") & ~IN("types", ["plan"]))
         """
-        return self._request(_calls.knowledge_search(query, top_k, min_score, types, filters, scopes, rank, explain))
+        gate = {"answer_floor": answer_floor, "relevance_floor": relevance_floor, "relevance_ratio": relevance_ratio}
+        return self._request(_calls.knowledge_search(query, top_k, min_score, types, filters, scopes, rank, explain, gate))
 
     def knowledge_save(self, task: str, content: str, types: list[str], tags: dict[str, str] | None = None,
                        scopes: list[str] | None = None, owner: str | None = None, source_name: str = "",
@@ -267,10 +272,12 @@ class AsyncKnowHub(_Base):
 
     async def knowledge_search(self, query: str, top_k: int = 5, min_score: int = 3, types: list[str] | None = None,
                                *, filters: Any = None, scopes: list[str] | None = None, rank: str | None = None,
-                               explain: bool = False) -> Json:
+                               explain: bool = False, answer_floor: float | None = None,
+                               relevance_floor: float | None = None, relevance_ratio: float | None = None) -> Json:
         """See `KnowHub.knowledge_search`."""
+        gate = {"answer_floor": answer_floor, "relevance_floor": relevance_floor, "relevance_ratio": relevance_ratio}
         return await self._request(_calls.knowledge_search(query, top_k, min_score, types, filters, scopes, rank,
-                                                           explain))
+                                                           explain, gate))
 
     async def knowledge_save(self, task: str, content: str, types: list[str], tags: dict[str, str] | None = None,
                              scopes: list[str] | None = None, owner: str | None = None, source_name: str = "",
