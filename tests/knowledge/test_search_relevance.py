@@ -58,3 +58,10 @@ def test_query_features_take_the_best_evidence_by_writing_system():
     assert features["best_use_same"] == 0.5 and features["best_use_cross"] == 0.6
     assert features["best_keyword_share"] == 0.4 and features["best_vector_z"] == 4.0
     assert abs(features["e5_lead"] - 0.1) < 1e-9  # 0.9 − the runner-up's 0.8
+
+
+def test_in_a_small_base_an_answer_in_another_language_is_recognised_by_its_cross_language_cosine():
+    translated = Evidence(e5=0.81, use=0.41, same_script=False, keyword_share=0.0, vector_z=0.0, fused_share=0.5)
+    unrelated = Evidence(e5=0.78, use=0.05, same_script=False, keyword_share=0.0, vector_z=0.0, fused_share=0.5)
+    assert answerable([translated], MODEL, field=5) > 0.9
+    assert answerable([unrelated], MODEL, field=5) < 0.01
