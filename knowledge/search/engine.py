@@ -163,8 +163,8 @@ def search(
         relevances = {item_id: 1.0 - 0.5 * position / len(fused) for position, (item_id, _) in enumerate(fused)}
     else:  # P(the query has an answer here) × P(this candidate is one, given that)
         model = embedder.name if embedder else ""
-        field = len(lists["vector"]) if "vector" in lists else None  # how many items the vector search ranked
-        chance = answerable([e for e in evidence.values() if e], model, field=field) if query.strip() else None
+        ranked_by_vector = len(lists["vector"]) if "vector" in lists else None
+        chance = answerable([e for e in evidence.values() if e], model, field=ranked_by_vector) if query.strip() else None
         relevances = {item_id: _relevance(e, chance, model) for item_id, e in evidence.items()}
     candidates = []
     for item_id, fused_score in fused:
