@@ -61,17 +61,16 @@ def query_runs(names: list[str], *, split: str = "development", fresh: bool = Fa
     if cache.exists() and not fresh:  # plain tuples: QueryRun may be __main__'s or bench.calibrate's
         return [QueryRun(*fields) for fields in pickle.loads(cache.read_bytes())]
     from bench import datasets
-    from bench.runner import OPEN_GATE, development, held_out, prepare, scope_for
+    from bench.runner import OPEN_GATE, half, prepare, scope_for
     from knowledge.search import engine
 
-    half = development if split == "development" else held_out
     loaded = {name: datasets.load(name) for name in names}
     docs = {name: prepare(data)[1] for name, data in loaded.items()}
     runs = []
     for name, data in loaded.items():
         prepare(data)  # this dataset's query vectors
         for other in loaded:
-            for qid, text in half(data.queries):
+            for qid, text in half(split, data.queries):
                 result = engine.search(query=text, top_k=POOL_TOP_K, min_score=1, readable_scopes=[scope_for(loaded[other].name)],
                                        rank="relevance", gate=OPEN_GATE)
                 relevant = data.qrels.get(qid, {}) if other == name else {}
@@ -81,7 +80,7 @@ def query_runs(names: list[str], *, split: str = "development", fresh: bool = Fa
                 ))
             print(f"  {name} → {other}: {sum(r.dataset == name and r.scope == other for r in runs)} queries", file=sys.stderr, flush=True)
         offtopic = datasets.offtopic_queries(name)  # a hand-made set's questions it has no answer to
-        for _, text in half(dict(enumerate(offtopic))):
+        for _, text in half(split, dict(enumerate(offtopic))):
             result = engine.search(query=text, top_k=POOL_TOP_K, min_score=1, readable_scopes=[scope_for(data.name)],
                                    rank="relevance", gate=OPEN_GATE)
             runs.append(QueryRun(dataset=f"{name} off-topic", scope=name, query=text, evidence=[c.evidence for c in result.candidates],
@@ -116,7 +115,7 @@ def query_examples(runs: list[QueryRun]):
 
     from knowledge.search.relevance import QUERY_FEATURES, query_features
 
-    kept = [run for run in runs if not (run.in_set and not any(run.labels))]  # in-set, answer not found: neither case
+    kept = [run for run in runs if not run.in_set or any(run.labels)]  # in-set, answer not found: neither case
     cells = Counter((run.dataset, run.scope) for run in kept)
     rows, labels, weights = [], [], []
     for run in kept:

@@ -62,14 +62,14 @@ def _feedback_state(items, scenario: str, rng: random.Random, never_relevant: se
 def collect(name: str, split: str, max_queries: int = 0, empty_against: str | None = None) -> dict[str, list[Run]]:
     """scenario -> runs over the dataset's queries (stage 1 once each, gate open)."""
     from bench import datasets
-    from bench.runner import development, held_out, prepare, scope_for
+    from bench.runner import half, prepare, scope_for
     from knowledge.search import engine
     from knowledge.search.rerank import Gate
 
     data = datasets.load(name)
     _, doc_by_id = prepare(data)
     id_by_doc = {doc: kid for kid, doc in doc_by_id.items()}
-    queries = (development if split == "development" else held_out)(data.queries)
+    queries = half(split, data.queries)
     if max_queries:
         queries = queries[:max_queries]
     judged = {doc for qrels in data.qrels.values() for doc in qrels}
@@ -107,7 +107,7 @@ def collect(name: str, split: str, max_queries: int = 0, empty_against: str | No
         other = datasets.load(empty_against)
         prepare(other)
         runs["empty"] = [Run(candidates=stage1(text, scope_for(other.name)), relevant={}) for _, text in queries]
-    offtopic = (development if split == "development" else held_out)(dict(enumerate(datasets.offtopic_queries(name))))
+    offtopic = half(split, dict(enumerate(datasets.offtopic_queries(name))))
     if offtopic:  # a hand-made set's questions nothing in it answers, asked of its own scope (the same half)
         prepare(data)
         runs["offtopic"] = [Run(candidates=stage1(text), relevant={}) for _, text in offtopic]

@@ -134,3 +134,8 @@ def development(queries: dict[str, str]) -> list[tuple[str, str]]:
 def held_out(queries: dict[str, str]) -> list[tuple[str, str]]:
     """The other half: only ever scored, never tuned on (odd positions)."""
     return [pair for i, pair in enumerate(queries.items()) if i % 2 == 1]
+
+
+def half(split: str, queries: dict[str, str]) -> list[tuple[str, str]]:
+    """`development` or `held_out` of `queries`, by the split's name ("development" or "held-out")."""
+    return (development if split == "development" else held_out)(queries)

@@ -93,8 +93,9 @@ class KnowHub(_Base):
         >>> hub.knowledge_search("selenium login", top_k=3, types=["tool"],
         ...                      filters=EQ("tags.domain", "web") & ~IN("types", ["plan"]))
         """
-        gate = {"answer_floor": answer_floor, "relevance_floor": relevance_floor, "relevance_ratio": relevance_ratio}
-        return self._request(_calls.knowledge_search(query, top_k, min_score, types, filters, scopes, rank, explain, gate))
+        return self._request(_calls.knowledge_search(query, top_k, min_score, types, filters, scopes, rank, explain,
+                                                     answer_floor=answer_floor, relevance_floor=relevance_floor,
+                                                     relevance_ratio=relevance_ratio))
 
     def knowledge_save(self, task: str, content: str, types: list[str], tags: dict[str, str] | None = None,
                        scopes: list[str] | None = None, owner: str | None = None, source_name: str = "",
@@ -275,9 +276,10 @@ class AsyncKnowHub(_Base):
                                explain: bool = False, answer_floor: float | None = None,
                                relevance_floor: float | None = None, relevance_ratio: float | None = None) -> Json:
         """See `KnowHub.knowledge_search`."""
-        gate = {"answer_floor": answer_floor, "relevance_floor": relevance_floor, "relevance_ratio": relevance_ratio}
         return await self._request(_calls.knowledge_search(query, top_k, min_score, types, filters, scopes, rank,
-                                                           explain, gate))
+                                                           explain, answer_floor=answer_floor,
+                                                           relevance_floor=relevance_floor,
+                                                           relevance_ratio=relevance_ratio))
 
     async def knowledge_save(self, task: str, content: str, types: list[str], tags: dict[str, str] | None = None,
                              scopes: list[str] | None = None, owner: str | None = None, source_name: str = "",
