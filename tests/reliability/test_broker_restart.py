@@ -44,7 +44,9 @@ def test_the_broker_stopped_and_restarted_loses_no_save_and_no_job(tmp_path):
         health = stack.request("GET", "/healthz")
 
         assert [r.status for r in saved] == [201, 201, 201]
-        assert all(r.json()["vector_status"] == "pending" for r in saved)
+        # No assertion on their vector_status here: a periodic sweep the worker had already taken
+        # from the broker before it stopped may embed them before the reply is written. What
+        # matters is below: every one of them gets its vector once the broker is back.
         assert evolve.status == 200 and evolve.json()["job"]["status"] == "queued"
         assert health.status == 503 and "broker" in health.json()["down"]
 
