@@ -168,7 +168,7 @@ def tune(all_runs) -> None:
     """A grid over the gate and the quality weight, on the runs given (use the development split)."""
     print("| answer | floor | relative | weight | min ratio b/c | max a gap | min d gain | min empty | max recall drop |")
     print("|---|---|---|---|---|---|---|---|---|")
-    grid = itertools.product((0.02, 0.05, 0.08, 0.1, 0.15, 0.2, 0.3), (0.0, 0.01), (0.0, 0.05), (0.05, 0.1))
+    grid = itertools.product((0.01, 0.02, 0.03, 0.05, 0.1), (0.0, 0.01), (0.0, 0.05), (0.02, 0.03, 0.04, 0.05, 0.1))
     for answer, floor, relative, weight in grid:
         settings = {"answer": answer, "floor": floor, "relative": relative, "weight": weight}
         ratios, gaps, gains, empties, drops = [], [], [], [], []

