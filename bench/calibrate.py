@@ -35,7 +35,7 @@ import numpy as np
 
 from bench.retrieval import _point_at_bench_database
 
-POOL_TOP_K = 10  # stage 1 keeps 2 × top_k candidates
+POOL_TOP_K = 10  # stage 1 keeps 2 × top_k candidates: relevance.ANSWER_POOL, what the answerable model judges on
 
 
 @dataclass

@@ -21,7 +21,7 @@ from knowledge.search.fusion import RRF_K, convex_combination, keyword_boost, re
 from knowledge.search.crosslingual import calibrated_vector_candidates
 from knowledge.search.keyword import keyword_candidates
 from knowledge.search.rerank import QUALITY_WEIGHT, Candidate, Gate, quality_rerank
-from knowledge.search.relevance import Evidence, answerable, model_cosines, probability
+from knowledge.search.relevance import ANSWER_POOL, Evidence, answerable, model_cosines, probability
 from knowledge.search.text import script_of
 
 MODES = ("hybrid", "vector", "keyword")
@@ -153,11 +153,14 @@ def search(
     if query.strip() and routing.routing_enabled():
         fused, routed = _route(query, fused, top_k=top_k, notes=notes)
     fused_total = sum(score for _, score in fused) or 1.0  # the whole pool's mass, before the cut
+    # Whether the query has an answer here is judged on the same number of candidates whatever top_k is
+    # (the model was fitted on ANSWER_POOL), so a relevance does not change with the number of results asked for.
+    judged = fused[: max(2 * top_k, ANSWER_POOL)] if not routed else fused[: 2 * top_k]
     fused = fused[: 2 * top_k]
 
-    items = Knowledge.objects.in_bulk([item_id for item_id, _ in fused])
+    items = Knowledge.objects.in_bulk([item_id for item_id, _ in judged])
     ranks = {name: {item_id: (i, score) for i, (item_id, score) in enumerate(rows, start=1)} for name, rows in lists.items()}
-    evidence = _evidence(query, fused, fused_total, items, ranks, query_vector=query_vector, embedder=embedder)
+    evidence = _evidence(query, judged, fused_total, items, ranks, query_vector=query_vector, embedder=embedder)
     chance = None
     if routed:  # seed 003: the router judged which candidates answer, in order; its order is the relevance (1 → 0.5)
         relevances = {item_id: 1.0 - 0.5 * position / len(fused) for position, (item_id, _) in enumerate(fused)}
@@ -165,7 +168,7 @@ def search(
         model = embedder.name if embedder else ""
         ranked_by_vector = len(lists["vector"]) if "vector" in lists else None
         chance = answerable([e for e in evidence.values() if e], model, field=ranked_by_vector) if query.strip() else None
-        relevances = {item_id: _relevance(e, chance, model) for item_id, e in evidence.items()}
+        relevances = {item_id: _relevance(evidence[item_id], chance, model) for item_id, _ in fused}
     candidates = []
     for item_id, fused_score in fused:
         item = items[item_id]
@@ -188,7 +191,7 @@ def search(
     for candidate in candidates:
         candidate.explanation["quality_score"] = candidate.quality_score
         candidate.explanation["gate"] = candidate.gate or None
-    return SearchResult(hits=hits, candidates=candidates, items=items, notes=notes, answerable=chance)
+    return SearchResult(hits=hits, candidates=candidates, items={i: items[i] for i, _ in fused}, notes=notes, answerable=chance)
 
 
 def _relevance(evidence: Evidence | None, chance: float | None, model: str) -> float:

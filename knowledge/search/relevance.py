@@ -92,6 +92,9 @@ class Evidence:
         }
 
 
+# The answerable model judges a query on its best ANSWER_POOL stage-1 candidates, whatever top_k (the engine
+# looks at at least this many; bench/calibrate.py fits on this many).
+ANSWER_POOL = 20
 QUERY_FEATURES = ("bias", "best_e5_same", "best_e5_cross", "best_use_same", "best_use_cross", "best_keyword_share",
                   "best_vector_z", "e5_lead", "fused_lead", "top_e5", "top_keyword_share", "e5_gap")
 LEAD_OVER = 5  # e5_lead: the best same-script cosine minus the mean of the next LEAD_OVER
