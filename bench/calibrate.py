@@ -5,7 +5,7 @@
 Relevance is the product of two logistic models (relevance.py):
 
 - **answerable**: does anything among a query's candidates answer it? One
-  example per query: every development query (even positions in
+  example per query: every development query (even questions in
   queries.jsonl; the odd ones are held out for bench/ranking.py) asked of its
   own dataset's scope, positive when a relevant item is among its 20
   candidates, and the same query asked of each other dataset's scope, where

@@ -22,9 +22,9 @@ dataset's scope, where nothing is relevant; the share that returns nothing
 is reported, with the in-set recall@10 lost to the gate (gate on vs off,
 scenario a).
 
-Queries are split in two (bench/runner.py): `--split development` (even
-positions) is where thresholds are tuned (`--tune` prints a grid), the
-default `held-out` (odd positions) is only ever scored.
+Queries are split in two by question (bench/runner.py): `--split development` (even
+questions) is where thresholds are tuned (`--tune` prints a grid), the
+default `held-out` (odd questions; `runner.half`) is only ever scored.
 """
 import argparse
 import copy

@@ -1,4 +1,5 @@
 """Loading a dataset into KnowHub and scoring searches against its qrels."""
+import re
 import sys
 import time
 from functools import lru_cache
@@ -126,14 +127,32 @@ def evaluate(name, *, modes, embedder_name=None, max_queries=0, query_prefix="",
         }
 
 
+def question_of(query_id) -> str:
+    """The question a query asks: XQuAD-R's `en-X` and `zh-X` are one question in two languages."""
+    return re.sub(r"^(en|zh)-", "", str(query_id))
+
+
+def _halves(queries: dict[str, str]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """Questions alternate between the halves in file order; every query of a question goes with it.
+
+    So both halves hold both languages of a bilingual set, and no held-out
+    query is the translation of one tuned on. For a set of distinct
+    questions this is even positions / odd positions.
+    """
+    order = list(dict.fromkeys(question_of(qid) for qid in queries))
+    parity = {question: i % 2 for i, question in enumerate(order)}
+    pairs = list(queries.items())
+    return [p for p in pairs if parity[question_of(p[0])] == 0], [p for p in pairs if parity[question_of(p[0])] == 1]
+
+
 def development(queries: dict[str, str]) -> list[tuple[str, str]]:
-    """The half of a dataset's queries used to fit and tune (even positions in the file)."""
-    return [pair for i, pair in enumerate(queries.items()) if i % 2 == 0]
+    """The half of a dataset's queries used to fit and tune (even questions in the file)."""
+    return _halves(queries)[0]
 
 
 def held_out(queries: dict[str, str]) -> list[tuple[str, str]]:
-    """The other half: only ever scored, never tuned on (odd positions)."""
-    return [pair for i, pair in enumerate(queries.items()) if i % 2 == 1]
+    """The other half: only ever scored, never tuned on (odd questions)."""
+    return _halves(queries)[1]
 
 
 def half(split: str, queries: dict[str, str]) -> list[tuple[str, str]]:

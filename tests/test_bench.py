@@ -86,3 +86,15 @@ def test_the_ranking_bench_simulates_feedback_and_runs_queries_against_a_scope_w
     assert informed["quality"] >= informed["relevance"]
     # Tech questions asked of a cooking knowledge base: nothing to return.
     assert ranking.score(runs["empty"], rank="quality", **settings)["empty"] == 1.0
+
+
+def test_the_halves_keep_both_languages_of_a_question_together_and_each_half_holds_both_languages():
+    from bench.runner import development, held_out
+
+    queries = {f"{lang}-q{n}": f"{lang} question {n}" for n in range(4) for lang in ("en", "zh")}
+    queries = dict(sorted(queries.items(), key=lambda kv: (kv[0][3:], kv[0][:2])))  # en-q0, zh-q0, en-q1, ...
+    tuned, scored = development(queries), held_out(queries)
+    assert {q for q, _ in tuned} == {"en-q0", "zh-q0", "en-q2", "zh-q2"}
+    assert {q for q, _ in scored} == {"en-q1", "zh-q1", "en-q3", "zh-q3"}
+    plain = {f"q{n}": "?" for n in range(5)}
+    assert [q for q, _ in development(plain)] == ["q0", "q2", "q4"] and [q for q, _ in held_out(plain)] == ["q1", "q3"]

