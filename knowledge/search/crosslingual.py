@@ -65,11 +65,14 @@ def query_vector_for(embedder, query_vector: np.ndarray, weights: dict[str, floa
     return embedder.reweighted(query_vector, weights)
 
 
+Z_WINDOW = 100  # z-scores take the mean and spread of the best this many (a longer list, for a large top_k, too)
+
+
 def standardised(rows: list[tuple[str, float]]) -> list[tuple[str, float]]:
-    """(id, z-score of the similarity within `rows`)."""
+    """(id, z-score of the similarity among the best Z_WINDOW of `rows`), `rows` best first."""
     if not rows:
         return []
-    values = np.array([score for _, score in rows], dtype=np.float64)
+    values = np.array([score for _, score in rows[:Z_WINDOW]], dtype=np.float64)
     spread = max(float(values.std()), MIN_SPREAD)
     mean = float(values.mean())
     return [(item_id, (score - mean) / spread) for item_id, score in rows]

@@ -25,8 +25,10 @@ from knowledge.search.relevance import ANSWER_POOL, Evidence, answerable, model_
 from knowledge.search.text import script_of
 
 MODES = ("hybrid", "vector", "keyword")
-# Each retriever contributes this many candidates (at least) to the fusion.
-MIN_POOL = 50
+# Each retriever contributes this many candidates (at least) to the fusion. The calibrated relevance was
+# fitted on lists of 100 (top_k 10): z-scores and fused shares are taken over them, so every top_k up to 10
+# gets the same lists, and a query's relevances do not change with the number of results asked for.
+MIN_POOL = 100
 POOL_PER_RESULT = 10
 FUSIONS = ("softmax", "boost", "convex", "rrf")
 # Chosen with bench/retrieval.py; the measurements are in BENCHMARKS.md.
