@@ -93,10 +93,10 @@ def keyword_candidates(queryset, *, text: str, limit: int, statistics=None) -> l
     those of `statistics` (the caller's whole visible base; `queryset` when
     not given), in one pass: a base scores the same whatever other scopes
     hold, no other scope's words show through its scores, and a filter that
-    narrows the search does not change how rare a word is. Term frequency is the lexeme's position count,
-    weight-A occurrences (task, tags) counting TITLE_BOOST times; document
-    length is the number of distinct lexemes. Every item matching at least
-    one query lexeme is scored.
+    narrows the search does not change how rare a word is. Term frequency is
+    the lexeme's position count, weight-A occurrences (task, tags) counting
+    TITLE_BOOST times; document length is the number of distinct lexemes.
+    Every item matching at least one query lexeme is scored.
     """
     lexemes = query_lexemes(text)
     if not lexemes:
@@ -109,7 +109,8 @@ def keyword_candidates(queryset, *, text: str, limit: int, statistics=None) -> l
     unseen_idf = math.log(1 + (total + 0.5) / 0.5)
     information = sum(idf.values()) + sum(unseen_idf * informativeness(lex) for lex in lexemes if lex not in idf)
     matching = queryset.filter(TsMatch(F("search_document"), RawSQL("%s::tsquery", [tsquery_text])))
-    inner_sql, inner_params = matching.values_list("id", "search_document").query.sql_with_params()
+    # .order_by(): the model's default ordering would sort every matching row inside the subquery for nothing
+    inner_sql, inner_params = matching.order_by().values_list("id", "search_document").query.sql_with_params()
     sql = f"""
         SELECT c.id, SUM(q.idf * (t.tf * %s) / (t.tf + %s * (1 - %s + %s * length(c.doc) / %s))) AS score
         FROM ({inner_sql}) AS c(id, doc)
@@ -137,7 +138,7 @@ def keyword_candidates(queryset, *, text: str, limit: int, statistics=None) -> l
 def _base_statistics(queryset, lexemes: list[str]) -> tuple[int, float, dict[str, int]]:
     """(items, mean document length, lexeme -> how many items hold it) over `queryset`, in one query."""
     counts = ", ".join("count(*) FILTER (WHERE d @@ %s::tsquery)" for _ in lexemes)
-    inner_sql, inner_params = queryset.values_list("search_document").query.sql_with_params()
+    inner_sql, inner_params = queryset.order_by().values_list("search_document").query.sql_with_params()  # no sort of the base
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT count(*), coalesce(avg(length(d)), 0), {counts} FROM ({inner_sql}) AS base(d)",

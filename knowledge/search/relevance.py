@@ -17,8 +17,9 @@ vector z-score, how far the best same-script cosine leads the next five,
 the best fused score's share of the best two (one clear winner, or a
 tie), and the cosine and keyword share of the candidate stage 1 ranks
 first (one item close *and* sharing the query's words says more than the
-best cosine and the best shared words found on two different items). Leads over the next few, not over the whole list, mean the same in a
-base of a dozen items as in a large one.
+best cosine and the best shared words found on two different items).
+Leads over the next few, not over the whole list, mean the same in a base
+of a dozen items as in a large one.
 Nearest neighbours always exist; an answer is both close in absolute terms
 and ahead of the field. This is what makes "nothing here answers it" an
 empty list.
