@@ -5,13 +5,15 @@ from knowledge.search.embeddings import EmbedderError
 
 
 @shared_task(bind=True, autoretry_for=(EmbedderError,), retry_backoff=10, retry_backoff_max=600, max_retries=8)
-def embed_knowledge(self, knowledge_id: str) -> None:
+def embed_knowledge(self, knowledge_id: str | list[str]) -> None:
+    """Embed one item, or a batch of them (a bulk save's)."""
     from knowledge.models import Knowledge
     from knowledge.search.indexing import embed_items
 
-    item = Knowledge.objects.filter(pk=knowledge_id).only("id", "task", "content").first()
-    if item is not None:
-        embed_items(items=[item])
+    ids = [knowledge_id] if isinstance(knowledge_id, str) else list(knowledge_id)
+    items = list(Knowledge.objects.filter(pk__in=ids).only("id", "task", "content").order_by())
+    if items:
+        embed_items(items=items)
 
 
 EVOLVE_MAX_RETRIES = 3

@@ -1,0 +1,131 @@
+"""Many new items at once: the bulk path for importers, bulk saves and benchmarks.
+
+`knowledge_bulk_create` stores a batch in a few statements instead of a few
+per item: the rows with their keyword documents computed in the same INSERT,
+their resource links and feedback histories, in one transaction. Each item
+is keyword-searchable on commit, as with a single save; its vector comes
+from the worker (one task per EMBED_BATCH items) unless the caller already
+has the vectors (an import that carries them, a benchmark's cache).
+
+Entries are already validated (the API's serializer, an import's record
+check): the service only enforces what needs the database (resource
+visibility, the constraints).
+"""
+from collections.abc import Mapping, Sequence
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from knowledge.errors import KnowledgeIdConflictError
+from knowledge.ids import new_knowledge_id
+from knowledge.models import FeedbackCase, Knowledge, KnowledgeResource
+from knowledge.search import indexing, keyword
+from knowledge.search.embeddings import item_text
+from knowledge.search.text import script_of
+from knowledge.services import _check_resources, normalize_source
+
+INSERT_BATCH = 1_000
+# Longer random suffixes than a single save's: a day's bulk import of 100k
+# items in four characters (1.7M ids) would collide thousands of times.
+BULK_SUFFIX_LENGTH = 8
+ID_ATTEMPTS = 3
+
+
+@transaction.atomic
+def knowledge_bulk_create(
+    entries: Sequence[Mapping],
+    *,
+    owner: str,
+    reader_scopes=None,
+    vectors: Sequence | None = None,
+    model_name: str = "",
+    embed: bool = True,
+) -> list[Knowledge]:
+    """Store `entries` (each holds `knowledge_create`'s keyword arguments) as new items, in order; returns them.
+
+    All or nothing: an unknown resource or a taken `knowledge_id` rolls the
+    whole batch back. With `vectors` (one per entry, from `model_name`) the
+    items are stored with their embedding and no worker is asked.
+    """
+    if vectors is not None and len(vectors) != len(entries):
+        raise ValueError("vectors must hold one vector per entry")
+    now = timezone.now()
+    items, links, cases = [], [], []
+    for position, entry in enumerate(entries):
+        resource_ids = list(dict.fromkeys(entry.get("resource_ids", ())))
+        scopes = list(dict.fromkeys(entry["scopes"]))
+        _check_resources(resource_ids, item_scopes=scopes, reader_scopes=reader_scopes)
+        item = _new_item(entry, scopes=scopes, owner=owner, now=now)
+        if vectors is not None:
+            item.embedding = list(map(float, vectors[position]))
+            item.embedding_model = model_name
+        items.append(item)
+        links.extend(KnowledgeResource(knowledge=item, resource_id=rid, position=i) for i, rid in enumerate(resource_ids))
+        cases.extend(FeedbackCase(knowledge=item, kind=kind, case=dict(case))
+                     for kind in ("helpful", "harmful") for case in entry.get(f"{kind}_history", ()))
+
+    for start in range(0, len(items), INSERT_BATCH):
+        _insert(items[start : start + INSERT_BATCH])
+    KnowledgeResource.objects.bulk_create(links, batch_size=INSERT_BATCH)
+    FeedbackCase.objects.bulk_create(cases, batch_size=INSERT_BATCH)
+    for item in items:
+        item.__dict__.pop("search_document", None)  # the expression it was inserted with; read back on access
+    if vectors is not None and items:
+        indexing.vector.ensure_index(model_name, len(item.embedding))
+    elif embed and items:
+        ids = [item.id for item in items]
+        transaction.on_commit(lambda: indexing.embed_later(knowledge_ids=ids))
+    return items
+
+
+def _new_item(entry: Mapping, *, scopes: list[str], owner: str, now) -> Knowledge:
+    created_at = entry.get("created_at") or now
+    task, content, tags = entry["task"], entry["content"], dict(entry.get("tags") or {})
+    item = Knowledge(
+        id=entry.get("knowledge_id") or "",
+        message_id=entry.get("message_id", ""),
+        types=list(dict.fromkeys(entry["types"])),
+        task=task,
+        content=content,
+        tags=tags,
+        scopes=scopes,
+        owner=owner,
+        source=normalize_source(entry.get("source"), now=created_at),
+        score=entry.get("score", 3),
+        helpful=entry.get("helpful", 0),
+        harmful=entry.get("harmful", 0),
+        confidence=entry.get("confidence", 0.5),
+        created_at=created_at,
+        updated_at=entry.get("updated_at") or created_at,
+        script=script_of(item_text(task, content)),
+    )
+    # computed by PostgreSQL in the INSERT itself (keyword.document_expression, the same as a single save)
+    item.search_document = keyword.document_expression(task=task, content=content, tags=tags)
+    return item
+
+
+def _insert(batch: list[Knowledge]) -> None:
+    """INSERT the batch, drawing fresh random ids for the items without one if any collides."""
+    chosen = {id(item) for item in batch if item.id}
+    for attempt in range(ID_ATTEMPTS):
+        for item in batch:
+            if id(item) not in chosen:
+                item.id = new_knowledge_id(now=item.created_at, suffix_length=BULK_SUFFIX_LENGTH)
+        try:
+            with transaction.atomic():
+                Knowledge.objects.bulk_create(batch)
+            return
+        except IntegrityError as exc:
+            diag = getattr(exc.__cause__, "diag", None)
+            if getattr(diag, "constraint_name", None) != f"{Knowledge._meta.db_table}_pkey":
+                raise
+            if chosen and (attempt == ID_ATTEMPTS - 1 or _taken(batch, chosen)):
+                raise KnowledgeIdConflictError(_taken(batch, chosen)[0]) from exc
+    raise IntegrityError("could not draw unique knowledge ids")
+
+
+def _taken(batch: list[Knowledge], chosen: set[int]) -> list[str]:
+    given = [item.id for item in batch if id(item) in chosen]
+    return list(Knowledge.objects.filter(pk__in=given).values_list("id", flat=True)) or [
+        i for i in given if given.count(i) > 1
+    ]

