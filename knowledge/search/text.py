@@ -92,6 +92,7 @@ _SCRIPTS = (
     ("arabic", re.compile(r"[\u0600-\u06ff]")),
     ("latin", re.compile(r"[A-Za-z\u00c0-\u024f]")),
 )
+SCRIPTS = (*(name for name, _ in _SCRIPTS), "")  # every value script_of returns ('' for a text without letters)
 SCRIPT_SAMPLE = 2_000
 # Han characters carry a word each, Latin letters a fraction of one: a Chinese
 # text that quotes English names is still Chinese.

@@ -155,3 +155,19 @@ def test_items_without_letters_join_the_querys_own_script_group():
     # Scored among the English items (0.93 is below 0.95, above the near-misses), not as a group of two.
     assert {english[0], chinese[0]} == set(ranked[:2]) and ranked[2] == numbers[0]
     assert len(ranked) == 30
+
+
+@pytest.mark.django_db
+def test_script_groups_are_counted_within_the_base_only_as_far_as_the_cap(monkeypatch):
+    from knowledge import bulk
+    from knowledge.search.engine import visible
+
+    monkeypatch.setattr(crosslingual, "COUNT_CAP", 3)
+    texts = [("Rotate proxies", "a"), ("Retry later", "a"), ("Use a pool", "a"), ("Back off", "a"),
+             ("导出订单", "a"), ("1234", "a"), ("Other team's tip", "b"), ("另一个团队", "b")]
+    entries = [{"task": t, "content": "", "types": ["tool"], "scopes": [scope]} for t, scope in texts]
+    bulk.knowledge_bulk_create(entries, owner="x", vectors=np.eye(len(texts), 8), model_name="bench-8")
+    counts = crosslingual.scripts_present(visible(readable_scopes=["a"]), model_name="bench-8")
+    assert counts == {"latin": 3, "han": 1, "": 1}
+    assert crosslingual.scripts_present(visible(readable_scopes=["b"]), model_name="bench-8") == {"latin": 1, "han": 1}
+    assert crosslingual.scripts_present(visible(readable_scopes=["a"]), model_name="other-model") == {}

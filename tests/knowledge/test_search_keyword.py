@@ -56,3 +56,34 @@ def test_a_filter_that_narrows_the_search_does_not_change_how_rare_a_word_is():
 def test_informativeness_ranks_everyday_chinese_words_below_rare_ones_and_keeps_other_words_whole():
     assert informativeness("不会") == 0.0 < informativeness("明天") < informativeness("拜占庭") == 1.0
     assert informativeness("sourdough") == 1.0
+
+
+@pytest.mark.django_db
+def test_a_large_bases_statistics_are_kept_for_a_while_and_new_words_are_counted_exactly(monkeypatch):
+    from knowledge.search import keyword
+
+    monkeypatch.setattr(keyword, "STATISTICS_CACHE_MIN_ITEMS", 3)
+    monkeypatch.setattr(keyword, "_statistics", keyword.OrderedDict())
+    for text in ("alpha beta", "alpha gamma", "delta epsilon"):
+        make_knowledge(task=text, scopes=["big"], embed=False)
+    base = engine.narrowed(engine.visible(readable_scopes=["big"]))
+    assert keyword._base_statistics(base, ["alpha"])[0::2] == (3, {"alpha": 2})
+    make_knowledge(task="alpha zeta", scopes=["big"], embed=False)
+    total, _, frequencies = keyword._base_statistics(base, ["alpha", "zeta"])
+    assert total == 3 and frequencies["alpha"] == 2  # kept: a large base barely moves in STATISTICS_TTL
+    assert frequencies["zeta"] == 1  # a word first asked now is counted now
+    monkeypatch.setattr(keyword, "STATISTICS_TTL", 0.0)
+    keyword._statistics.clear()
+    keyword._base_statistics(base, ["alpha"])
+    assert keyword._base_statistics(base, ["alpha"])[0::2] == (4, {"alpha": 3})  # expired: counted again
+
+
+@pytest.mark.django_db
+def test_a_small_bases_statistics_are_counted_on_every_search():
+    from knowledge.search import keyword
+
+    make_knowledge(task="alpha beta", scopes=["small"], embed=False)
+    base = engine.narrowed(engine.visible(readable_scopes=["small"]))
+    assert keyword._base_statistics(base, ["alpha"])[0::2] == (1, {"alpha": 1})
+    make_knowledge(task="alpha gamma", scopes=["small"], embed=False)
+    assert keyword._base_statistics(base, ["alpha"])[0::2] == (2, {"alpha": 2})
