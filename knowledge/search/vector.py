@@ -57,12 +57,20 @@ def distance_expression(vector, dimensions: int):
     return CosineDistance(Cast("embedding", VectorField(dimensions=dimensions)), vector)
 
 
-def vector_candidates(queryset, *, vector, model_name: str, dimensions: int, limit: int) -> list[tuple[str, float]]:
-    """(id, cosine similarity) of the nearest items within `queryset`, best first."""
+def vector_candidates(
+    queryset, *, vector, model_name: str, dimensions: int, limit: int, size: int | None = None
+) -> list[tuple[str, float]]:
+    """(id, cosine similarity) of the nearest items within `queryset`, best first.
+
+    `size`: how many items of `queryset` have a vector from this model, when
+    the caller has counted them (at least up to EXACT_SCAN_MAX_ROWS + 1).
+    """
     ensure_index(model_name, dimensions)
     candidates = queryset.filter(embedding_model=model_name)
     distance = distance_expression(list(map(float, vector)), dimensions)
-    if candidates[: EXACT_SCAN_MAX_ROWS + 1].count() <= EXACT_SCAN_MAX_ROWS:
+    if size is None:
+        size = candidates[: EXACT_SCAN_MAX_ROWS + 1].count()
+    if size <= EXACT_SCAN_MAX_ROWS:
         # `+ 0` keeps the planner off the HNSW index: an exact sort of few rows.
         exact = candidates.annotate(distance=distance + 0.0).order_by("distance", "id").values_list("id", "distance")[:limit]
         return [(item_id, 1.0 - float(d)) for item_id, d in exact]

@@ -160,3 +160,21 @@ def test_weighted_embedder_names_weight_each_models_cosine():
 def test_a_process_holds_one_embedder_per_model_however_it_is_asked_for(settings):
     assert embeddings.get_embedder() is embeddings.get_embedder(settings.KNOWHUB_EMBEDDING_MODEL)
     assert embeddings.get_embedder(None) is embeddings.get_embedder()
+
+
+def test_a_repeated_query_is_embedded_once_per_process():
+    calls = []
+
+    class CountingEmbedder:
+        name, dimensions = "counting", 2
+
+        def embed_query(self, text):
+            calls.append(text)
+            return np.array([1.0, 0.0])
+
+    embedder = CountingEmbedder()
+    first = embeddings.embed_query_cached(embedder, "rotate proxies")
+    again = embeddings.embed_query_cached(embedder, "rotate proxies")
+    embeddings.embed_query_cached(embedder, "export orders")
+    assert calls == ["rotate proxies", "export orders"]
+    assert again is first and not first.flags.writeable  # shared, so nobody may change it in place

@@ -87,3 +87,20 @@ def test_a_small_bases_statistics_are_counted_on_every_search():
     assert keyword._base_statistics(base, ["alpha"])[0::2] == (1, {"alpha": 1})
     make_knowledge(task="alpha gamma", scopes=["small"], embed=False)
     assert keyword._base_statistics(base, ["alpha"])[0::2] == (2, {"alpha": 2})
+
+
+@pytest.mark.django_db
+def test_only_holders_of_the_rarer_query_words_are_scored_when_the_common_ones_would_exceed_the_budget(monkeypatch):
+    from knowledge.search import keyword
+
+    rare = make_knowledge(task="zebra crossing common", scopes=["z"], embed=False)
+    common_only = [make_knowledge(task=f"common word {n}", scopes=["z"], embed=False) for n in range(4)]
+    base = engine.narrowed(engine.visible(readable_scopes=["z"]))
+    everyone = dict(keyword_candidates(base, text="zebra common", limit=10))
+    assert set(everyone) == {rare.id, *(item.id for item in common_only)}  # within the budget: every match scored
+    monkeypatch.setattr(keyword, "SCORE_BUDGET", 3)
+    assert keyword.scored_lexemes({"zebra": 1, "common": 5, "word": 4}) == ["zebra"]
+    assert keyword.scored_lexemes({"common": 5, "word": 4}) == ["word"]  # the rarest is always scored
+    bounded = keyword_candidates(base, text="zebra common", limit=10)
+    assert [item_id for item_id, _ in bounded] == [rare.id]
+    assert bounded[0][1] == pytest.approx(everyone[rare.id])  # a scored item still counts every query word it holds
