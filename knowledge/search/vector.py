@@ -2,8 +2,8 @@
 
 Each embedder has its own partial expression index,
 `hnsw ((embedding::vector(N)) vector_cosine_ops) WHERE embedding_model = name`,
-created on demand by `ensure_index`. Queries cast the same way so the planner
-uses it.
+and one more per writing system (`... AND script = s`), created on demand by
+`ensure_index`. Queries cast the same way so the planner uses them.
 
 Filtered queries must not lose recall: a plain HNSW scan returns the
 `ef_search` nearest rows and only then applies the filter, so a selective
@@ -20,11 +20,15 @@ from django.db import connection, transaction
 from django.db.models.functions import Cast
 from pgvector.django import CosineDistance, VectorField
 
+from knowledge.search.text import SCRIPTS
+
 # ef_search bounds the candidate list per scan step; iterative scans go on up
 # to MAX_SCAN_TUPLES visited rows when a filter rejects most of them.
 MIN_EF_SEARCH = 64
 MAX_SCAN_TUPLES = 40_000
 EXACT_SCAN_MAX_ROWS = 2_000
+# Scripts with an index of their own ('' marks items without letters: they join another group's search).
+INDEXED_SCRIPTS = tuple(script for script in SCRIPTS if script)
 
 
 def index_name(model_name: str, dimensions: int) -> str:
@@ -32,24 +36,36 @@ def index_name(model_name: str, dimensions: int) -> str:
     return f"knowledge_hnsw_{slug}_{dimensions}"
 
 
+def script_index_name(model_name: str, dimensions: int, script: str) -> str:
+    return f"{index_name(model_name, dimensions)}_{script}"
+
+
 @lru_cache(maxsize=16)
 def ensure_index(model_name: str, dimensions: int) -> str:
-    """Create the HNSW index for this embedder if missing (idempotent, cached)."""
+    """Create this embedder's HNSW indexes if missing (idempotent, cached): one over all its vectors, and one
+    per writing system (crosslingual.py searches each script's items; in the shared graph, a search for the
+    Chinese items nearest an English query would walk through thousands of English ones first)."""
     name = index_name(model_name, dimensions)
+    wanted = {name: ("", [model_name])} | {
+        script_index_name(model_name, dimensions, script): ("AND script = %s", [model_name, script]) for script in INDEXED_SCRIPTS
+    }
     with connection.cursor() as cursor:
-        cursor.execute("SELECT 1 FROM pg_indexes WHERE indexname = %s", [name])
-        if cursor.fetchone():
+        cursor.execute("SELECT indexname FROM pg_indexes WHERE indexname = ANY(%s)", [list(wanted)])
+        present = {row[0] for row in cursor.fetchall()}
+        if present == set(wanted):
             return name
         if connection.in_atomic_block:
             # CREATE INDEX refuses to run while deferred FK checks are pending
             # in this transaction; run them now (they would run at commit).
             cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-        cursor.execute(
-            f"CREATE INDEX IF NOT EXISTS {name} ON knowledge_knowledge "
-            f"USING hnsw ((embedding::vector({int(dimensions)})) vector_cosine_ops) "
-            f"WITH (m = 16, ef_construction = 64) WHERE embedding_model = %s",
-            [model_name],
-        )
+        for index, (narrower, params) in wanted.items():
+            if index not in present:
+                cursor.execute(
+                    f"CREATE INDEX IF NOT EXISTS {index} ON knowledge_knowledge "
+                    f"USING hnsw ((embedding::vector({int(dimensions)})) vector_cosine_ops) "
+                    f"WITH (m = 16, ef_construction = 64) WHERE embedding_model = %s {narrower}",
+                    params,
+                )
     return name
 
 
