@@ -118,3 +118,18 @@ def test_the_scale_seed_fills_a_base_of_the_seeds_shape_and_the_latency_bench_ti
     assert [row["filter"] for row in rows] == ["none", "10%", "1%"]
     assert all(row["floor"][0] > 0 and row["engine"][0] > 0 for row in rows)
     assert rows[0]["recall"] == 1.0  # 120 items: an exact scan
+
+
+def test_the_ingest_bench_measures_single_saves_the_bulk_path_and_the_workers_embedding(settings, tmp_path):
+    from bench import ingest
+    from knowledge.models import Knowledge
+
+    settings.VAR_DIR = tmp_path / "var"
+    rows, vectors = ingest.sample_items(30, units=24)
+    assert ingest.single_saves(rows[:10])["per_second"] > 0
+    assert ingest.bulk(rows[10:20]) > 0
+    assert ingest.bulk(rows[20:], vectors[20:]) > 0
+    stored = Knowledge.objects.filter(scopes__contains=[ingest.SCOPE])
+    assert stored.count() == 30 and stored.exclude(embedding=None).count() == 10
+    assert [row["batch"] for row in ingest.embedding(batch_sizes=(1, 8), count=4)] == [1, 8]
+    assert stored.exclude(embedding=None).count() == 18
