@@ -24,7 +24,7 @@ from jobs.services import job_claim, job_send
 from knowledge import llm, services
 from knowledge.models import FeedbackCase, Knowledge, KnowledgeStatus, SlimRejection
 from knowledge.search.embeddings import get_embedder
-from knowledge.search.vector import vector_candidates
+from knowledge.search.vector import EXACT_SCAN_MAX_ROWS, vector_candidates
 
 SIMILARITY_THRESHOLD = 0.88
 NEIGHBOURS = 5
@@ -69,11 +69,15 @@ def find_groups(*, writable_scopes: list[str] | None = None, threshold: float = 
         members[ra] = group_a | group_b
         members.pop(rb, None)
 
+    audience_sizes: dict[tuple, int] = {}  # counted once per audience, not once per item
     for item in active.only("id", "scopes", "owner", "embedding").iterator(chunk_size=500):
         same_audience = active.filter(owner=item.owner, scopes__contains=item.scopes, scopes__contained_by=item.scopes)
+        audience = (item.owner, tuple(sorted(item.scopes)))
+        if audience not in audience_sizes:
+            audience_sizes[audience] = same_audience[: EXACT_SCAN_MAX_ROWS + 1].count()
         for other_id, similarity in vector_candidates(
             same_audience.exclude(pk=item.pk), vector=item.embedding, model_name=embedder.name,
-            dimensions=embedder.dimensions, limit=NEIGHBOURS,
+            dimensions=embedder.dimensions, limit=NEIGHBOURS, size=audience_sizes[audience] - 1,
         ):
             if similarity >= threshold:
                 join(item.id, other_id)

@@ -133,3 +133,16 @@ def test_the_ingest_bench_measures_single_saves_the_bulk_path_and_the_workers_em
     assert stored.count() == 30 and stored.exclude(embedding=None).count() == 10
     assert [row["batch"] for row in ingest.embedding(batch_sizes=(1, 8), count=4)] == [1, 8]
     assert stored.exclude(embedding=None).count() == 18
+
+
+def test_the_slim_bench_times_the_group_finding_of_a_dry_run(settings, tmp_path):
+    from bench import seed_data, slim
+    from knowledge.models import Knowledge
+
+    settings.VAR_DIR = tmp_path / "var"
+    seed_data.seed(40, units=24)
+    twin = Knowledge.objects.filter(scopes__contains=["team:1"]).first()
+    Knowledge.objects.filter(scopes__contains=["team:1"]).exclude(pk=twin.pk).update(embedding=twin.embedding)
+    row = slim.measure(40)
+    assert row["items"] == 40 and row["seconds"] > 0
+    assert (row["groups"], row["grouped"]) == (1, 4)  # team:1's four items, given one vector, are one group

@@ -1,0 +1,68 @@
+"""How slim's group finding grows with the base: a dry run's `find_groups` at each size.
+
+    .venv/bin/python -m bench.slim --items 10000,100000
+
+Each size uses the database bench/seed_data.py fills (seeding it first if
+needed). `knowledge.slim.find_groups` asks the vector index for each active
+item's nearest items of the same audience (owner and scopes), so it should
+grow close to n log n: the table gives seconds, items/s, and the time divided
+by n·log2(n) relative to the smallest size (1.0 means exactly n log n). The
+LLM's merge of each group is not part of it (a dry run proposes groups only).
+"""
+import argparse
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "knowhub_site.settings")
+
+
+def measure(items: int) -> dict:
+    from knowledge.slim import find_groups
+
+    started = time.perf_counter()
+    groups = find_groups()
+    seconds = time.perf_counter() - started
+    return {"items": items, "seconds": seconds, "groups": len(groups), "grouped": sum(len(g) for g in groups)}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--items", default="10000", help="comma-separated sizes, each its own seeded database")
+    parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.items.split(",")]
+    if args.one:
+        from bench.retrieval import _point_at_bench_database
+        from bench.seed_data import database_for, seed
+
+        _point_at_bench_database(database_for(sizes[0]))
+        import django
+
+        django.setup()
+        from django.core.management import call_command
+
+        call_command("migrate", verbosity=0)
+        seed(sizes[0])
+        row = measure(sizes[0])
+        print(f"{row['items']} {row['seconds']:.3f} {row['groups']} {row['grouped']}", flush=True)
+        return 0
+    print("| items | seconds | items/s | groups (items in them) | time ÷ n·log2 n, relative |\n|---|---|---|---|---|")
+    base = None
+    for size in sizes:  # one process per database: Django binds its settings once
+        out = subprocess.run([sys.executable, "-m", "bench.slim", "--items", str(size), "--one"], check=True, cwd=ROOT,
+                             capture_output=True, text=True).stdout.split()
+        items, seconds, groups, grouped = int(out[0]), float(out[1]), int(out[2]), int(out[3])
+        per = seconds / (items * math.log2(items))
+        base = base or per
+        print(f"| {items:,} | {seconds:.1f} | {items / seconds:,.0f} | {groups} ({grouped}) | {per / base:.2f} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
