@@ -353,11 +353,11 @@ def warm_up(base: str, token: str, workers: int) -> None:
         list(pool.map(one, range(6 * workers)))
 
 
-def prepare_database() -> tuple[str, Path]:
+def prepare_database(database: str = "knowhub_bench") -> tuple[str, Path]:
     """Point Django at the bench database, migrate, and make a fresh token for SCOPE; (token, log folder)."""
     from bench.retrieval import _point_at_bench_database
 
-    _point_at_bench_database()
+    _point_at_bench_database(database)
     import django
 
     django.setup()
@@ -424,6 +424,9 @@ def main(argv=None) -> int:
     parser.add_argument("--seconds", type=float, default=10, help="per operation and client count")
     parser.add_argument("--ops", default=",".join(OPS), help=f"some of {','.join(OPS)}, in this order")
     parser.add_argument("--server", choices=["asgi", "wsgi", "both"], default="both")
+    parser.add_argument("--database", default="knowhub_bench",
+                        help="database on the embedded server (bench/seed_data.py fills knowhub_seed_<N>)")
+    parser.add_argument("--scope", default=SCOPE, help="the token's scope (`seed` for a seed_data database)")
     parser.add_argument("--web-workers", type=int, default=2, help="gunicorn worker processes")
     parser.add_argument("--threads", type=int, default=int(os.environ.get("KNOWHUB_DB_POOL_MAX", "10")) - 1,
                         help="threads per WSGI worker (default: pool max - 1, the ASGI worker's concurrent requests)")
@@ -432,6 +435,8 @@ def main(argv=None) -> int:
     parser.add_argument("--drain-seconds", type=float, default=120,
                         help="longest wait for the embedding backlog before a run")
     args = parser.parse_args(argv)
+    global SCOPE
+    SCOPE = args.scope
     args.clients = [int(c) for c in args.clients.split(",") if c.strip()]
     args.ops = [op.strip() for op in args.ops.split(",") if op.strip()]
     unknown = set(args.ops) - set(OPS)
@@ -457,7 +462,7 @@ def main(argv=None) -> int:
             else:
                 from tests.stack import free_port
 
-                token, logs = prepare_database()
+                token, logs = prepare_database(args.database)
                 env = {**os.environ, "PYTHONUNBUFFERED": "1"}
                 stack.enter_context(started(
                     [sys.executable, "-m", "celery", "-A", "knowhub_site", "worker", "--loglevel", "warning",

@@ -170,10 +170,10 @@ def scored_lexemes(frequencies: dict[str, int]) -> list[str]:
 
 # Word statistics of a large base barely move from one save to the next, and counting them scans the
 # whole base: a base of at least STATISTICS_CACHE_MIN_ITEMS items keeps its item count and mean length
-# for STATISTICS_TTL seconds, and each word's document frequency (counted through the GIN index when
+# for STATISTICS_TTL seconds (five minutes), and each word's document frequency (counted through the GIN index when
 # first asked) as long. A smaller base is counted exactly on every search: it is cheap.
 STATISTICS_CACHE_MIN_ITEMS = 5_000
-STATISTICS_TTL = 60.0
+STATISTICS_TTL = 300.0
 STATISTICS_CACHE_BASES = 64
 _statistics: OrderedDict = OrderedDict()  # base key -> _Statistics
 _statistics_lock = threading.Lock()
