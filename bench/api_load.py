@@ -376,9 +376,11 @@ def prepare_database(database: str = "knowhub_bench") -> tuple[str, Path]:
 
 
 def bench_items() -> str:
+    from django.db import connection
+
     from knowledge.models import Knowledge
 
-    return (f"knowhub_bench: {Knowledge.objects.count()} items, "
+    return (f"{connection.settings_dict['NAME']}: {Knowledge.objects.count()} items, "
             f"{Knowledge.objects.filter(scopes__contains=[SCOPE]).count()} in scope {SCOPE} before seeding")
 
 
@@ -417,6 +419,7 @@ def interrupt(signum, frame):
 
 
 def main(argv=None) -> int:
+    global SCOPE  # --scope
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url", help="a running server (then --token is needed); default: start one here")
     parser.add_argument("--token", help="a Bearer token with read and write access to one scope (with --url)")
@@ -435,7 +438,6 @@ def main(argv=None) -> int:
     parser.add_argument("--drain-seconds", type=float, default=120,
                         help="longest wait for the embedding backlog before a run")
     args = parser.parse_args(argv)
-    global SCOPE
     SCOPE = args.scope
     args.clients = [int(c) for c in args.clients.split(",") if c.strip()]
     args.ops = [op.strip() for op in args.ops.split(",") if op.strip()]
