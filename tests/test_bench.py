@@ -146,3 +146,14 @@ def test_the_slim_bench_times_the_group_finding_of_a_dry_run(settings, tmp_path)
     row = slim.measure(40)
     assert row["items"] == 40 and row["seconds"] > 0
     assert (row["groups"], row["grouped"]) == (1, 4)  # team:1's four items, given one vector, are one group
+
+
+def test_the_keyword_budget_grid_scores_each_budget_and_restores_the_setting(dataset):
+    from bench.keyword_budget import grid
+    from knowledge.search import keyword
+
+    kept = keyword.SCORE_BUDGET
+    rows = grid(str(dataset), [0, 1])
+    assert [row["budget"] for row in rows] == [0, 1] and all(row["queries"] == 3 for row in rows)
+    assert rows[0]["recall@100"] >= rows[1]["recall@100"]
+    assert keyword.SCORE_BUDGET == kept
