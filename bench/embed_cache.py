@@ -23,6 +23,17 @@ def cached_queries(*, cache_dir: Path, dataset: str, embedder, ids: list[str], t
     return _cached(cache_dir / f"{dataset}-queries-{_slug(embedder.name)}.npz", f"{embedder.name} queries", embed, ids, texts)
 
 
+def cached_matrix(*, cache_dir: Path, dataset: str, embedder, ids: list[str], texts: list[str], queries: bool = False) -> np.ndarray:
+    """Vectors as `embedder` makes them (a concatenated embedder's parts scaled and joined), each part cached."""
+    from knowledge.search.embeddings import ConcatEmbedder
+
+    parts = embedder.parts if isinstance(embedder, ConcatEmbedder) else [embedder]
+    scales = embedder._scales if isinstance(embedder, ConcatEmbedder) else [1.0]
+    cached = cached_queries if queries else cached_passages
+    return np.hstack([s * cached(cache_dir=cache_dir, dataset=dataset, embedder=p, ids=ids, texts=texts)
+                      for p, s in zip(parts, scales)])
+
+
 def _slug(name: str) -> str:
     return name.replace(":", "_").replace("/", "_")
 

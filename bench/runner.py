@@ -4,14 +4,13 @@ import sys
 import time
 from functools import lru_cache
 
-import numpy as np
 from django.conf import settings
 
 from bench import datasets, metrics
-from bench.embed_cache import cached_passages, cached_queries
+from bench.embed_cache import cached_matrix
 from knowledge.models import Knowledge
 from knowledge.search import engine
-from knowledge.search.embeddings import ConcatEmbedder, get_embedder, item_text
+from knowledge.search.embeddings import get_embedder, item_text
 from knowledge.search.fusion import RRF_K
 from knowledge.search.indexing import store_embeddings
 from knowledge.search.rerank import Gate
@@ -50,27 +49,17 @@ def embed_corpus(data: datasets.Dataset, ids_by_doc: dict[str, str], embedder) -
         return
     doc_ids = list(data.corpus)
     texts = [item_text(d["title"], d["text"]) for d in data.corpus.values()]
-    parts = embedder.parts if isinstance(embedder, ConcatEmbedder) else [embedder]
-    scales = embedder._scales if isinstance(embedder, ConcatEmbedder) else [1.0]
-    cache = settings.VAR_DIR / "bench-cache"
-    matrices = [
-        s * cached_passages(cache_dir=cache, dataset=data.name, embedder=p, ids=doc_ids, texts=texts)
-        for p, s in zip(parts, scales)
-    ]
-    vectors = np.hstack(matrices)
+    vectors = cached_matrix(cache_dir=settings.VAR_DIR / "bench-cache", dataset=data.name, embedder=embedder,
+                            ids=doc_ids, texts=texts)
     store_embeddings(ids=[ids_by_doc[d] for d in doc_ids], vectors=vectors, model_name=embedder.name)
     ensure_index(embedder.name, embedder.dimensions)
 
 
 def _load_query_vectors(data: datasets.Dataset, embedder) -> None:
     """Serve this dataset's query vectors from var/bench-cache (computing what is missing); other texts embedded once each."""
-    parts = embedder.parts if isinstance(embedder, ConcatEmbedder) else [embedder]
-    scales = embedder._scales if isinstance(embedder, ConcatEmbedder) else [1.0]
     ids, texts = list(data.queries), list(data.queries.values())
-    cache = settings.VAR_DIR / "bench-cache"
-    vectors = np.hstack([
-        s * cached_queries(cache_dir=cache, dataset=data.name, embedder=p, ids=ids, texts=texts) for p, s in zip(parts, scales)
-    ])
+    vectors = cached_matrix(cache_dir=settings.VAR_DIR / "bench-cache", dataset=data.name, embedder=embedder,
+                            ids=ids, texts=texts, queries=True)
     known = dict(zip(texts, vectors))
     # The embedder is process-wide: keep its own method once, whichever dataset ran before.
     compute = embedder.__dict__.setdefault("_embed_query_uncached", embedder.embed_query)

@@ -60,15 +60,11 @@ def questions(count: int) -> list[str]:
 def query_vectors(texts: list[str], embedder) -> dict[str, np.ndarray]:
     from django.conf import settings
 
-    from bench.embed_cache import cached_queries
-    from knowledge.search.embeddings import ConcatEmbedder
+    from bench.embed_cache import cached_matrix
 
-    parts = embedder.parts if isinstance(embedder, ConcatEmbedder) else [embedder]
-    scales = embedder._scales if isinstance(embedder, ConcatEmbedder) else [1.0]
     ids = [f"q{i}" for i in range(len(texts))]
-    cache = settings.VAR_DIR / "bench-cache"
-    matrix = np.hstack([s * cached_queries(cache_dir=cache, dataset="seed-questions", embedder=p, ids=ids, texts=texts)
-                        for p, s in zip(parts, scales)])
+    matrix = cached_matrix(cache_dir=settings.VAR_DIR / "bench-cache", dataset="seed-questions", embedder=embedder,
+                           ids=ids, texts=texts, queries=True)
     return dict(zip(texts, matrix))
 
 

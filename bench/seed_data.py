@@ -118,35 +118,23 @@ def unit_pool(articles, rng: np.random.Generator, size: int = UNITS) -> tuple[li
 def unit_vectors(units, embedder) -> np.ndarray:
     from django.conf import settings
 
-    from bench.embed_cache import cached_passages
-    from knowledge.search.embeddings import ConcatEmbedder
+    from bench.embed_cache import cached_matrix
 
-    parts = embedder.parts if isinstance(embedder, ConcatEmbedder) else [embedder]
-    scales = embedder._scales if isinstance(embedder, ConcatEmbedder) else [1.0]
-    ids = [f"u{i}" for i in range(len(units))]
-    texts = [text for _, text in units]
-    cache = settings.VAR_DIR / "bench-cache"
-    return np.hstack([s * cached_passages(cache_dir=cache, dataset=f"seed-units-{len(units)}", embedder=p, ids=ids, texts=texts)
-                      for p, s in zip(parts, scales)])
+    return cached_matrix(cache_dir=settings.VAR_DIR / "bench-cache", dataset=f"seed-units-{len(units)}", embedder=embedder,
+                         ids=[f"u{i}" for i in range(len(units))], texts=[text for _, text in units])
 
 
 NOISE = 0.015  # per dimension, after the weighted mean: an item is near its passages (cosine ~0.9), never a clone
 
 
 def pooled(embedder, rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """A random convex mix of `rows` with a little noise, normalised per model part (as indexing._pooled stores
-    a long item's chunks), so items drawn from the same passages differ as real texts on one topic do."""
-    from knowledge.search.embeddings import ConcatEmbedder
+    """A random convex mix of `rows` with a little noise, normalised per model part as the worker stores a
+    long item's chunks (indexing._pooled), so items drawn from the same passages differ as real texts on
+    one topic do."""
+    from knowledge.search.indexing import _pooled
 
-    mean = rng.dirichlet(np.ones(len(rows))) @ rows + rng.normal(0.0, NOISE, size=rows.shape[1])
-    if not isinstance(embedder, ConcatEmbedder):
-        return mean / max(np.linalg.norm(mean), 1e-12)
-    pieces, start = [], 0
-    for part, scale in zip(embedder.parts, embedder._scales):
-        piece = mean[start : start + part.dimensions]
-        pieces.append(scale * piece / max(np.linalg.norm(piece), 1e-12))
-        start += part.dimensions
-    return np.concatenate(pieces)
+    mixed = rng.dirichlet(np.ones(len(rows))) @ rows + rng.normal(0.0, NOISE, size=rows.shape[1])
+    return np.asarray(_pooled(embedder, [mixed]), dtype=np.float32)
 
 
 def entries(count: int, *, start: int, articles, units, by_article, vectors, embedder, rng) -> tuple[list[dict], np.ndarray]:
