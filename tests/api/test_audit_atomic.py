@@ -38,6 +38,23 @@ def test_a_failing_post_filter_rolls_the_write_back_and_the_client_gets_a_clean_
     assert not Knowledge.objects.exists() and not Resource.objects.exists() and not AuditEvent.objects.exists()
 
 
+def audit_while_the_database_is_away(ctx):
+    from django.db import OperationalError
+
+    raise OperationalError("server closed the connection unexpectedly")
+
+
+AWAY_AUDIT = Filter("away_audit", "post_invocation", audit_while_the_database_is_away, priority=200)
+
+
+def test_the_database_going_away_under_a_filter_is_the_apis_503_unavailable_with_retry_after(agent):
+    with registered_temporarily(AWAY_AUDIT):
+        response = agent.post("/api/knowledge", SAVE, format="json")
+    assert response.status_code == 503 and response.json()["error"]["code"] == "unavailable"
+    assert response["Retry-After"]
+    assert not Knowledge.objects.exists()  # the save went back with it
+
+
 def test_a_rolled_back_save_frees_its_idempotency_key_for_the_retry(agent):
     with registered_temporarily(BROKEN_AUDIT):
         failed = agent.post("/api/knowledge", SAVE, format="json", HTTP_IDEMPOTENCY_KEY="k-1")
