@@ -57,6 +57,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "knowhub_site.settings")
 
+from bench.machine import describe  # noqa: E402
+
 OPS = ["search-fresh", "search-repeated", "get", "feedback", "save"]
 SCOPE = "bench:api_load"
 AGENT = "bench_api_load"
@@ -264,15 +266,6 @@ def drain(base: str, token: str, timeout: float) -> int:
 
 # --- the stack ---------------------------------------------------------------------------
 
-def machine() -> str:
-    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                  if line.startswith("model name")), "unknown CPU")
-    mem = next((int(line.split()[1]) // 1024 // 1024 for line in Path("/proc/meminfo").read_text().splitlines()
-                if line.startswith("MemTotal")), 0)
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    return f"Machine: {len(os.sched_getaffinity(0))} cores (nproc), {model}, {mem} GiB; load average {load}"
-
-
 def spawn(command: list[str], log: Path, env: dict) -> subprocess.Popen:
     with open(log, "ab") as out:  # the child keeps its own descriptor
         return subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
@@ -449,7 +442,7 @@ def main(argv=None) -> int:
     kinds = [args.url] if args.url else (["asgi", "wsgi"] if args.server == "both" else [args.server])
 
     signal.signal(signal.SIGTERM, interrupt)
-    print(machine())
+    print(describe())
     runs = len(kinds) * len(args.ops) * len(args.clients)
     print(f"{runs} runs of {args.seconds:g} s ({runs * args.seconds / 60:.1f} min of load); "
           f"web workers {args.web_workers}, WSGI threads {args.threads}, Celery concurrency {args.worker_concurrency}; "
@@ -490,7 +483,7 @@ def main(argv=None) -> int:
         print()
         for note in notes:
             print(f"- {note}")
-        print(f"\n{machine()}")
+        print(f"\n{describe()}")
     return 1 if any("MISMATCH" in note for note in notes) else 0
 
 

@@ -31,6 +31,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "knowhub_site.settings")
 
 import numpy as np  # noqa: E402
 
+from bench.machine import describe  # noqa: E402
+
 SCOPE = "ingest"
 DATABASE = "knowhub_ingest"
 BULK_BATCH = 500
@@ -147,11 +149,10 @@ def main(argv=None) -> int:
 
     call_command("migrate", verbosity=0)
     from knowledge.models import Knowledge
-    from bench.search_latency import _cpu_model
 
     Knowledge.objects.filter(scopes__contains=[SCOPE]).delete()
     rows, vectors = sample_items(args.saves + 2 * args.items)
-    print(f"machine: {os.cpu_count()} cores; {_cpu_model()}\n")
+    print(f"{describe()}\n")
     saves = single_saves(rows[: args.saves])
     print(f"single saves (knowledge_create, no HTTP): {saves['per_second']:.0f}/s, p50 {saves['p50_ms']:.1f} ms, "
           f"p95 {saves['p95_ms']:.1f} ms")

@@ -35,6 +35,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "knowhub_site.settings")
 import numpy as np  # noqa: E402
 
 from bench.datasets import DATA_DIR  # noqa: E402
+from bench.machine import describe  # noqa: E402
 
 READER_SCOPES = ["seed"]
 FILTERS = {
@@ -213,20 +214,10 @@ def _one(items: int, args) -> int:
     call_command("migrate", verbosity=0)
     seed(items)
     if not args.no_header:
-        print(f"machine: {os.cpu_count()} cores; {_cpu_model()}\n")
+        print(f"{describe()}\n")
         print(HEADER, flush=True)
     measure(items, count=args.queries, profile=args.profile)
     return 0
-
-
-def _cpu_model() -> str:
-    try:
-        for line in open("/proc/cpuinfo", encoding="utf-8"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
 
 
 if __name__ == "__main__":

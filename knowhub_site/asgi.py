@@ -12,9 +12,6 @@ from knowhub_site.concurrency import limited  # noqa: E402
 
 application = with_mcp(limited(django_application))
 
-from knowhub_site.env import env_bool  # noqa: E402
+from knowledge.search.warmup import warm_up_web_process  # noqa: E402
 
-if env_bool("KNOWHUB_WARM_UP", True):  # load models before taking requests, not inside the first search
-    from knowledge.search.warmup import warm_up  # noqa: E402
-
-    warm_up()
+warm_up_web_process()  # load the models before taking requests, not inside the first search

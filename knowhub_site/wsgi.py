@@ -6,9 +6,6 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "knowhub_site.settings")
 os.environ.setdefault("KNOWHUB_DB_POOL", "true")  # web processes borrow from a bounded pool (settings.py)
 application = get_wsgi_application()
 
-from knowhub_site.env import env_bool  # noqa: E402
+from knowledge.search.warmup import warm_up_web_process  # noqa: E402
 
-if env_bool("KNOWHUB_WARM_UP", True):  # load models before taking requests, not inside the first search
-    from knowledge.search.warmup import warm_up  # noqa: E402
-
-    warm_up()
+warm_up_web_process()  # load the models before taking requests, not inside the first search

@@ -11,6 +11,7 @@ Entries are already validated (the API's serializer, an import's record
 check): the service only enforces what needs the database (resource
 visibility, the constraints).
 """
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from django.db import IntegrityError, transaction
@@ -22,7 +23,7 @@ from knowledge.models import FeedbackCase, Knowledge, KnowledgeResource
 from knowledge.search import indexing, keyword
 from knowledge.search.embeddings import item_text
 from knowledge.search.text import script_of
-from knowledge.services import _check_resources, normalize_source
+from knowledge.services import _check_resources, _is_primary_key_violation, normalize_source
 
 INSERT_BATCH = 1_000
 # Longer random suffixes than a single save's: a day's bulk import of 100k
@@ -71,7 +72,7 @@ def knowledge_bulk_create(
     for item in items:
         item.__dict__.pop("search_document", None)  # the expression it was inserted with; read back on access
     if vectors is not None and items:
-        indexing.vector.ensure_index(model_name, len(item.embedding))
+        indexing.vector.ensure_index(model_name, len(items[0].embedding))
     elif embed and items:
         ids = [item.id for item in items]
         transaction.on_commit(lambda: indexing.embed_later(knowledge_ids=ids))
@@ -107,7 +108,7 @@ def _new_item(entry: Mapping, *, scopes: list[str], owner: str, now) -> Knowledg
 def _insert(batch: list[Knowledge]) -> None:
     """INSERT the batch, drawing fresh random ids for the items without one if any collides."""
     chosen = {id(item) for item in batch if item.id}
-    for attempt in range(ID_ATTEMPTS):
+    for _ in range(ID_ATTEMPTS):
         for item in batch:
             if id(item) not in chosen:
                 item.id = new_knowledge_id(now=item.created_at, suffix_length=BULK_SUFFIX_LENGTH)
@@ -116,16 +117,15 @@ def _insert(batch: list[Knowledge]) -> None:
                 Knowledge.objects.bulk_create(batch)
             return
         except IntegrityError as exc:
-            diag = getattr(exc.__cause__, "diag", None)
-            if getattr(diag, "constraint_name", None) != f"{Knowledge._meta.db_table}_pkey":
+            if not _is_primary_key_violation(exc):
                 raise
-            if chosen and (attempt == ID_ATTEMPTS - 1 or _taken(batch, chosen)):
-                raise KnowledgeIdConflictError(_taken(batch, chosen)[0]) from exc
+            taken = _taken([item.id for item in batch if id(item) in chosen])
+            if taken:  # a caller's id: refused, not redrawn
+                raise KnowledgeIdConflictError(taken[0]) from exc
     raise IntegrityError("could not draw unique knowledge ids")
 
 
-def _taken(batch: list[Knowledge], chosen: set[int]) -> list[str]:
-    given = [item.id for item in batch if id(item) in chosen]
-    return list(Knowledge.objects.filter(pk__in=given).values_list("id", flat=True)) or [
-        i for i in given if given.count(i) > 1
-    ]
+def _taken(given: list[str]) -> list[str]:
+    """The given ids that are stored already, or given twice in the batch."""
+    twice = [item_id for item_id, n in Counter(given).items() if n > 1]
+    return list(Knowledge.objects.filter(pk__in=given).values_list("id", flat=True)) or twice

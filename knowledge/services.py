@@ -94,7 +94,7 @@ def knowledge_create(
     )
     indexing.index_keywords(item=item)
     if embed:
-        transaction.on_commit(lambda: indexing.embed_later(knowledge_id=item.id))
+        transaction.on_commit(lambda: indexing.embed_later(knowledge_ids=[item.id]))
     return item
 
 
@@ -192,7 +192,7 @@ def knowledge_edit(
         # the old vector describes the old text: keyword search finds the item until the worker re-embeds it
         item.embedding, item.embedding_model = None, ""
         fields += ["embedding", "embedding_model"]
-        transaction.on_commit(lambda: indexing.embed_later(knowledge_id=item.id))
+        transaction.on_commit(lambda: indexing.embed_later(knowledge_ids=[item.id]))
     item.save(update_fields=fields)
     indexing.index_keywords(item=item)
     return item

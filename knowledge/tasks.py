@@ -6,7 +6,7 @@ from knowledge.search.embeddings import EmbedderError
 
 @shared_task(bind=True, autoretry_for=(EmbedderError,), retry_backoff=10, retry_backoff_max=600, max_retries=8)
 def embed_knowledge(self, knowledge_id: str | list[str]) -> None:
-    """Embed one item, or a batch of them (a bulk save's)."""
+    """Embed a batch of items (a list of ids; a single id, as messages queued before batches carried)."""
     from knowledge.models import Knowledge
     from knowledge.search.indexing import embed_items
 

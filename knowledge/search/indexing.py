@@ -89,7 +89,7 @@ def embed_items(*, items: list[Knowledge], embedder: Embedder | None = None) -> 
     return stored
 
 
-def embed_later(*, knowledge_id: str | None = None, knowledge_ids: list[str] = ()) -> None:
+def embed_later(*, knowledge_ids: list[str]) -> None:
     """Ask a worker to embed the item(s) (call on commit), EMBED_BATCH per task. The save never waits for the model.
 
     If the broker cannot take the message, nothing is lost: `embed_pending`, run
@@ -97,11 +97,10 @@ def embed_later(*, knowledge_id: str | None = None, knowledge_ids: list[str] = (
     """
     from knowledge.tasks import embed_knowledge
 
-    ids = [knowledge_id] if knowledge_id else list(knowledge_ids)
-    for start in range(0, len(ids), EMBED_BATCH):
-        batch = ids[start : start + EMBED_BATCH]
+    for start in range(0, len(knowledge_ids), EMBED_BATCH):
+        batch = knowledge_ids[start : start + EMBED_BATCH]
         try:
-            embed_knowledge.delay(batch[0] if len(batch) == 1 else batch)
+            embed_knowledge.delay(batch)
         except Exception as exc:  # noqa: BLE001 - the broker is down; the periodic sweep covers it
             logger.warning("could not queue embedding of %s (%s); the periodic sweep will embed it", ", ".join(batch), exc)
             return

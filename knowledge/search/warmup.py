@@ -4,12 +4,20 @@ Left lazy, jieba's dictionary, its IDF table and the embedding models load
 inside the first search a process serves (about three seconds on two
 cores), so an agent's first search after a deploy or a worker restart
 waits for them. The web entry points (knowhub_site/wsgi.py, asgi.py) call
-`warm_up` while gunicorn boots the worker; KNOWHUB_WARM_UP=false skips it.
+`warm_up_web_process` while gunicorn boots the worker; KNOWHUB_WARM_UP=false skips it.
 """
 import logging
 import time
 
 logger = logging.getLogger(__name__)
+
+
+def warm_up_web_process() -> None:
+    """`warm_up`, unless KNOWHUB_WARM_UP=false."""
+    from knowhub_site.env import env_bool
+
+    if env_bool("KNOWHUB_WARM_UP", True):
+        warm_up()
 
 
 def warm_up() -> float:
