@@ -4,22 +4,17 @@
   the caller's scopes then bound everything the operation reads or writes.
 - validate_input (pre_invocation, -50): the raw `data` of an operation (and its other arguments)
   must be safe JSON (no NUL, no lone surrogate, at most 32 levels deep), then it is checked by its
-  registered input serializer and replaced by the validated values (400 naming the field).
+  operation's input serializer (agents.operations) and replaced by the validated values (400 naming the field).
 - audit_writes (post_invocation, 100): every write is recorded in the append-only audit log, in
   the write's own transaction (see `chain.invoke`); the recorded args are a bounded summary.
 - redact_secrets (pre_chat, -100): known secrets never leave in a message to an LLM.
 """
 from django.http import QueryDict
 
-from agents.chain import WRITE_OPERATIONS, Continue, Error, Filter, register
+from agents import operations
+from agents.chain import Continue, Error, Filter, register
 from agents.models import AuditEvent
 from knowledge.api.safe_json import UNSAFE_CHARACTERS, json_problem
-
-INPUTS: dict[str, type] = {}
-
-
-def register_input(operation: str, serializer_class: type) -> None:
-    INPUTS[operation] = serializer_class
 
 
 def require_caller(ctx):
@@ -50,7 +45,7 @@ def validate_input(ctx):
     unsafe = unsafe_input(ctx["args"])
     if unsafe:
         return unsafe
-    serializer_class = INPUTS.get(ctx["operation"])
+    serializer_class = operations.input_of(ctx["operation"])
     if serializer_class is None or "data" not in ctx["args"]:
         return Continue(ctx)
     serializer = serializer_class(data=ctx["args"]["data"])
@@ -110,7 +105,7 @@ def _target(result, args) -> str:
 
 
 def audit_writes(ctx):
-    if ctx["operation"] in WRITE_OPERATIONS:
+    if operations.writes(ctx["operation"]):
         AuditEvent.objects.create(
             principal=ctx["context"]["caller"].principal, operation=ctx["operation"],
             target=_target(ctx.get("result"), ctx["args"]), args=_summary(ctx["args"]),

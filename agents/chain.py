@@ -11,7 +11,7 @@ takes the filter context (a dict) and returns one of
 An exception inside a handler becomes Error naming the filter, never a crash
 (and never the text of a database error, which may quote SQL and values).
 
-A write operation (WRITE_OPERATIONS) runs its handler and the post-invocation
+A write operation (declared `writes=True` in agents.operations) runs its handler and the post-invocation
 filters in one transaction: a post filter's Error or failure (the audit row not
 stored, say) rolls the write back, so nothing lands that the caller is told failed.
 Deployments add filters by dotted path in KNOWHUB_FILTERS; tests use
@@ -28,13 +28,13 @@ import psycopg
 from django.db import DatabaseError, InterfaceError, OperationalError, transaction
 from django.utils.module_loading import import_string
 
+from agents.operations import writes
+
 logger = logging.getLogger(__name__)
 # Errors meaning "the database cannot be reached now" (psycopg_pool's PoolTimeout is a psycopg OperationalError).
 DATABASE_UNREACHABLE = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError)
 
 FILTER_TYPES = ("pre_invocation", "post_invocation", "pre_chat", "post_chat")
-WRITE_OPERATIONS = frozenset({"knowledge_save", "knowledge_update", "knowledge_edit", "knowledge_batch_update",
-                              "knowledge_slim", "resource_save"})
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,7 @@ def invoke(operation: str, handler: Callable[..., Any], args: dict, context: dic
     if isinstance(pre, Error):
         raise ChainError(pre)
     ctx = pre.context
-    with transaction.atomic() if operation in WRITE_OPERATIONS else nullcontext():
+    with transaction.atomic() if writes(operation) else nullcontext():
         result = handler(**ctx["args"], context=ctx["context"])
         post = run_chain("post_invocation", {**ctx, "result": result})
         if isinstance(post, Error):

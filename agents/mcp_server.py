@@ -1,8 +1,8 @@
 """The MCP server: the seed's agent tools over the Model Context Protocol (official `mcp` SDK).
 
-Each tool runs the REST API's own operation through the filter chain
-(`agents.chain.invoke` with the handler the view uses), so validation, scopes,
-audit and deployment filters are the same; errors come back as the API's
+Each tool runs a registered operation (agents.operations) by name, as the REST
+view does, so the filter chain, validation, permissions, scopes, audit and
+deployment filters are the same; errors come back as the API's
 `{"error": {"code", "message", "fields", "status"}}` in a tool error.
 
 The caller is the agent whose Bearer token came with the call: the HTTP
@@ -17,15 +17,10 @@ from django.db import close_old_connections
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, TextContent
 
+from agents import operations
 from agents.auth import active_token
 from agents.caller import Caller
-from agents.chain import invoke
-from jobs.api import job_visible
-from knowledge import selectors
-from knowledge.api import views
 from knowledge.api.errors import api_exception_handler
-from knowledge.serializers import KnowledgeSerializer
-from resources import api as resource_api
 
 INSTRUCTIONS = (
     "KnowHub: search knowledge before acting (knowledge_search), save what you learn (knowledge_save), "
@@ -87,8 +82,9 @@ def _given(**values) -> dict:
     return {k: v for k, v in values.items() if v is not None}
 
 
-def _chain(operation: str, handler, data: dict, **args):
-    return lambda caller: invoke(operation, handler, {**args, "data": data}, {"caller": caller})
+def _op(name: str, data: dict | None = None, **args):
+    """The registered operation `name` for a caller, its reply rendered as REST renders it."""
+    return lambda caller: operations.run(name, caller, data=data, **args)
 
 
 server = MCPServer(name="knowhub", instructions=INSTRUCTIONS)
@@ -107,7 +103,7 @@ async def knowledge_search(ctx: Context, query: str, top_k: int = 5, min_score: 
     knowledge_batch_update)."""
     data = _given(q=query, top_k=top_k, min_score=min_score, types=types, filters=filters, rank=rank, scopes=scopes,
                   answer_floor=answer_floor, relevance_floor=relevance_floor, relevance_ratio=relevance_ratio)
-    return await _call(ctx, _chain("knowledge_search", views._search, data))
+    return await _call(ctx, _op("knowledge_search", data))
 
 
 @server.tool()
@@ -121,18 +117,30 @@ async def knowledge_save(ctx: Context, task: str, content: str, types: list[str]
                     submitted_by=submitted_by, message_id=message_id)
     data = _given(task=task, content=content, types=types, tags=tags, scopes=scopes, owner=owner, source=source,
                   score=score, message_id=message_id, resource_ids=resource_ids)
-
-    def save(caller: Caller) -> dict:
-        item = _chain("knowledge_save", views._create, data)(caller)
-        return KnowledgeSerializer(selectors.knowledge_get(knowledge_id=item.id)).data
-
-    return await _call(ctx, save)
+    return await _call(ctx, _op("knowledge_save", data))
 
 
 @server.tool()
 async def knowledge_get(ctx: Context, knowledge_id: str) -> dict[str, Any]:
     """One knowledge item in the seed's shape."""
-    return await _call(ctx, lambda caller: KnowledgeSerializer(views._visible_item(caller, knowledge_id)).data)
+    return await _call(ctx, _op("knowledge_get", knowledge_id=knowledge_id))
+
+
+@server.tool()
+async def knowledge_edit(ctx: Context, knowledge_id: str, task: str | None = None, content: str | None = None,
+                         tags: dict[str, str] | None = None, types: list[str] | None = None,
+                         reason: str = "") -> dict[str, Any]:
+    """Edit an item's task, content, tags or types (its owner, or a curator); the old text is kept as a
+    version and the item is re-embedded. Give at least one field to change, and a reason."""
+    data = _given(task=task, content=content, tags=tags, types=types, reason=reason)
+    return await _call(ctx, _op("knowledge_edit", data, knowledge_id=knowledge_id))
+
+
+@server.tool()
+async def knowledge_filters(ctx: Context) -> dict[str, Any]:
+    """The filter keys and operators valid for this token, with sample values: what `filters` of
+    knowledge_search can name."""
+    return await _call(ctx, _op("knowledge_filters"))
 
 
 @server.tool()
@@ -143,14 +151,14 @@ async def knowledge_update(ctx: Context, knowledge_id: str, add_helpful_case: di
     Pass the `search_id` of the knowledge_search that returned the item with a case."""
     data = _given(add_helpful_case=add_helpful_case, add_harmful_case=add_harmful_case, update_score=update_score,
                   evolve_feedback=evolve_feedback, search_id=search_id)
-    return await _call(ctx, _chain("knowledge_update", views._update, data, knowledge_id=knowledge_id))
+    return await _call(ctx, _op("knowledge_update", data, knowledge_id=knowledge_id))
 
 
 @server.tool()
 async def knowledge_batch_update(ctx: Context, feedback_list: list[dict[str, Any]]) -> dict[str, Any]:
     """Many helpful/harmful reports: [{"knowledge_id", "is_helpful", "case", "search_id"}]; per-entry results
     (`search_id`: the knowledge_search that returned the item)."""
-    return await _call(ctx, _chain("knowledge_batch_update", views._batch_update, {"feedback_list": feedback_list}))
+    return await _call(ctx, _op("knowledge_batch_update", {"feedback_list": feedback_list}))
 
 
 @server.tool()
@@ -158,13 +166,13 @@ async def knowledge_list(ctx: Context, limit: int = 10, types: list[str] | None 
                          scopes: list[str] | None = None, cursor: str | None = None) -> dict[str, Any]:
     """Knowledge newest first; pass the reply's `next` as `cursor` for the following page."""
     data = _given(limit=limit, types=types, scopes=scopes, cursor=cursor)
-    return await _call(ctx, _chain("knowledge_list", views._list, data))
+    return await _call(ctx, _op("knowledge_list", data))
 
 
 @server.tool()
 async def knowledge_slim(ctx: Context, model: str = "", dry_run: bool = False) -> dict[str, Any]:
     """Queue a merge of near-duplicates (a job; see job_get)."""
-    return await _call(ctx, _chain("knowledge_slim", views._slim, {"model": model, "dry_run": dry_run}))
+    return await _call(ctx, _op("knowledge_slim", {"model": model, "dry_run": dry_run}))
 
 
 @server.tool()
@@ -174,8 +182,7 @@ async def resource_save(ctx: Context, id: str, title: str, body: str = "", secur
     """Store a resource (code, credential, cookie); secure_body is encrypted at rest and never echoed."""
     data = _given(id=id, title=title, body=body, secure_body=secure_body, content_type=content_type,
                   metadata=metadata or {}, scopes=scopes, expires_at=expires_at)
-    return await _call(ctx, lambda caller: resource_api.resource_data(
-        _chain("resource_save", resource_api._save, data)(caller)))
+    return await _call(ctx, _op("resource_save", data))
 
 
 @server.tool()
@@ -184,12 +191,11 @@ async def resource_get(ctx: Context, id: str, reveal: bool = False) -> dict[str,
     request = ctx.request_context.request  # the HTTP request (streamable HTTP), None on stdio
     client = getattr(request, "client", None)
     user_agent = (ctx.headers or {}).get("user-agent", "") if ctx.headers is not None else ""
-    return await _call(ctx, lambda caller: resource_api.resource_fetch(
-        caller=caller, resource_id=id, reveal=reveal, remote_addr=getattr(client, "host", None),
-        user_agent=f"mcp {user_agent}".strip()))
+    return await _call(ctx, _op("resource_get", {"reveal": reveal}, resource_id=id,
+                                remote_addr=getattr(client, "host", None), user_agent=f"mcp {user_agent}".strip()))
 
 
 @server.tool()
 async def job_get(ctx: Context, job_id: str) -> dict[str, Any]:
     """A job's status (queued, running, succeeded, failed), result or error."""
-    return await _call(ctx, lambda caller: job_visible(caller=caller, job_id=job_id))
+    return await _call(ctx, _op("job_get", job_id=job_id))

@@ -3,6 +3,8 @@ import uuid
 from django.db import models
 from django.utils import timezone
 
+from agents.visibility import scope_filter
+
 
 class WorkerHeartbeat(models.Model):
     """One row per running Celery worker instance, refreshed every few seconds.
@@ -29,8 +31,18 @@ class WorkerHeartbeat(models.Model):
         return self.instance
 
 
+class JobQuerySet(models.QuerySet):
+    def visible_to(self, caller):
+        """Jobs `caller` asked for, or whose item it can read."""
+        if caller.readable_scopes is None:
+            return self
+        return self.filter(models.Q(requested_by=caller.principal) | scope_filter(caller.readable_scopes, "knowledge__scopes"))
+
+
 class Job(models.Model):
     """A background job an agent or curator asked for; its state is what GET /api/jobs/{id} shows."""
+
+    objects = JobQuerySet.as_manager()
 
     class Status(models.TextChoices):
         QUEUED = "queued"

@@ -12,24 +12,7 @@ class KnowledgeConfig(AppConfig):
 
     def ready(self):
         post_migrate.connect(_ensure_vector_index, sender=self)
-        _register_operation_inputs()
-
-
-def _register_operation_inputs():
-    """What the chain's validate_input filter checks each operation's raw `data` with."""
-    from agents.builtin_filters import register_input
-    from knowledge.api import serializers as s
-
-    for operation, serializer_class in {
-        "knowledge_search": s.SearchInput,
-        "knowledge_list": s.KnowledgeListInput,
-        "knowledge_save": s.KnowledgeCreateInput,
-        "knowledge_update": s.KnowledgeUpdateInput,
-        "knowledge_edit": s.KnowledgePatchInput,
-        "knowledge_batch_update": s.BatchUpdateInput,
-        "knowledge_slim": s.SlimInput,
-    }.items():
-        register_input(operation, serializer_class)
+        from knowledge import operations  # noqa: F401 - declares the knowledge operations
 
 
 def _ensure_vector_index(sender, using="default", **kwargs):

@@ -17,6 +17,7 @@ from django.utils import timezone
 from django.contrib.postgres.search import SearchVectorField
 from pgvector.django import VectorField
 
+from agents.visibility import ScopedQuerySet
 from knowledge.ids import ID_PATTERN
 
 
@@ -54,6 +55,8 @@ class KnowledgeStatus(models.TextChoices):
 
 class Knowledge(models.Model):
     Status = KnowledgeStatus
+
+    objects = ScopedQuerySet.as_manager()
 
     id = models.CharField(primary_key=True, max_length=40)
     message_id = models.CharField(max_length=200, blank=True, default="")

@@ -103,9 +103,7 @@ def _check_resources(resource_ids: list[str], *, item_scopes: list[str], reader_
 
     if not resource_ids:
         return
-    readable = Resource.objects.filter(id__in=resource_ids)
-    if reader_scopes is not None:
-        readable = readable.filter(scopes__overlap=list(reader_scopes))
+    readable = Resource.objects.readable_with(reader_scopes).filter(id__in=resource_ids)
     found = dict(readable.values_list("id", "scopes"))
     missing = [rid for rid in resource_ids if rid not in found]
     if missing:  # unknown and unreadable look the same, so ids do not leak

@@ -6,7 +6,4 @@ class ResourcesConfig(AppConfig):
     verbose_name = "Resources"
 
     def ready(self):
-        from agents.builtin_filters import register_input
-        from resources.api import ResourceInput
-
-        register_input("resource_save", ResourceInput)
+        from resources import operations  # noqa: F401 - declares the resource operations

@@ -2,6 +2,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.utils import timezone
 
+from agents.visibility import ScopedQuerySet
 from resources.fields import EncryptedTextField
 
 RESOURCE_ID_PATTERN = r"^[A-Za-z0-9_-][A-Za-z0-9_.-]*(/[A-Za-z0-9_-][A-Za-z0-9_.-]*)*$"
@@ -20,6 +21,8 @@ class Resource(models.Model):
     """Raw material a knowledge item points to: code, credentials, cookies."""
 
     ContentType = ResourceContentType
+
+    objects = ScopedQuerySet.as_manager()
 
     id = models.CharField(primary_key=True, max_length=255, help_text="Path-like, e.g. code/selenium/login")
     title = models.CharField(max_length=300)

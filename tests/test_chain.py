@@ -91,8 +91,11 @@ TRIPLE = Filter("triple", "post_invocation", lambda ctx: Continue({**ctx, "resul
 
 @pytest.mark.django_db
 def test_builtin_filters_refuse_a_call_without_a_caller_and_validate_raw_input():
+    from agents import operations
     from agents.caller import Caller
-    from knowledge.api.views import _search
+
+    def _search(*, context, **data):
+        return operations.get("knowledge_search").handler(context["caller"], **data)
 
     with pytest.raises(ChainError) as excinfo:
         invoke("knowledge_search", _search, {"data": {"q": "x"}}, {})

@@ -1,5 +1,5 @@
 """Response shapes for the OpenAPI schema (the views build plain dicts of these shapes)."""
-from drf_spectacular.utils import OpenApiResponse
+from drf_spectacular.utils import extend_schema, OpenApiResponse
 from rest_framework import serializers
 
 from knowledge.serializers import KnowledgeSerializer
@@ -111,3 +111,11 @@ def errors(*extra: int) -> dict:
 ERRORS = errors()
 WRITE_ERRORS = errors(409, 413)  # a body may be too large; an id, key or LLM may conflict
 BODY_ERRORS = errors(413)
+
+
+def for_operation(name: str, **kwargs):
+    """`extend_schema` for a view method that serves the registered operation `name`: the summary
+    comes from the registry, and `x-knowhub-operation` names the operation (the parity test reads it)."""
+    from agents import operations
+
+    return extend_schema(summary=operations.get(name).summary, extensions={"x-knowhub-operation": name}, **kwargs)

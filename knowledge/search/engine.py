@@ -62,10 +62,7 @@ class SearchResult:
 
 def visible(*, readable_scopes: Iterable[str] | None) -> QuerySet[Knowledge]:
     """Items whose scopes meet the caller's; None means every scope (curators)."""
-    queryset = Knowledge.objects.all()
-    if readable_scopes is not None:
-        queryset = queryset.filter(scopes__overlap=list(readable_scopes))
-    return queryset
+    return Knowledge.objects.readable_with(readable_scopes)
 
 
 def narrowed(

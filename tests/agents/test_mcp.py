@@ -11,6 +11,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from agents import operations
 from agents.models import AuditEvent
 from agents.services import agent_token_create
 from knowledge.models import Knowledge
@@ -49,7 +50,8 @@ async def stdio_session(raw_token: str):
 
 async def exercise(session: ClientSession) -> None:
     """Every tool once, as an agent would; the same checks for both transports."""
-    assert {t.name for t in (await session.list_tools()).tools} == SEED_TOOLS
+    tools = {t.name for t in (await session.list_tools()).tools}
+    assert SEED_TOOLS <= tools and tools == set(operations.registered())  # every registered operation, no other
 
     error, saved = await call(session, "knowledge_save", task="Log in to site A", content="Use the test account",
                               types=["tool"], tags={"domain": "web"}, resource_ids=[])
@@ -71,6 +73,11 @@ async def exercise(session: ClientSession) -> None:
     assert batch["succeeded"] == 1
     _, listed = await call(session, "knowledge_list", limit=5, types=["tool"])
     assert listed["count"] == 1 and listed["results"][0]["eval"]["harmful"] == 1
+    error, edited = await call(session, "knowledge_edit", knowledge_id=saved["id"], content="Use the QA account",
+                               reason="the test account was retired")
+    assert not error and edited["content"] == "Use the QA account" and edited["task"] == saved["task"]
+    error, filters = await call(session, "knowledge_filters")
+    assert not error and filters["keys"]["tags.domain"]["samples"] == ["web"]
     _, resource = await call(session, "resource_save", id="credentials/site_a", title="site A",
                              secure_body="pw-123", content_type="credential")
     assert resource["has_secret"] and "secure_body" not in resource

@@ -7,7 +7,7 @@ from agents.builtin_filters import MAX_ARG_CHARS, _summary
 from agents.caller import Caller
 from agents.chain import Continue, Filter, registered_temporarily
 from agents.models import AgentToken, AuditEvent
-from knowledge.api import views
+from knowledge.operations import knowledge_batch_update
 from knowledge.models import FeedbackCase, Knowledge
 from resources.models import Resource
 from tests.factories import make_knowledge
@@ -98,7 +98,7 @@ def test_an_entry_the_database_refuses_is_reported_and_the_others_still_land(age
     feedback = [{"knowledge_id": item.id, "is_helpful": True, "case": {"note": "fine"}},
                 {"knowledge_id": item.id, "is_helpful": True, "case": {"note": "nul \x00"}},
                 {"knowledge_id": item.id, "is_helpful": False, "case": {"note": "also fine"}}]
-    body = views._batch_update(feedback_list=feedback, context={"caller": caller})
+    body = knowledge_batch_update(caller, feedback_list=feedback)
     assert [r["ok"] for r in body["results"]] == [True, False, True]
     assert "not stored" in body["results"][1]["error"]["message"]
     assert sorted(c.case["note"] for c in FeedbackCase.objects.all()) == ["also fine", "fine"]

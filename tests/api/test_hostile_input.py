@@ -4,12 +4,9 @@ import json
 import pytest
 from rest_framework.test import APIClient
 
-from agents.mcp_server import _chain, _Refused, _run_sync
+from agents.mcp_server import _op, _Refused, _run_sync
 from agents.models import AuditEvent
-from jobs.api import job_visible
-from knowledge.api import views
 from knowledge.models import FeedbackCase, Knowledge
-from resources.api import resource_fetch
 from resources.models import Resource
 from tests.api.conftest import token
 from tests.factories import make_knowledge
@@ -193,14 +190,15 @@ def test_too_many_query_parameters_are_a_json_400(agent, settings):
 @pytest.mark.django_db(transaction=True)  # _run_sync closes connections as a request's end would
 def test_mcp_tools_refuse_the_same_input_naming_the_field():
     key = token()
-    save = _chain("knowledge_save", views._create, {**SAVE, "tags": {"a": "b\x00"}})
+    save = _op("knowledge_save", {**SAVE, "tags": {"a": "b\x00"}})
     with pytest.raises(_Refused) as refused:
         _run_sync(key, save)
     assert refused.value.error["status"] == 400 and refused.value.error["message"].startswith("tags.a: ")
-    for lookup in (lambda caller: views._visible_item(caller, "knowledge-\x00"),
-                   lambda caller: resource_fetch(caller=caller, resource_id="a\x00", reveal=False, remote_addr=None,
-                                                 user_agent=""),
-                   lambda caller: job_visible(caller=caller, job_id="not-a-uuid")):
+    for lookup, field in ((_op("knowledge_get", knowledge_id="knowledge-\x00"), "knowledge_id"),
+                          (_op("resource_get", {}, resource_id="a\x00"), "resource_id")):
         with pytest.raises(_Refused) as refused:
             _run_sync(key, lookup)
-        assert refused.value.error["status"] == 404
+        assert refused.value.error["status"] == 400 and refused.value.error["message"].startswith(f"{field}: ")
+    with pytest.raises(_Refused) as refused:
+        _run_sync(key, _op("job_get", job_id="not-a-uuid"))
+    assert refused.value.error["status"] == 404

@@ -54,6 +54,13 @@ def knowledge_update(knowledge_id: str, add_helpful_case: dict[str, Any] | None,
     return Call("PUT", f"/api/knowledge/{quote(knowledge_id, safe='')}", json=body)
 
 
+def knowledge_edit(knowledge_id: str, task: str | None, content: str | None, tags: dict[str, str] | None,
+                   types: list[str] | None, reason: str) -> Call:
+    body = _drop_none({"task": task, "content": content, "tags": tags, "types": types, "reason": reason})
+    # Not idempotent: every edit keeps a version.
+    return Call("PATCH", f"/api/knowledge/{quote(knowledge_id, safe='')}", json=body)
+
+
 def knowledge_batch_update(feedback_list: list[dict[str, Any]], search_id: str | None = None) -> Call:
     """`search_id`, when given, goes into every entry that names none of its own."""
     entries = list(feedback_list)

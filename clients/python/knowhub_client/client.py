@@ -143,6 +143,16 @@ class KnowHub(_Base):
         return self._request(_calls.knowledge_update(knowledge_id, add_helpful_case, add_harmful_case, update_score,
                                                      evolve_feedback, search_id))
 
+    def knowledge_edit(self, knowledge_id: str, *, task: str | None = None, content: str | None = None,
+                       tags: dict[str, str] | None = None, types: list[str] | None = None, reason: str = "") -> Json:
+        """Edit an item you own (PATCH /api/knowledge/{id}); the old text is kept as a version and the
+        item is re-embedded. Give at least one of task, content, tags, types.
+
+        >>> hub.knowledge_edit(kid, content="Use the QA account", reason="the test account was retired")["content"]
+        'Use the QA account'
+        """
+        return self._request(_calls.knowledge_edit(knowledge_id, task, content, tags, types, reason))
+
     def knowledge_batch_update(self, feedback_list: list[dict[str, Any]], *, search_id: str | None = None) -> Json:
         """Many helpful/harmful reports at once; per-entry ``ok`` or ``error``.
 
@@ -303,6 +313,12 @@ class AsyncKnowHub(_Base):
         """See `KnowHub.knowledge_update`."""
         return await self._request(_calls.knowledge_update(knowledge_id, add_helpful_case, add_harmful_case,
                                                            update_score, evolve_feedback, search_id))
+
+    async def knowledge_edit(self, knowledge_id: str, *, task: str | None = None, content: str | None = None,
+                             tags: dict[str, str] | None = None, types: list[str] | None = None,
+                             reason: str = "") -> Json:
+        """See `KnowHub.knowledge_edit`."""
+        return await self._request(_calls.knowledge_edit(knowledge_id, task, content, tags, types, reason))
 
     async def knowledge_batch_update(self, feedback_list: list[dict[str, Any]], *, search_id: str | None = None) -> Json:
         """See `KnowHub.knowledge_batch_update`."""

@@ -65,6 +65,18 @@ TOOL_DEFINITIONS: list[dict[str, Any]] = [
         "evolve_feedback": {"type": "string", "description": "how to improve the content (an LLM rewrites it)"},
         "search_id": _SEARCH_ID,
     }, ["knowledge_id"]),
+    _tool("knowledge_get", "Fetch one knowledge item by id, with its feedback history.", {
+        "knowledge_id": {"type": "string"},
+    }, ["knowledge_id"]),
+    _tool("knowledge_edit", "Correct an item you saved: its task, content, tags or types (the old text is kept "
+          "as a version). Give at least one of them, and why.", {
+        "knowledge_id": {"type": "string"},
+        "task": {"type": "string"},
+        "content": {"type": "string"},
+        "tags": {"type": "object", "additionalProperties": {"type": "string"}},
+        "types": {**_TYPES, "minItems": 1},
+        "reason": {"type": "string", "description": "why the item changes"},
+    }, ["knowledge_id"]),
     _tool("knowledge_batch_update", "Report for many items at once whether they helped.", {
         "feedback_list": {"type": "array", "minItems": 1, "items": {
             "type": "object", "required": ["knowledge_id", "is_helpful"],

@@ -1,0 +1,234 @@
+"""The knowledge operations agents call (seed 003), declared once for REST, MCP and the audit.
+
+Each handler takes the caller and the validated fields of its input serializer and
+returns a `Knowledge` (rendered by `KnowledgeSerializer`) or a JSON-ready dict. The
+REST views (`knowledge.api.views`) and the MCP tools (`agents.mcp_server`) run them
+by name through `agents.operations.run`, so both get the same filter chain,
+validation, permissions and audit.
+"""
+from django.db import DataError, IntegrityError, transaction
+from django.db.models import Q, prefetch_related_objects
+from django.http import Http404
+from rest_framework.exceptions import PermissionDenied, ValidationError
+
+from agents.caller import Caller
+from agents.operations import operation
+from knowledge import evolve, feedback, search_log, selectors, services, slim
+from knowledge.api import serializers as inputs
+from knowledge.api.errors import error_payload, first_message, first_path
+from knowledge.api.pagination import encode_cursor
+from knowledge.api.safe_json import text_problem
+from knowledge.models import Knowledge
+from knowledge.search import engine
+from knowledge.search.filters import VALID_OPERATORS, valid_filter_keys
+from knowledge.search.rerank import Gate
+from knowledge.serializers import KnowledgeSerializer
+
+SEARCH_ID_UNSEEN = "no search with this id is visible to this caller"
+FILTER_EXAMPLE = {"op": "AND", "conditions": [
+    {"op": "EQ", "key": "tags.domain", "value": "coding_style"},
+    {"op": "GTE", "key": "score", "value": 3},
+]}
+
+
+def job_link(job) -> dict:
+    return {"id": str(job.id), "status": job.status, "url": f"/api/jobs/{job.id}"}
+
+
+def visible_item(caller: Caller, knowledge_id) -> Knowledge:
+    """The item if `caller` may read it; Http404 otherwise (unknown and unreadable look the same)."""
+    if not isinstance(knowledge_id, str) or text_problem(knowledge_id):  # no such id can exist
+        raise Http404
+    item = selectors.knowledge_with_relations().visible_to(caller).filter(pk=knowledge_id).first()
+    if item is None:
+        raise Http404
+    return item
+
+
+def search_result(item: Knowledge, hit, explain: bool) -> dict:
+    row = {
+        "id": item.id,
+        "task": item.task,
+        "content": item.content,
+        "types": list(item.types),
+        "tags": dict(item.tags),
+        "scopes": list(item.scopes),
+        "owner": item.owner,
+        "resource_ids": item.resource_ids,
+        "eval": {"score": item.score, "helpful": item.helpful, "harmful": item.harmful, "confidence": item.confidence},
+        "quality_score": hit.quality_score,
+        "relevance": round(hit.relevance, 4),
+    }
+    if explain:
+        row["explanation"] = hit.explanation
+    return row
+
+
+@operation("knowledge_search", input=inputs.SearchInput)
+def knowledge_search(caller: Caller, *, q, top_k, min_score, types, scopes, filters, rank, explain,
+                     answer_floor, relevance_floor, relevance_ratio) -> dict:
+    """Search: hybrid retrieval, the relevance gate, then the quality rerank; logged as `search_id`."""
+    result = engine.search(
+        query=q, top_k=top_k, min_score=min_score, types=types, scopes=scopes,
+        filters=caller.search_filters(filters), readable_scopes=caller.readable_scopes, rank=rank,
+        gate=Gate(answer=answer_floor, floor=relevance_floor, relative=relevance_ratio),
+    )
+    hits = result.ordered_items()  # the engine already loaded them; only their resource links are missing
+    prefetch_related_objects(hits, "resource_links")
+    results = [search_result(item, hit, explain) for item, hit in zip(hits, result.hits)]
+    body = {"results": results, "count": len(results)}
+    log = search_log.search_log_record(
+        principal=caller.principal, readable_scopes=caller.readable_scopes, filters=caller.search_filters(filters),
+        query=q, top_k=top_k, min_score=min_score, types=types, scopes=scopes, rank=rank,
+        result_ids=[hit.id for hit in result.hits])
+    body["search_id"] = str(log.pk)
+    if explain and result.notes:
+        body["notes"] = result.notes
+    return body
+
+
+@operation("knowledge_list", input=inputs.KnowledgeListInput)
+def knowledge_list(caller: Caller, *, limit, types, scopes, cursor) -> dict:
+    """Active items newest first, cursor-paginated."""
+    items = selectors.knowledge_with_relations().visible_to(caller).filter(status="active").order_by("-created_at", "-id")
+    if types:
+        items = items.filter(types__overlap=types)
+    if scopes:
+        items = items.filter(scopes__overlap=scopes)
+    if cursor:
+        created_at, last_id = cursor
+        items = items.filter(Q(created_at__lt=created_at) | Q(created_at=created_at, id__lt=last_id))
+    page = list(items[: limit + 1])
+    more, page = len(page) > limit, page[:limit]
+    return {
+        "results": [KnowledgeSerializer(item).data for item in page],
+        "count": len(page),
+        "next": encode_cursor(page[-1].created_at, page[-1].id) if more else None,
+    }
+
+
+@operation("knowledge_get", output=KnowledgeSerializer)
+def knowledge_get(caller: Caller, *, knowledge_id) -> Knowledge:
+    """One item in the seed's shape; 404 unless the caller may read it."""
+    return visible_item(caller, knowledge_id)
+
+
+@operation("knowledge_filters")
+def knowledge_filters(caller: Caller) -> dict:
+    """The filter keys and operators valid for this caller, with sample values from the items it can see."""
+    keys = valid_filter_keys(Knowledge.objects.visible_to(caller).filter(status="active"))
+    return {"operators": list(VALID_OPERATORS), "keys": keys, "static_filters": caller.static_filters,
+            "example": FILTER_EXAMPLE}
+
+
+@operation("knowledge_save", input=inputs.KnowledgeCreateInput, output=KnowledgeSerializer, writes=True,
+           permission="write", status=201)
+def knowledge_save(caller: Caller, **data) -> Knowledge:
+    """Save a new item; scopes default to the caller's first writable scope, owner to the caller."""
+    scopes = data.pop("scopes", None) or list(caller.writable_scopes or ())[:1]
+    if not scopes:
+        raise PermissionDenied("name the scopes to save to (a person has no default scope)")
+    refused = caller.may_write(scopes)
+    if refused:
+        raise PermissionDenied(f"this caller may not write to scope(s): {', '.join(refused)}")
+    source = {"agent_id": caller.agent_id, **data.pop("source", {})}
+    owner = data.pop("owner", None) or caller.principal
+    item = services.knowledge_create(scopes=scopes, owner=owner, source=source,
+                                     reader_scopes=caller.readable_scopes, **data)
+    return selectors.knowledge_get(knowledge_id=item.id)
+
+
+def cited_search(caller: Caller, search_id):
+    """The id of the visible search that feedback cites, None without one; 400 for any other id."""
+    if search_id is None:
+        return None
+    log = search_log.search_log_visible(readable_scopes=caller.readable_scopes, search_id=search_id)
+    if log is None:  # unknown, expired or another scope's: the same answer, so ids do not leak
+        raise ValidationError({"search_id": [SEARCH_ID_UNSEEN]})
+    return log.pk
+
+
+@operation("knowledge_update", input=inputs.KnowledgeUpdateInput, writes=True, permission="feedback")
+def knowledge_update(caller: Caller, *, knowledge_id, add_helpful_case=None, add_harmful_case=None,
+                     update_score=None, evolve_feedback=None, search_id=None) -> dict:
+    """Feedback (seed 003's PUT): a helpful or harmful case, a new score, or an evolve request (a job)."""
+    item = visible_item(caller, knowledge_id)
+    if (update_score is not None or evolve_feedback) and not caller.may_write_any(item.scopes):
+        raise PermissionDenied("changing the score or evolving needs write access to one of the item's scopes")
+    search_id = cited_search(caller, search_id)
+    with transaction.atomic():
+        job = evolve.evolve_request(knowledge_id=item.id, feedback=evolve_feedback,
+                                    requested_by=caller.principal) if evolve_feedback else None
+        if add_helpful_case is not None:
+            feedback.feedback_record(knowledge_id=item.id, helpful=True, case=add_helpful_case,
+                                     reported_by=caller.principal, search_id=search_id)
+        if add_harmful_case is not None:
+            feedback.feedback_record(knowledge_id=item.id, helpful=False, case=add_harmful_case,
+                                     reported_by=caller.principal, search_id=search_id)
+        if update_score is not None:
+            feedback.score_set(knowledge_id=item.id, score=update_score)
+    body = KnowledgeSerializer(selectors.knowledge_get(knowledge_id=item.id)).data
+    if job is not None:
+        body["job"] = job_link(job)
+    return body
+
+
+def _entry_failed(position: int, knowledge_id, code: str, message: str, fields) -> dict:
+    return {"index": position, "knowledge_id": knowledge_id, "ok": False, "error": error_payload(code, message, fields)}
+
+
+@operation("knowledge_batch_update", input=inputs.BatchUpdateInput, writes=True, permission="feedback")
+def knowledge_batch_update(caller: Caller, *, feedback_list) -> dict:
+    """Many helpful/harmful reports; per-entry results, so one bad entry does not lose the good ones."""
+    results = []
+    for position, raw in enumerate(feedback_list):
+        entry = inputs.FeedbackEntry(data=raw)
+        knowledge_id = raw.get("knowledge_id") if isinstance(raw, dict) else None
+        knowledge_id = knowledge_id if isinstance(knowledge_id, str) else None
+        if not entry.is_valid():
+            name, messages = first_path(error_payload("invalid", "", entry.errors)["fields"])
+            message = f"feedback_list.{position}.{name}: {first_message(messages)}"
+            results.append(_entry_failed(position, knowledge_id, "invalid", message, entry.errors))
+            continue
+        data = entry.validated_data
+        if not Knowledge.objects.visible_to(caller).filter(pk=data["knowledge_id"]).exists():
+            results.append(_entry_failed(position, knowledge_id, "not_found", f"no knowledge item {data['knowledge_id']}", {}))
+            continue
+        try:
+            search_id = cited_search(caller, data["search_id"])
+        except ValidationError as exc:
+            results.append(_entry_failed(position, knowledge_id, "invalid",
+                                         f"feedback_list.{position}.search_id: {SEARCH_ID_UNSEEN}", exc.detail))
+            continue
+        try:
+            with transaction.atomic():  # a savepoint: an entry the database refuses leaves the others standing
+                feedback.feedback_record(knowledge_id=data["knowledge_id"], helpful=data["is_helpful"],
+                                         case=data["case"], reported_by=caller.principal, search_id=search_id)
+        except (DataError, IntegrityError):
+            results.append(_entry_failed(position, knowledge_id, "invalid",
+                                         "the database refused this entry; it was not stored", {}))
+            continue
+        results.append({"index": position, "knowledge_id": knowledge_id, "ok": True})
+    failed = sum(1 for r in results if not r["ok"])
+    return {"results": results, "succeeded": len(results) - failed, "failed": failed}
+
+
+@operation("knowledge_edit", input=inputs.KnowledgePatchInput, output=KnowledgeSerializer, writes=True,
+           permission="write")
+def knowledge_edit(caller: Caller, *, knowledge_id, reason, **changes) -> Knowledge:
+    """Edit an item's text, tags or types (its owner, or a curator); the old text is kept as a version."""
+    item = visible_item(caller, knowledge_id)
+    if not caller.edits_any and item.owner != caller.principal:
+        raise PermissionDenied(f"only the owner ({item.owner}) may edit this item; give feedback with PUT instead")
+    if not caller.may_write_any(item.scopes):
+        raise PermissionDenied("editing needs write access to one of the item's scopes")
+    services.knowledge_edit(knowledge_id=item.id, changed_by=caller.principal, reason=reason, **changes)
+    return selectors.knowledge_get(knowledge_id=item.id)
+
+
+@operation("knowledge_slim", input=inputs.SlimInput, writes=True, permission="write", status=202)
+def knowledge_slim(caller: Caller, *, model, dry_run) -> dict:
+    """Queue a merge of near-duplicates within the caller's writable scopes (a job)."""
+    job = slim.slim_request(model=model or None, dry_run=dry_run, requested_by=caller.principal,
+                            writable_scopes=None if caller.writable_scopes is None else list(caller.writable_scopes))
+    return {"job": job_link(job)}

@@ -1,0 +1,63 @@
+"""The resource operations (seed 003, scenarios 1-4), declared once for REST, MCP and the audit."""
+from django.http import Http404
+from rest_framework import status
+from rest_framework.exceptions import APIException, PermissionDenied
+
+from agents.caller import Caller
+from agents.operations import operation
+from agents.visibility import may_read
+from knowledge.api.safe_json import text_problem
+from resources.models import Resource
+from resources.serializers import ResourceGetInput, ResourceInput, ResourceOutput
+from resources.services import ResourceExistsError, SecretExpired, resource_create, resource_reveal, resource_save_version
+
+
+class Gone(APIException):
+    status_code = status.HTTP_410_GONE
+    default_code = "expired"
+
+
+def resource_data(resource: Resource, *, secret: str | None = None) -> dict:
+    data = ResourceOutput(resource).data
+    if secret is not None:
+        data["secure_body"] = secret
+    return data
+
+
+@operation("resource_save", input=ResourceInput, output=ResourceOutput, writes=True, permission="write", status=201)
+def resource_save(caller: Caller, **data) -> Resource:
+    """Create, or save a new version of an id the caller may write (the old one is kept)."""
+    existing = Resource.objects.filter(pk=data["id"]).first()
+    if existing is not None:
+        if not may_read(caller.readable_scopes, existing.scopes):
+            raise ResourceExistsError(data["id"])  # the id is taken; say no more about it
+        if not caller.may_write_any(existing.scopes):
+            raise PermissionDenied(f"this caller may not write to the scopes of {existing.pk}")
+        data.pop("scopes", None)  # a new version keeps who may see it
+        return resource_save_version(resource_id=data.pop("id"), replaced_by=caller.principal, **data)
+    scopes = data.pop("scopes", None) or list(caller.writable_scopes or ())[:1]
+    refused = caller.may_write(scopes) if scopes else ["(none)"]
+    if refused:
+        raise PermissionDenied(f"this caller may not write to scope(s): {', '.join(refused)}")
+    return resource_create(resource_id=data.pop("id"), scopes=scopes, owner=caller.principal, **data)
+
+
+@operation("resource_get", input=ResourceGetInput)
+def resource_get(caller: Caller, *, resource_id, reveal: bool, remote_addr: str | None = None,
+                 user_agent: str = "") -> dict:
+    """A resource the caller can see; with `reveal`, its secret (audited), for tokens with secret access."""
+    if not isinstance(resource_id, str) or text_problem(resource_id):  # no such id can exist (MCP passes any text)
+        raise Http404
+    resource = Resource.objects.visible_to(caller).filter(pk=resource_id).first()
+    if resource is None:
+        raise Http404
+    if not reveal:
+        return resource_data(resource)
+    if not caller.can_read_secrets:
+        raise PermissionDenied("this caller may not reveal secrets (a token with secret access, or the admin role)")
+    try:
+        secret = resource_reveal(resource=resource, principal=caller.principal, remote_addr=remote_addr,
+                                 user_agent=user_agent)
+    except SecretExpired as exc:
+        raise Gone(f"this {resource.content_type} expired at {exc.expires_at.isoformat()}") from exc
+    return resource_data(resource, secret=secret)
