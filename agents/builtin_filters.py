@@ -12,9 +12,9 @@
 from django.http import QueryDict
 
 from agents import operations
+from agents.audit import audit_record
 from agents.chain import Continue, Error, Filter, register
-from agents.models import AuditEvent
-from knowledge.api.safe_json import UNSAFE_CHARACTERS, json_problem
+from knowledge.api.safe_json import json_problem
 
 
 def require_caller(ctx):
@@ -62,41 +62,6 @@ def validate_input(ctx):
 REQUIRE_CALLER = register(Filter("require_caller", "pre_invocation", require_caller, priority=-100))
 VALIDATE_INPUT = register(Filter("validate_input", "pre_invocation", validate_input, priority=-50))
 
-SECRET_ARGS = {"secure_body"}
-MAX_ARG_CHARS = 500
-MAX_ITEMS = 50  # per object or list
-MAX_SUMMARY_DEPTH = 6
-MAX_SUMMARY_NODES = 2_000  # values in the whole summary
-
-
-def _text(value: str) -> str:
-    """At most MAX_ARG_CHARS characters, none the database refuses (NUL, lone surrogates)."""
-    value = UNSAFE_CHARACTERS.sub("\ufffd", value)
-    return value if len(value) <= MAX_ARG_CHARS else value[:MAX_ARG_CHARS] + "…"
-
-
-def _summary(value, depth: int = 0, budget: list | None = None):
-    """A bounded, storable copy of an operation's args: safe on any depth, size or character."""
-    budget = [MAX_SUMMARY_NODES] if budget is None else budget
-    budget[0] -= 1
-    if budget[0] < 0:
-        return "…"
-    if isinstance(value, str):
-        return _text(value)
-    if isinstance(value, (bool, int)) or value is None:
-        return value if not isinstance(value, int) or abs(value) < 2 ** 63 else _text(str(value))
-    if isinstance(value, float):
-        return value if value == value and abs(value) != float("inf") else str(value)
-    if isinstance(value, (dict, list, tuple)) and depth >= MAX_SUMMARY_DEPTH:
-        return "…"
-    if isinstance(value, dict):
-        return {_text(str(k)): "[secret]" if k in SECRET_ARGS else _summary(v, depth + 1, budget)
-                for k, v in list(value.items())[:MAX_ITEMS]}
-    if isinstance(value, (list, tuple)):
-        return [_summary(v, depth + 1, budget) for v in value[:MAX_ITEMS]]
-    return _text(str(value))
-
-
 def _target(result, args) -> str:
     for candidate in (getattr(result, "pk", None), args.get("knowledge_id"), args.get("id")):
         if candidate:
@@ -106,10 +71,8 @@ def _target(result, args) -> str:
 
 def audit_writes(ctx):
     if operations.writes(ctx["operation"]):
-        AuditEvent.objects.create(
-            principal=ctx["context"]["caller"].principal, operation=ctx["operation"],
-            target=_target(ctx.get("result"), ctx["args"]), args=_summary(ctx["args"]),
-        )
+        audit_record(principal=ctx["context"]["caller"].principal, operation=ctx["operation"],
+                     target=_target(ctx.get("result"), ctx["args"]), args=ctx["args"])
     return Continue(ctx)
 
 

@@ -27,3 +27,4 @@ def agent_token_create(
         can_read_secrets=can_read_secrets, static_filters=static_filters or None,
     )
     return token, raw_key
+

@@ -3,7 +3,7 @@ import json
 
 from django import forms
 
-from knowledge.models import KnowledgeStatus, KnowledgeType
+from knowledge.models import KnowledgeType
 from knowledge.search.filters import FilterError, parse_filter
 from knowledge.search.rerank import RANK_MODES
 

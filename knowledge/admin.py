@@ -1,6 +1,20 @@
-from django.contrib import admin
+"""The Django admin over knowledge: every change goes through the services, and nothing is deleted.
 
+An edit of task, content, tags or types keeps the old text as a version and re-embeds the item
+(`services.knowledge_change_fields`); Delete is replaced by Archive and Make active, reversible
+status changes. Each change leaves an audit event (admin → Audit events).
+"""
+from django.contrib import admin, messages
+from django.db import transaction
+
+from agents.audit import audit_record
+from agents.caller import Caller
+from knowhub_site.admin_tools import AppendOnlyAdmin
+from knowledge import services
+from knowledge.errors import KnowledgeStateError
 from knowledge.models import KNOWLEDGE_TYPES, FeedbackCase, Knowledge, KnowledgeResource, KnowledgeVersion
+
+ADMIN_REASON = "edited in the admin"
 
 
 class TypeFilter(admin.SimpleListFilter):
@@ -63,11 +77,55 @@ class KnowledgeAdmin(admin.ModelAdmin):
     list_display = ["id", "short_task", "types", "score", "helpful", "harmful", "quality", "status", "owner", "updated_at"]
     list_filter = ["status", TypeFilter, ScopeFilter, "score"]
     search_fields = ["id", "task", "content", "owner"]
-    readonly_fields = ["created_at", "updated_at", "helpful", "harmful", "embedding_model", "merged_into"]
+    readonly_fields = ["status", "created_at", "updated_at", "helpful", "harmful", "embedding_model", "merged_into"]
     exclude = ["embedding"]
     date_hierarchy = "created_at"
     inlines = [KnowledgeResourceInline, FeedbackCaseInline, KnowledgeVersionInline]
     list_per_page = 50
+    actions = ["archive", "make_active"]
+
+    def has_add_permission(self, request):
+        return False  # items come in through the API or the curation UI, which give them ids, keywords and vectors
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # nothing is ever deleted: the Archive action is the reversible way out
+
+    def save_model(self, request, obj, form, change):
+        principal = Caller.for_user(request.user).principal
+        stored = Knowledge.objects.get(pk=obj.pk)
+        changes = {name: form.cleaned_data[name] for name in form.changed_data
+                   if name in form.cleaned_data and form.cleaned_data[name] != getattr(stored, name)}
+        if not changes:
+            return
+        with transaction.atomic():
+            services.knowledge_change_fields(knowledge_id=obj.pk, changed_by=principal, changes=changes,
+                                             reason=ADMIN_REASON)
+            audit_record(principal=principal, operation="admin_knowledge_change", target=obj.pk, args=changes)
+
+    def _set_status(self, request, queryset, status: str, verb: str):
+        principal = Caller.for_user(request.user).principal
+        done, refused = [], []
+        for knowledge_id in queryset.values_list("pk", flat=True):
+            try:
+                with transaction.atomic():
+                    services.knowledge_set_status(knowledge_id=knowledge_id, status=status)
+                    audit_record(principal=principal, operation=f"admin_knowledge_{verb}", target=knowledge_id,
+                                 args={"status": status})
+                done.append(knowledge_id)
+            except KnowledgeStateError as exc:
+                refused.append(exc.message)
+        if done:
+            self.message_user(request, f"{verb.capitalize()}d {len(done)}: {', '.join(done)}", messages.SUCCESS)
+        for message in refused:
+            self.message_user(request, message, messages.WARNING)
+
+    @admin.action(description="Archive the selected items (reversible: Make active)", permissions=["change"])
+    def archive(self, request, queryset):
+        self._set_status(request, queryset, Knowledge.Status.ARCHIVED, "archive")
+
+    @admin.action(description="Make the selected archived items active again", permissions=["change"])
+    def make_active(self, request, queryset):
+        self._set_status(request, queryset, Knowledge.Status.ACTIVE, "activate")
 
     @admin.display(description="task")
     def short_task(self, obj):
@@ -84,10 +142,9 @@ class KnowledgeAdmin(admin.ModelAdmin):
 
 
 @admin.register(KnowledgeVersion)
-class KnowledgeVersionAdmin(admin.ModelAdmin):
+class KnowledgeVersionAdmin(AppendOnlyAdmin):
+    """Versions are the history: read here, restored from the curation UI (a restore makes a new version)."""
+
     list_display = ["knowledge", "number", "changed_by", "reason", "created_at"]
     search_fields = ["knowledge__id", "task", "content", "changed_by"]
     readonly_fields = ["knowledge", "number", "task", "content", "tags", "changed_by", "reason", "created_at"]
-
-    def has_add_permission(self, request):
-        return False

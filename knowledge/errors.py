@@ -26,6 +26,10 @@ class ResourceScopeError(KnowledgeError):
         self.narrower = narrower
 
 
+class KnowledgeStateError(KnowledgeError):
+    """The item is not in a state the action applies to (e.g. archiving a merged item): 409."""
+
+
 class KnowledgeIdConflictError(KnowledgeError):
     def __init__(self, knowledge_id: str):
         super().__init__(f"a knowledge item with id {knowledge_id} already exists", field="id")

@@ -5,7 +5,7 @@ from datetime import datetime
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from knowledge.errors import KnowledgeIdConflictError, ResourceScopeError, UnknownResourceError
+from knowledge.errors import KnowledgeIdConflictError, KnowledgeStateError, ResourceScopeError, UnknownResourceError
 from knowledge.ids import MAX_SUFFIX_LENGTH, SUFFIX_LENGTH, new_knowledge_id
 from knowledge.models import FeedbackCase, Knowledge, KnowledgeResource, KnowledgeVersion
 from knowledge.search import indexing
@@ -204,3 +204,48 @@ def knowledge_restore_version(*, knowledge_id: str, number: int, changed_by: str
     version = KnowledgeVersion.objects.get(knowledge_id=knowledge_id, number=number)
     return knowledge_edit(knowledge_id=knowledge_id, changed_by=changed_by, reason=f"restored version {number}",
                           task=version.task, content=version.content, tags=version.tags)
+
+
+# The status changes a person may make; merged items come back only through slim's unmerge.
+STATUS_CHANGES = {Knowledge.Status.ARCHIVED: {Knowledge.Status.ACTIVE}, Knowledge.Status.ACTIVE: {Knowledge.Status.ARCHIVED}}
+
+
+@transaction.atomic
+def knowledge_set_status(*, knowledge_id: str, status: str) -> Knowledge:
+    """Archive an active item, or make an archived one active again; rows are never deleted.
+
+    Raises Knowledge.DoesNotExist, or KnowledgeStateError for any other change (a merged item).
+    """
+    item = Knowledge.objects.select_for_update().get(pk=knowledge_id)
+    if item.status == status:
+        return item
+    if item.status not in STATUS_CHANGES.get(status, ()):
+        raise KnowledgeStateError(f"{item.id} is {item.status}; only active items are archived and archived ones "
+                                  "made active (a merged item comes back through unmerge)", field="status")
+    item.status, item.updated_at = status, timezone.now()
+    item.save(update_fields=["status", "updated_at"])
+    return item
+
+
+TEXT_FIELDS = ("task", "content", "tags", "types")  # changed through knowledge_edit: a version, a new vector
+PLAIN_FIELDS = ("message_id", "scopes", "owner", "source", "score", "confidence")  # changed in place
+
+
+@transaction.atomic
+def knowledge_change_fields(*, knowledge_id: str, changed_by: str, changes: Mapping, reason: str = "") -> Knowledge:
+    """A curator's change of any editable field (the admin): text through `knowledge_edit`, so the old
+    text is kept as a version and the item re-embedded; the other fields in place.
+
+    Raises Knowledge.DoesNotExist; ValueError for a field that is not editable.
+    """
+    unknown = set(changes) - set(TEXT_FIELDS) - set(PLAIN_FIELDS)
+    if unknown:
+        raise ValueError(f"not editable: {', '.join(sorted(unknown))}")
+    text = {name: changes[name] for name in TEXT_FIELDS if name in changes}
+    if text:
+        knowledge_edit(knowledge_id=knowledge_id, changed_by=changed_by, reason=reason, **text)
+    plain = {name: changes[name] for name in PLAIN_FIELDS if name in changes}
+    if plain:
+        Knowledge.objects.filter(pk=knowledge_id).update(**plain, updated_at=timezone.now())
+    return Knowledge.objects.get(pk=knowledge_id)
+

@@ -1,14 +1,16 @@
 from django.contrib import admin
+from django.db import transaction
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from agents.audit import audit_record
 from agents.caller import Caller
 from knowhub_site.admin_tools import AppendOnlyAdmin
 from resources.models import Resource, ResourceVersion, RevealEvent
-from resources.services import resource_reveal, resource_version_reveal, secret_expired
+from resources.services import resource_change_fields, resource_reveal, resource_version_reveal, secret_expired
 
 
 class RevealInAdmin:
@@ -62,7 +64,25 @@ class ResourceAdmin(RevealInAdmin, admin.ModelAdmin):
     search_fields = ["id", "title", "body"]
     readonly_fields = ["created_at", "updated_at", "secret_access"]
     # The secret is never shown in the admin, only whether there is one (and, for admins, a reveal page).
-    exclude = ["secure_body"]
+    exclude = ["secure_body", "is_expired"]
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # knowledge may point at it, and nothing is ever deleted; a change keeps the old state as a version
+
+    def save_model(self, request, obj, form, change):
+        principal = Caller.for_user(request.user).principal
+        stored = Resource.objects.filter(pk=obj.pk).first() if change else None
+        changes = {name: form.cleaned_data[name] for name in form.changed_data
+                   if name in form.cleaned_data and (stored is None or form.cleaned_data[name] != getattr(stored, name))}
+        with transaction.atomic():
+            if change:
+                if not changes:
+                    return
+                resource_change_fields(resource_id=obj.pk, changed_by=principal, changes=changes)
+            else:
+                super().save_model(request, obj, form, change)
+            audit_record(principal=principal, operation="admin_resource_change" if change else "admin_resource_add",
+                         target=obj.pk, args=changes)
 
     def reveal(self, obj, **who):
         return resource_reveal(resource=obj, **who)

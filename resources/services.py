@@ -45,6 +45,28 @@ def resource_save_version(*, resource_id: str, replaced_by: str, title: str, bod
     return resource
 
 
+CONTENT_FIELDS = ("title", "body", "content_type", "metadata", "expires_at")  # a change keeps the old state as a version
+PLAIN_FIELDS = ("scopes", "owner")
+
+
+@transaction.atomic
+def resource_change_fields(*, resource_id: str, changed_by: str, changes: dict) -> Resource:
+    """A curator's change (the admin): content through `resource_save_version` (the secret kept as it is),
+    scopes and owner in place. Raises Resource.DoesNotExist; ValueError for a field that is not editable."""
+    unknown = set(changes) - set(CONTENT_FIELDS) - set(PLAIN_FIELDS)
+    if unknown:
+        raise ValueError(f"not editable: {', '.join(sorted(unknown))}")
+    resource = Resource.objects.select_for_update().get(pk=resource_id)
+    if set(changes) & set(CONTENT_FIELDS):
+        current = {name: getattr(resource, name) for name in CONTENT_FIELDS}
+        resource = resource_save_version(resource_id=resource_id, replaced_by=changed_by, secure_body=resource.secure_body,
+                                         **{**current, **{k: v for k, v in changes.items() if k in CONTENT_FIELDS}})
+    plain = {name: changes[name] for name in PLAIN_FIELDS if name in changes}
+    if plain:
+        Resource.objects.filter(pk=resource_id).update(**plain, updated_at=timezone.now())
+    return Resource.objects.get(pk=resource_id)
+
+
 class SecretExpired(Exception):
     """An expired cookie or credential: never revealed."""
 

@@ -111,3 +111,97 @@ def test_admin_refuses_a_token_with_a_bad_static_filter(client, curator):
     })
     assert response.status_code == 200 and "unknown filter key" in response.content.decode().lower()
     assert not AgentToken.objects.exists()
+
+
+def _change_form_data(response) -> dict:
+    """The POST body the admin's change form would send back unchanged (fields and inline management forms)."""
+    form = response.context["adminform"].form
+    data = {}
+    for name in form.fields:
+        value = form[name].value()  # already as the widget shows it (JSON text, comma-separated lists)
+        if value is not None:
+            data[name] = value
+    for inline in response.context["inline_admin_formsets"]:
+        formset = inline.formset
+        for key, value in formset.management_form.initial.items():
+            data[f"{formset.prefix}-{key}"] = value
+        for index, inline_form in enumerate(formset.initial_forms):
+            data[f"{formset.prefix}-{index}-{formset.model._meta.pk.name}"] = inline_form.instance.pk
+            data[f"{formset.prefix}-{index}-knowledge"] = inline_form.instance.knowledge_id
+    return data
+
+
+def test_an_admin_edit_keeps_the_old_text_as_a_version_re_embeds_and_is_audited(client, curator):
+    from agents.models import AuditEvent
+    from knowledge.models import Knowledge
+    from tests.factories import embed_saved
+
+    item = make_knowledge(task="Rotate the keys", content="Rotate monthly.")
+    embed_saved()
+    assert Knowledge.objects.get(pk=item.pk).embedding is not None
+    client.force_login(curator)
+    url = f"/admin/knowledge/knowledge/{item.pk}/change/"
+    data = {**_change_form_data(client.get(url)), "content": "Rotate weekly.", "score": 4}
+
+    response = client.post(url, data)
+
+    assert response.status_code == 302, response.context["adminform"].form.errors if response.context else response
+    item.refresh_from_db()
+    assert (item.content, item.score, item.embedding) == ("Rotate weekly.", 4, None)  # the worker embeds the new text
+    version = item.versions.get()
+    assert (version.content, version.changed_by, version.reason) == ("Rotate monthly.", "user:alice", "edited in the admin")
+    event = AuditEvent.objects.get(operation="admin_knowledge_change")
+    assert event.target == item.pk and set(event.args) == {"content", "score"}
+
+
+def test_the_admin_archives_instead_of_deleting_and_can_make_active_again(client, curator):
+    from agents.models import AuditEvent
+    from knowledge.models import Knowledge
+
+    item = make_knowledge()
+    client.force_login(curator)
+    assert client.get(f"/admin/knowledge/knowledge/{item.pk}/delete/").status_code == 403
+    listing = client.get("/admin/knowledge/knowledge/").content.decode()
+    assert "delete_selected" not in listing and 'value="archive"' in listing
+
+    client.post("/admin/knowledge/knowledge/", {"action": "archive", "_selected_action": [item.pk]})
+    assert Knowledge.objects.get(pk=item.pk).status == "archived"
+    client.post("/admin/knowledge/knowledge/", {"action": "make_active", "_selected_action": [item.pk]})
+    assert Knowledge.objects.get(pk=item.pk).status == "active"
+    assert list(AuditEvent.objects.order_by("at").values_list("operation", flat=True)) == [
+        "admin_knowledge_archive", "admin_knowledge_activate"]
+
+
+def test_the_admin_never_archives_a_merged_item_or_deletes_a_resource(client, curator):
+    from knowledge.models import Knowledge
+
+    merged = make_knowledge(task="merged one")
+    Knowledge.objects.filter(pk=merged.pk).update(status="merged")
+    make_resource("code/login")
+    client.force_login(curator)
+    response = client.post("/admin/knowledge/knowledge/", {"action": "archive", "_selected_action": [merged.pk]},
+                           follow=True)
+    assert Knowledge.objects.get(pk=merged.pk).status == "merged" and "unmerge" in response.content.decode()
+    assert client.get("/admin/resources/resource/code/login/delete/").status_code == 403
+    version = make_knowledge(task="versioned").versions.create(number=1, task="t", content="c", changed_by="user:alice")
+    assert client.get(f"/admin/knowledge/knowledgeversion/{version.pk}/delete/").status_code == 403
+
+
+def test_an_admin_resource_edit_keeps_the_old_state_and_its_secret(client, curator):
+    from agents.models import AuditEvent
+    from resources.models import Resource
+    from resources.services import resource_version_reveal
+
+    make_resource("credentials/site", title="old title", content_type="credential", secure_body="pw-1",
+                  scopes=["org:acme"])
+    client.force_login(curator)
+    url = "/admin/resources/resource/credentials/site/change/"
+    response = client.post(url, {**_change_form_data(client.get(url)), "title": "new title"})
+
+    assert response.status_code == 302
+    resource = Resource.objects.get(pk="credentials/site")
+    assert resource.title == "new title" and resource.secure_body == "pw-1"
+    version = resource.versions.get()
+    assert version.title == "old title"
+    assert resource_version_reveal(version=version, principal="user:alice", remote_addr=None) == "pw-1"
+    assert AuditEvent.objects.get().operation == "admin_resource_change"

@@ -18,7 +18,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
 from agents.chain import ChainError
-from knowledge.errors import KnowledgeError, KnowledgeIdConflictError
+from knowledge.errors import KnowledgeError, KnowledgeIdConflictError, KnowledgeStateError
 from knowledge.llm import LLMNotConfigured
 from resources.services import ResourceExistsError
 
@@ -91,6 +91,8 @@ def api_exception_handler(exc, context):
         return error_response(status.HTTP_400_BAD_REQUEST, "invalid", "non_field_errors: the database refused a value")
     if isinstance(exc, LLMNotConfigured):
         return error_response(status.HTTP_409_CONFLICT, "llm_not_configured", str(exc))
+    if isinstance(exc, KnowledgeStateError):
+        return error_response(status.HTTP_409_CONFLICT, "conflict", exc.message, {exc.field: [exc.message]} if exc.field else {})
     if isinstance(exc, (KnowledgeIdConflictError, ResourceExistsError)):
         return error_response(status.HTTP_409_CONFLICT, "conflict", exc.message, {exc.field: [exc.message]})
     if isinstance(exc, KnowledgeError):  # FilterError, UnknownResourceError, ...

@@ -1,5 +1,4 @@
 """Agent API views: each HTTP method runs one registered operation (knowledge.operations) by name."""
-from rest_framework import status
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 from rest_framework.views import APIView

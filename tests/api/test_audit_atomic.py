@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from agents.builtin_filters import MAX_ARG_CHARS, _summary
+from agents.audit import MAX_ARG_CHARS, audit_summary
 from agents.caller import Caller
 from agents.chain import Continue, Filter, registered_temporarily
 from agents.models import AgentToken, AuditEvent
@@ -110,7 +110,7 @@ def test_the_audit_summary_of_hostile_args_is_bounded_and_storable(agent):
         deep = [deep]
     args = {"data": {"nul\x00key": "a\x00b\ud800", "deep": deep, "wide": list(range(100_000)),
                      "long": "x" * 100_000, "secure_body": "s3cret", "big": 10 ** 30}}
-    summary = _summary(args)
+    summary = audit_summary(args)
     text = json.dumps(summary)
     assert "\\u0000" not in text and "s3cret" not in text and len(text) < 50_000
     assert summary["data"]["nul\ufffdkey"] == "a\ufffdb\ufffd"
