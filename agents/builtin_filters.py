@@ -9,6 +9,8 @@
   the write's own transaction (see `chain.invoke`); the recorded args are a bounded summary.
 - redact_secrets (pre_chat, -100): known secrets never leave in a message to an LLM.
 """
+import re
+
 from django.http import QueryDict
 
 from agents import operations
@@ -71,8 +73,9 @@ def _target(result, args) -> str:
 
 def audit_writes(ctx):
     if operations.writes(ctx["operation"]):
+        ran_with = ctx.get("filtered_args", ctx["args"])
         audit_record(principal=ctx["context"]["caller"].principal, operation=ctx["operation"],
-                     target=_target(ctx.get("result"), ctx["args"]), args=ctx["args"])
+                     target=_target(ctx.get("result"), ran_with), args=ran_with)
     return Continue(ctx)
 
 
@@ -82,20 +85,25 @@ AUDIT_WRITES = register(Filter("audit_writes", "post_invocation", audit_writes, 
 REDACTED = "[REDACTED]"
 
 
+MIN_FRAGMENT = 6  # shorter pieces of a secret ("user", "密码") are words, not secrets
+FRAGMENT_SEPARATORS = re.compile(r"[\s:=;,&|'\"：；，]+")
+
+
+def secret_fragments(secret: str) -> set[str]:
+    """What of a secret must never be quoted: the whole of it, each line, and each value in it
+    (`密码:SecurePass123` → `SecurePass123`; `session_id=abc123; auth_token=xyz789` → `abc123`, `xyz789`, …)."""
+    pieces = {secret, *secret.splitlines(), *FRAGMENT_SEPARATORS.split(secret)}
+    return {piece.strip() for piece in pieces if len(piece.strip()) >= MIN_FRAGMENT} | {secret}
+
+
 def redact_secrets(ctx):
-    """Replace every known secret (ctx["context"]["secrets"]) in the outgoing messages."""
-    secrets = sorted({s for s in ctx["context"].get("secrets", []) if s}, key=len, reverse=True)
-    if secrets:
-        messages = []
-        for message in ctx["messages"]:
-            content = message.get("content") or ""
-            for secret in secrets:
-                content = content.replace(secret, REDACTED)
-                # A multi-line secret may be quoted line by line: redact its lines too.
-                for line in secret.splitlines():
-                    if len(line.strip()) >= 6:
-                        content = content.replace(line, REDACTED)
-            messages.append({**message, "content": content})
+    """Replace every known secret (ctx["context"]["secrets"]), and every fragment of one, wherever it
+    appears inside the outgoing messages' text."""
+    fragments = {f for s in ctx["context"].get("secrets", []) if s for f in secret_fragments(s)}
+    if fragments:
+        pattern = re.compile("|".join(re.escape(f) for f in sorted(fragments, key=len, reverse=True)))
+        messages = [{**message, "content": pattern.sub(REDACTED, message.get("content") or "")}
+                    for message in ctx["messages"]]
         ctx = {**ctx, "messages": messages}
     return Continue(ctx)
 

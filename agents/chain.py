@@ -11,6 +11,9 @@ takes the filter context (a dict) and returns one of
 An exception inside a handler becomes Error naming the filter, never a crash
 (and never the text of a database error, which may quote SQL and values).
 
+Post-invocation filters see the original arguments as `args` (seed 004) and the ones the
+operation ran with as `filtered_args`.
+
 A write operation (declared `writes=True` in agents.operations) runs its handler and the post-invocation
 filters in one transaction: a post filter's Error or failure (the audit row not
 stored, say) rolls the write back, so nothing lands that the caller is told failed.
@@ -54,6 +57,7 @@ class Error:
     status: int = 400
     code: str = "filter_error"
     fields: dict = field(default_factory=dict)
+    retry_after: int | None = None  # seconds; sent as Retry-After (a 429 or 503 always carries one)
 
 
 @dataclass(frozen=True)
@@ -134,7 +138,9 @@ def invoke(operation: str, handler: Callable[..., Any], args: dict, context: dic
     ctx = pre.context
     with transaction.atomic() if writes(operation) else nullcontext():
         result = handler(**ctx["args"], context=ctx["context"])
-        post = run_chain("post_invocation", {**ctx, "result": result})
+        # Seed 004: post filters see the call's original arguments as `args`; what the handler ran with
+        # (validated, changed by pre filters) is `filtered_args`.
+        post = run_chain("post_invocation", {**ctx, "args": dict(args), "filtered_args": ctx["args"], "result": result})
         if isinstance(post, Error):
             raise ChainError(post)  # leaving the block rolls a write back
     return post.value if isinstance(post, Skip) else post.context["result"]

@@ -111,12 +111,16 @@ async def knowledge_save(ctx: Context, task: str, content: str, types: list[str]
                          scopes: list[str] | None = None, owner: str | None = None, source_name: str = "",
                          source_category: str = "exp", urls: list[str] | None = None, agent_id: str | None = None,
                          submitted_by: str = "", score: int = 3, message_id: str = "",
-                         resource_ids: list[str] | None = None) -> dict[str, Any]:
-    """Save a new piece of knowledge; scopes, owner and agent_id default to the token's."""
+                         resource_ids: list[str] | None = None, secure_resource_id: str = "",
+                         confidence: float | None = None) -> dict[str, Any]:
+    """Save a new piece of knowledge; scopes, owner and agent_id default to the token's. `confidence` (0-1) is
+    the seed's eval.confidence; `secure_resource_id` names a credential or cookie resource it relies on."""
     source = _given(name=source_name, category=source_category, urls=urls or [], agent_id=agent_id,
                     submitted_by=submitted_by, message_id=message_id)
     data = _given(task=task, content=content, types=types, tags=tags, scopes=scopes, owner=owner, source=source,
-                  score=score, message_id=message_id, resource_ids=resource_ids)
+                  score=score, message_id=message_id, resource_ids=resource_ids,
+                  secure_resource_id=secure_resource_id or None,
+                  eval=None if confidence is None else {"confidence": confidence})
     return await _call(ctx, _op("knowledge_save", data))
 
 

@@ -31,7 +31,9 @@ def _rate_limit(ctx):
     while calls and now - calls[0] > RATE_LIMIT_WINDOW_SECONDS:
         calls.popleft()
     if len(calls) >= RATE_LIMIT_CALLS:
-        return Error(f"rate limit: {RATE_LIMIT_CALLS} calls per {RATE_LIMIT_WINDOW_SECONDS}s", status=429, code="rate_limited")
+        wait = RATE_LIMIT_WINDOW_SECONDS - (now - calls[0])  # until the oldest call leaves the window
+        return Error(f"rate limit: {RATE_LIMIT_CALLS} calls per {RATE_LIMIT_WINDOW_SECONDS}s", status=429,
+                     code="rate_limited", retry_after=max(1, round(wait)))
     calls.append(now)
     return Continue(ctx)
 

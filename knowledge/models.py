@@ -70,6 +70,8 @@ class Knowledge(models.Model):
         "resources.Resource", through="KnowledgeResource", related_name="knowledge", blank=True
     )
     source = models.JSONField(default=dict, blank=True)
+    # The seed's reference to a secret-holding resource (a credential or cookie), checked like resource_ids.
+    secure_resource_id = models.CharField(max_length=255, blank=True, default="")
 
     score = models.SmallIntegerField(default=3)
     helpful = models.PositiveIntegerField(default=0)

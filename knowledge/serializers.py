@@ -1,7 +1,9 @@
 """The seed's JSON shape of a knowledge item (seed 003), in and out."""
 import re
+from collections.abc import Mapping
 from urllib.parse import urlsplit
 
+from django.http import QueryDict
 from rest_framework import serializers
 
 from knowledge import services
@@ -35,7 +37,20 @@ class HttpUrlField(serializers.CharField):
         return value
 
 
-class SourceSerializer(serializers.Serializer):
+class NoUnknownFields:
+    """Mixin for a Serializer taking a JSON object: a key it does not declare is a 400 naming that key,
+    not silently dropped (a typo such as `socre` would otherwise save the default)."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, Mapping) and not isinstance(data, QueryDict):
+            unknown = [str(key) for key in data if key not in self.fields]
+            if unknown:
+                expected = ", ".join(self.fields)
+                raise serializers.ValidationError({key: [f"unknown field; expected one of {expected}"] for key in unknown})
+        return super().to_internal_value(data)
+
+
+class SourceSerializer(NoUnknownFields, serializers.Serializer):
     name = serializers.CharField(required=False, allow_blank=True, max_length=500)
     category = serializers.CharField(required=False, allow_blank=True, max_length=100)
     urls = serializers.ListField(child=HttpUrlField(max_length=2000), required=False, max_length=100)
@@ -77,6 +92,7 @@ class KnowledgeSerializer(serializers.Serializer):
     owner = serializers.CharField(max_length=200)
     content = serializers.CharField(max_length=100_000)
     resource_ids = serializers.ListField(child=serializers.CharField(max_length=255), required=False, default=list)
+    secure_resource_id = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
     source = SourceSerializer(required=False, default=dict)
     eval = EvalSerializer(required=False)
     created_at = serializers.DateTimeField(required=False)
@@ -117,6 +133,7 @@ class KnowledgeSerializer(serializers.Serializer):
             "owner": item.owner,
             "content": item.content,
             "resource_ids": item.resource_ids,
+            "secure_resource_id": item.secure_resource_id,
             "source": dict(item.source),
             "eval": {
                 "score": item.score,

@@ -41,6 +41,7 @@ def knowledge_create(
     source: Mapping | None = None,
     message_id: str = "",
     resource_ids: Iterable[str] = (),
+    secure_resource_id: str = "",
     score: int = 3,
     helpful: int = 0,
     harmful: int = 0,
@@ -66,9 +67,16 @@ def knowledge_create(
     created_at = created_at or now
     resource_ids = list(dict.fromkeys(resource_ids))
     _check_resources(resource_ids, item_scopes=list(scopes), reader_scopes=reader_scopes)
+    if secure_resource_id:
+        try:
+            _check_resources([secure_resource_id], item_scopes=list(scopes), reader_scopes=reader_scopes)
+        except (UnknownResourceError, ResourceScopeError) as exc:
+            exc.field = "secure_resource_id"
+            raise
 
     item = Knowledge(
         message_id=message_id,
+        secure_resource_id=secure_resource_id,
         types=list(dict.fromkeys(types)),
         task=task,
         content=content,

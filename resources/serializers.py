@@ -2,11 +2,11 @@
 from rest_framework import serializers
 
 from knowledge.api.serializers import StrictBooleanField
-from knowledge.serializers import SCOPE_RE
+from knowledge.serializers import SCOPE_RE, NoUnknownFields
 from resources.models import RESOURCE_ID_PATTERN, ResourceContentType
 
 
-class ResourceInput(serializers.Serializer):
+class ResourceInput(NoUnknownFields, serializers.Serializer):
     id = serializers.RegexField(RESOURCE_ID_PATTERN, max_length=255,
                                 error_messages={"invalid": "must be path-like, e.g. code/selenium/login"})
     title = serializers.CharField(max_length=300)

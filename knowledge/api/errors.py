@@ -31,6 +31,7 @@ logger = logging.getLogger(__name__)
 
 DATABASE_DOWN = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout)
 RETRY_AFTER_SECONDS = 5
+RATE_LIMIT_RETRY_SECONDS = 1  # a 429 from a filter that did not say when to come back
 
 
 def error_payload(code: str, message: str, fields: dict | None = None) -> dict:
@@ -102,7 +103,11 @@ def api_exception_handler(exc, context):
         err = exc.error
         # A field's error starts with the field (the API's shape); others name the filter that refused.
         message = f"{err.filter}: {err.reason}" if err.filter and not err.fields else err.reason
-        return error_response(err.status, err.code, message, err.fields)
+        response = error_response(err.status, err.code, message, err.fields)
+        if err.retry_after is not None or err.status in (429, 503):
+            default = RATE_LIMIT_RETRY_SECONDS if err.status == 429 else RETRY_AFTER_SECONDS
+            response["Retry-After"] = str(max(1, int(err.retry_after or default)))
+        return response
     if isinstance(exc, RequestDataTooBig):
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         return error_response(413, "too_large", f"request body is larger than {limit:,} bytes")
@@ -123,6 +128,10 @@ def api_exception_handler(exc, context):
         return response
     detail = exc.detail if isinstance(exc, exceptions.APIException) else str(exc)
     code = getattr(detail, "code", None) or getattr(exc, "default_code", "error")
+    if isinstance(exc, exceptions.ParseError):  # a 400 too: its message starts with where the problem is
+        response.data = {"error": {"code": str(code), "message": f"non_field_errors: {detail}",
+                                   "fields": {"non_field_errors": [str(detail)]}}}
+        return response
     response.data = {"error": {"code": str(code), "message": str(detail), "fields": {}}}
     return response
 

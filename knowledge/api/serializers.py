@@ -1,5 +1,6 @@
 """Request bodies and query parameters of the agent API (seed 003)."""
 import json
+from collections.abc import Mapping
 
 from django.http import QueryDict
 from drf_spectacular.utils import extend_schema_field
@@ -10,7 +11,7 @@ from knowledge.api.safe_json import MAX_DEPTH, json_problem
 from knowledge.models import KNOWLEDGE_TYPES
 from knowledge.search.filters import FilterError, parse_filter
 from knowledge.search.rerank import ANSWER_FLOOR, RANK_MODES, RELATIVE_FLOOR, RELEVANCE_FLOOR
-from knowledge.serializers import SCOPE_RE, SourceSerializer, StrictCharField
+from knowledge.serializers import SCOPE_RE, NoUnknownFields, SourceSerializer, StrictCharField
 
 
 class CommaListField(serializers.ListField):
@@ -79,7 +80,7 @@ class FilterField(serializers.Field):
         return value.to_dict()
 
 
-class SearchInput(serializers.Serializer):
+class SearchInput(NoUnknownFields, serializers.Serializer):
     q = serializers.CharField(max_length=2000, allow_blank=True, required=False, default="")
     top_k = serializers.IntegerField(min_value=1, max_value=100, default=5)
     min_score = serializers.IntegerField(min_value=1, max_value=5, default=3)
@@ -114,14 +115,29 @@ class CursorField(serializers.CharField):
             raise serializers.ValidationError("not a cursor from a previous page's `next`") from exc
 
 
-class KnowledgeListInput(serializers.Serializer):
+class KnowledgeListInput(NoUnknownFields, serializers.Serializer):
     limit = serializers.IntegerField(min_value=1, max_value=100, default=10)
     types = CommaListField(child=serializers.ChoiceField(choices=KNOWLEDGE_TYPES), required=False, default=list)
     scopes = CommaListField(child=serializers.CharField(max_length=200), required=False, default=list)
     cursor = CursorField(required=False, allow_blank=True, default=None, max_length=200)
 
 
-class KnowledgeCreateInput(serializers.Serializer):
+class SaveEvalInput(NoUnknownFields, serializers.Serializer):
+    """`eval` on a save: the score and confidence to start with. The counters and histories come from feedback."""
+
+    score = serializers.IntegerField(min_value=1, max_value=5, required=False)
+    confidence = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
+
+    def to_internal_value(self, data):
+        if isinstance(data, Mapping):
+            counted = [key for key in ("helpful", "harmful", "helpful_history", "harmful_history") if key in data]
+            if counted:
+                raise serializers.ValidationError(
+                    {key: ["set by feedback (PUT /api/knowledge/{id}), not on save"] for key in counted})
+        return super().to_internal_value(data)
+
+
+class KnowledgeCreateInput(NoUnknownFields, serializers.Serializer):
     """POST /api/knowledge: the seed's request body."""
 
     task = serializers.CharField(max_length=10_000)
@@ -132,8 +148,28 @@ class KnowledgeCreateInput(serializers.Serializer):
     owner = serializers.CharField(max_length=200, required=False)
     resource_ids = serializers.ListField(child=serializers.CharField(max_length=255), required=False, default=list)
     source = SourceSerializer(required=False, default=dict)
-    score = serializers.IntegerField(min_value=1, max_value=5, default=3)
+    score = serializers.IntegerField(min_value=1, max_value=5, required=False)
+    eval = SaveEvalInput(required=False, help_text="the seed's `eval`: `score` and `confidence` to start with")
     message_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    secure_resource_id = serializers.CharField(
+        max_length=255, required=False, allow_blank=True, default="",
+        help_text="the seed's reference to a secret-holding resource (a credential or cookie); kept, and linked")
+
+    def validate(self, attrs):
+        given = attrs.pop("eval", {})
+        if "score" in given and "score" in attrs and given["score"] != attrs["score"]:
+            raise serializers.ValidationError({"eval": {"score": ["differs from `score`; give one of them"]}})
+        attrs["score"] = attrs.get("score", given.get("score", 3))
+        if "confidence" in given:
+            attrs["confidence"] = given["confidence"]
+        source_message = (attrs.get("source") or {}).get("message_id") or ""
+        message_id = attrs.get("message_id") or ""
+        if message_id and source_message and message_id != source_message:
+            raise serializers.ValidationError({"message_id": ["differs from `source.message_id`; give one of them"]})
+        attrs["message_id"] = message_id or source_message
+        if attrs["message_id"]:
+            attrs["source"] = {**(attrs.get("source") or {}), "message_id": attrs["message_id"]}
+        return attrs
 
     def validate_scopes(self, value):
         bad = [s for s in value if not SCOPE_RE.match(s)]
@@ -142,7 +178,7 @@ class KnowledgeCreateInput(serializers.Serializer):
         return value
 
 
-class KnowledgePatchInput(serializers.Serializer):
+class KnowledgePatchInput(NoUnknownFields, serializers.Serializer):
     """PATCH /api/knowledge/{id}: plain edits by the item's owner; each keeps a version."""
 
     task = serializers.CharField(max_length=10_000, required=False)
@@ -173,7 +209,7 @@ SEARCH_ID_HELP = ("the `search_id` of the search that returned the item: links t
                   "so the ranking can be evaluated on it (`manage.py ranking_eval`)")
 
 
-class KnowledgeUpdateInput(serializers.Serializer):
+class KnowledgeUpdateInput(NoUnknownFields, serializers.Serializer):
     """PUT /api/knowledge/{id} (seed 003)."""
 
     add_helpful_case = CaseField(required=False, allow_null=True)
@@ -189,17 +225,17 @@ class KnowledgeUpdateInput(serializers.Serializer):
         return attrs
 
 
-class FeedbackEntry(serializers.Serializer):
+class FeedbackEntry(NoUnknownFields, serializers.Serializer):
     knowledge_id = serializers.CharField(max_length=40)
     is_helpful = StrictBooleanField()
     case = CaseField(required=False, default=dict)
     search_id = serializers.UUIDField(required=False, allow_null=True, default=None, help_text=SEARCH_ID_HELP)
 
 
-class BatchUpdateInput(serializers.Serializer):
+class BatchUpdateInput(NoUnknownFields, serializers.Serializer):
     feedback_list = serializers.ListField(child=serializers.DictField(), min_length=1, max_length=500)
 
 
-class SlimInput(serializers.Serializer):
+class SlimInput(NoUnknownFields, serializers.Serializer):
     model = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     dry_run = StrictBooleanField(default=False)

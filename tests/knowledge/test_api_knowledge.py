@@ -217,6 +217,7 @@ def test_the_documented_example_filters_audit_and_rate_limit(owner, settings, mo
     limited = owner.get("/api/knowledge/search", {"q": "c"})
     assert limited.status_code == 429
     assert limited.json()["error"]["code"] == "rate_limited" and "rate_limit" in limited.json()["error"]["message"]
+    assert 1 <= int(limited["Retry-After"]) <= example.RATE_LIMIT_WINDOW_SECONDS  # when the oldest call leaves the window
 
 
 def test_list_is_newest_first_and_pages_with_a_cursor(owner, outsider):

@@ -26,12 +26,14 @@ def knowledge_search(query: str, top_k: int, min_score: int, types: list[str] | 
 def knowledge_save(*, task: str, content: str, types: list[str], tags: dict[str, str] | None,
                    scopes: list[str] | None, owner: str | None, source_name: str, source_category: str,
                    urls: list[str] | None, agent_id: str | None, submitted_by: str, score: int, message_id: str,
-                   resource_ids: list[str] | None, idempotency_key: str | None) -> Call:
+                   resource_ids: list[str] | None, idempotency_key: str | None,
+                   secure_resource_id: str | None = None, confidence: float | None = None) -> Call:
     source = _drop_none({"name": source_name, "category": source_category, "urls": urls or [],
                          "agent_id": agent_id, "submitted_by": submitted_by, "message_id": message_id})
     body = _drop_none({"task": task, "content": content, "types": list(types), "tags": tags, "scopes": scopes,
                        "owner": owner, "resource_ids": resource_ids, "source": source, "score": score,
-                       "message_id": message_id})
+                       "message_id": message_id, "secure_resource_id": secure_resource_id,
+                       "eval": None if confidence is None else {"confidence": confidence}})
     return _keyed(Call("POST", "/api/knowledge", json=body), idempotency_key)
 
 

@@ -101,12 +101,14 @@ class KnowHub(_Base):
                        scopes: list[str] | None = None, owner: str | None = None, source_name: str = "",
                        source_category: str = "exp", urls: list[str] | None = None, agent_id: str | None = None,
                        submitted_by: str = "", score: int = 3, message_id: str = "", *,
-                       resource_ids: list[str] | None = None, idempotency_key: str | None = None) -> Json:
+                       resource_ids: list[str] | None = None, idempotency_key: str | None = None,
+                       secure_resource_id: str | None = None, confidence: float | None = None) -> Json:
         """Save a new item (POST /api/knowledge) → the stored item.
 
         ``scopes``, ``owner`` and ``agent_id`` default to the token's (first writable scope,
         ``agent:<id>``). Every save carries an Idempotency-Key (a fresh one unless given), so a
-        retry after a lost reply never stores a second item.
+        retry after a lost reply never stores a second item. ``confidence`` (0-1) is the seed's
+        ``eval.confidence``; ``secure_resource_id`` names the credential or cookie resource it relies on.
 
         >>> hub.knowledge_save("Log in to site A", "Use the test account; 100 logins a day",
         ...                    types=["tool", "usecase"], tags={"domain": "web"},
@@ -115,7 +117,8 @@ class KnowHub(_Base):
         return self._request(_calls.knowledge_save(
             task=task, content=content, types=types, tags=tags, scopes=scopes, owner=owner, source_name=source_name,
             source_category=source_category, urls=urls, agent_id=agent_id, submitted_by=submitted_by, score=score,
-            message_id=message_id, resource_ids=resource_ids, idempotency_key=idempotency_key))
+            message_id=message_id, resource_ids=resource_ids, idempotency_key=idempotency_key,
+            secure_resource_id=secure_resource_id, confidence=confidence))
 
     def knowledge_get(self, knowledge_id: str) -> Json:
         """One item in the seed's shape (GET /api/knowledge/{id}).
@@ -296,12 +299,14 @@ class AsyncKnowHub(_Base):
                              source_category: str = "exp", urls: list[str] | None = None,
                              agent_id: str | None = None, submitted_by: str = "", score: int = 3,
                              message_id: str = "", *, resource_ids: list[str] | None = None,
-                             idempotency_key: str | None = None) -> Json:
+                             idempotency_key: str | None = None, secure_resource_id: str | None = None,
+                             confidence: float | None = None) -> Json:
         """See `KnowHub.knowledge_save`."""
         return await self._request(_calls.knowledge_save(
             task=task, content=content, types=types, tags=tags, scopes=scopes, owner=owner, source_name=source_name,
             source_category=source_category, urls=urls, agent_id=agent_id, submitted_by=submitted_by, score=score,
-            message_id=message_id, resource_ids=resource_ids, idempotency_key=idempotency_key))
+            message_id=message_id, resource_ids=resource_ids, idempotency_key=idempotency_key,
+            secure_resource_id=secure_resource_id, confidence=confidence))
 
     async def knowledge_get(self, knowledge_id: str) -> Json:
         """See `KnowHub.knowledge_get`."""

@@ -256,7 +256,8 @@ VALID_OPERATORS: tuple[str, ...] = tuple(OPERATORS)
 
 
 def parse_filter(data: Any) -> FilterExpr:
-    """A filter tree from Agno's JSON or FilterExpr, ours, a legacy {key: value} dict or a list (AND).
+    """A filter tree from Agno's JSON or FilterExpr, ours, a legacy {key: value} dict, Agno's agentic
+    [{"key": ..., "value": ...}] list, or any list (AND).
 
     None, {} and [] mean no condition. Raises FilterError.
     """
@@ -282,6 +283,9 @@ def _parse(data: Any, *, depth: int) -> FilterExpr:
             'a filter is an object with "op", a {"key": value} object or a list of filters, '
             f"not {type(data).__name__}"
         )
+    if "op" not in data and set(data) == {"key", "value"} and isinstance(data["key"], str):
+        # Agno's agentic filters: the model's [{"key": "tags.domain", "value": "x"}], AND of EQ (IN for a list)
+        return IN(data["key"], data["value"]) if isinstance(data["value"], list) else EQ(data["key"], data["value"])
     if "op" not in data:
         return _parse_legacy(data)
     op = data["op"]
