@@ -10,7 +10,7 @@ from knowledge.search.filters import FilterError, parse_filter
 class AgentTokenForm(forms.ModelForm):
     class Meta:
         model = AgentToken
-        fields = ["agent_id", "name", "readable_scopes", "writable_scopes", "can_read_secrets", "static_filters", "is_active"]
+        fields = ["agent_id", "name", "readable_scopes", "writable_scopes", "can_read_secrets", "can_curate", "static_filters", "is_active"]
 
     def clean_static_filters(self):
         value = self.cleaned_data.get("static_filters")
@@ -25,7 +25,7 @@ class AgentTokenForm(forms.ModelForm):
 @admin.register(AgentToken)
 class AgentTokenAdmin(admin.ModelAdmin):
     form = AgentTokenForm
-    list_display = ["agent_id", "name", "key_prefix", "readable_scopes", "writable_scopes", "can_read_secrets", "is_active", "last_used_at"]
+    list_display = ["agent_id", "name", "key_prefix", "readable_scopes", "writable_scopes", "can_read_secrets", "can_curate", "is_active", "last_used_at"]
     list_filter = ["is_active", "can_read_secrets"]
     search_fields = ["agent_id", "name", "key_prefix"]
     readonly_fields = ["key_prefix", "created_at", "last_used_at"]
@@ -35,7 +35,7 @@ class AgentTokenAdmin(admin.ModelAdmin):
             return super().save_model(request, obj, form, change)
         token, raw_key = agent_token_create(
             agent_id=obj.agent_id, name=obj.name, readable_scopes=obj.readable_scopes, writable_scopes=obj.writable_scopes,
-            can_read_secrets=obj.can_read_secrets, static_filters=obj.static_filters,
+            can_read_secrets=obj.can_read_secrets, can_curate=obj.can_curate, static_filters=obj.static_filters,
         )
         obj.pk, obj.key_prefix, obj.key_hash, obj.created_at = token.pk, token.key_prefix, token.key_hash, token.created_at
         messages.warning(request, f"Token for agent:{token.agent_id}: {raw_key} — copy it now, it is not shown again.")

@@ -3,12 +3,15 @@
 A session caller gets exactly its role's rights (`curation.permissions.rights_of`, the same
 permissions the curation UI checks), so the API and the UI cannot disagree:
 
-| role | reads | writes (feedback included) | edits items it does not own | reveals secrets |
+| role | reads | writes (feedback included) | edits items it does not own, curators' operations | reveals secrets |
 |---|---|---|---|---|
 | viewer | every scope | none | no | no |
 | curator | every scope | every scope | yes | no |
 | admin (or superuser) | every scope | every scope | yes | yes |
 | no role | nothing: the API answers 403 | none | no | no |
+
+A token is an agent's: its own scopes, and the curators' operations only when it is a curator
+token (`can_curate`), within its writable scopes.
 """
 from dataclasses import dataclass
 
@@ -26,7 +29,8 @@ class Caller:
     can_read_secrets: bool = False
     static_filters: object = None
     read_only: bool = False  # no writes of any kind, feedback included (viewers)
-    edits_any: bool = False  # may edit items it does not own (curators, admins); agents edit their own
+    edits_any: bool = False  # may edit items it does not own (curators, admins, curator tokens); agents edit their own
+    curates: bool = False  # curators' operations: unmerge, merge review, evolve rollback (curators, admins, curator tokens)
     has_role: bool = True  # False: a logged-in user in no role group, refused by the API
 
     @classmethod
@@ -35,6 +39,7 @@ class Caller:
             principal=f"agent:{token.agent_id}", agent_id=token.agent_id,
             readable_scopes=tuple(token.readable_scopes), writable_scopes=tuple(token.writable_scopes),
             can_read_secrets=token.can_read_secrets, static_filters=token.static_filters,
+            edits_any=token.can_curate, curates=token.can_curate,
         )
 
     @classmethod
@@ -47,7 +52,7 @@ class Caller:
         return cls(
             principal=f"user:{name}", agent_id=name,
             readable_scopes=None if rights.view else (), writable_scopes=None if rights.curate else (),
-            can_read_secrets=rights.reveal, read_only=not rights.curate, edits_any=rights.curate,
+            can_read_secrets=rights.reveal, read_only=not rights.curate, edits_any=rights.curate, curates=rights.curate,
             has_role=rights.view,
         )
 

@@ -203,3 +203,60 @@ async def resource_get(ctx: Context, id: str, reveal: bool = False) -> dict[str,
 async def job_get(ctx: Context, job_id: str) -> dict[str, Any]:
     """A job's status (queued, running, succeeded, failed), result or error."""
     return await _call(ctx, _op("job_get", job_id=job_id))
+
+
+# Curators' operations (knowledge.operations.curators): the curator role's work, for curator tokens.
+
+@server.tool()
+async def knowledge_versions(ctx: Context, knowledge_id: str) -> dict[str, Any]:
+    """An item's earlier texts, newest first (number, task, content, tags, changed_by, reason)."""
+    return await _call(ctx, _op("knowledge_versions", knowledge_id=knowledge_id))
+
+
+@server.tool()
+async def knowledge_restore_version(ctx: Context, knowledge_id: str, version: int) -> dict[str, Any]:
+    """Put an earlier version's text back (the owner, or a curator token); the replaced text becomes a version."""
+    return await _call(ctx, _op("knowledge_restore_version", {"version": version}, knowledge_id=knowledge_id))
+
+
+@server.tool()
+async def knowledge_archive(ctx: Context, knowledge_id: str, reason: str = "") -> dict[str, Any]:
+    """Archive an item (the owner, or a curator token): search skips it; knowledge_activate brings it back."""
+    return await _call(ctx, _op("knowledge_archive", {"reason": reason}, knowledge_id=knowledge_id))
+
+
+@server.tool()
+async def knowledge_activate(ctx: Context, knowledge_id: str, reason: str = "") -> dict[str, Any]:
+    """Make an archived item active again."""
+    return await _call(ctx, _op("knowledge_activate", {"reason": reason}, knowledge_id=knowledge_id))
+
+
+@server.tool()
+async def knowledge_unmerge(ctx: Context, knowledge_id: str) -> dict[str, Any]:
+    """Undo a merge (curator tokens): the originals become active again, the merged item archived."""
+    return await _call(ctx, _op("knowledge_unmerge", knowledge_id=knowledge_id))
+
+
+@server.tool()
+async def merge_proposals(ctx: Context) -> dict[str, Any]:
+    """Merge groups proposed by dry-run slim jobs, awaiting review (curator tokens)."""
+    return await _call(ctx, _op("merge_proposals"))
+
+
+@server.tool()
+async def merge_approve(ctx: Context, ids: list[str], task: str | None = None,
+                        content: str | None = None) -> dict[str, Any]:
+    """Merge a proposed group into one item (curator tokens): with the proposal's text, or your own."""
+    return await _call(ctx, _op("merge_approve", _given(ids=ids, task=task, content=content)))
+
+
+@server.tool()
+async def merge_reject(ctx: Context, ids: list[str]) -> dict[str, Any]:
+    """Reject a proposed group (curator tokens): none of its pairs is proposed again."""
+    return await _call(ctx, _op("merge_reject", {"ids": ids}))
+
+
+@server.tool()
+async def evolve_rollback(ctx: Context, job_id: str) -> dict[str, Any]:
+    """Put back the text an evolve job replaced (curator tokens)."""
+    return await _call(ctx, _op("evolve_rollback", job_id=job_id))

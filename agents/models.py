@@ -16,6 +16,9 @@ class AgentToken(models.Model):
     readable_scopes = ArrayField(models.CharField(max_length=200), help_text="Items in any of these scopes are visible")
     writable_scopes = ArrayField(models.CharField(max_length=200), blank=True, default=list)
     can_read_secrets = models.BooleanField(default=False)
+    can_curate = models.BooleanField(
+        default=False, help_text="A curator token: edits items it does not own, restores, archives, unmerges and "
+        "reviews merges and evolve jobs within its writable scopes")
     static_filters = models.JSONField(
         null=True, blank=True, help_text="A filter expression always AND-ed with every search (never widened)"
     )

@@ -25,10 +25,12 @@ from rest_framework.exceptions import PermissionDenied
 from agents.caller import Caller
 
 # What a caller must hold: any role (read); not read-only (feedback: viewers may not, any token may);
-# write access to some scope (write). Finer checks (which scopes, whose item) are the handler's.
-PERMISSIONS = ("read", "feedback", "write")
+# write access to some scope (write); the curator role or a curator token (curate). Finer checks
+# (which scopes, whose item) are the handler's.
+PERMISSIONS = ("read", "feedback", "write", "curate")
 READ_ONLY_REFUSED = "read-only access: {name} needs the curator role or a token"
 NO_WRITE_SCOPE = "{name} writes, and this caller may not write to any scope"
+NOT_A_CURATOR = "{name} is a curator's operation: it needs the curator role, or a curator token (can_curate)"
 
 
 @dataclass(frozen=True)
@@ -100,8 +102,10 @@ def check_permission(op: Operation, caller: Caller) -> None:
         return
     if caller.read_only:
         raise PermissionDenied(READ_ONLY_REFUSED.format(name=op.name))
-    if op.permission == "write" and caller.writable_scopes is not None and not caller.writable_scopes:
+    if op.permission in ("write", "curate") and caller.writable_scopes is not None and not caller.writable_scopes:
         raise PermissionDenied(NO_WRITE_SCOPE.format(name=op.name))
+    if op.permission == "curate" and not caller.curates:
+        raise PermissionDenied(NOT_A_CURATOR.format(name=op.name))
 
 
 def call(name: str, caller: Caller, *, data: Any = None, **args) -> Any:

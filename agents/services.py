@@ -14,7 +14,7 @@ def hash_key(raw_key: str) -> str:
 
 def agent_token_create(
     *, agent_id: str, readable_scopes: list[str], writable_scopes: list[str] | None = None,
-    can_read_secrets: bool = False, static_filters=None, name: str = "",
+    can_read_secrets: bool = False, static_filters=None, name: str = "", can_curate: bool = False,
 ) -> tuple[AgentToken, str]:
     """Create a token; returns it with the raw key, which is never stored."""
     if static_filters:
@@ -24,7 +24,7 @@ def agent_token_create(
         agent_id=agent_id, name=name, key_prefix=raw_key[:10], key_hash=hash_key(raw_key),
         readable_scopes=list(readable_scopes),
         writable_scopes=list(readable_scopes if writable_scopes is None else writable_scopes),
-        can_read_secrets=can_read_secrets, static_filters=static_filters or None,
+        can_read_secrets=can_read_secrets, can_curate=can_curate, static_filters=static_filters or None,
     )
     return token, raw_key
 

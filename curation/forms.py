@@ -3,6 +3,7 @@ import json
 
 from django import forms
 
+from knowledge.limits import CONTENT_MAX, EVOLVE_FEEDBACK_MAX, NOTE_MAX, REASON_MAX, TASK_MAX
 from knowledge.models import KnowledgeType
 from knowledge.search.filters import FilterError, parse_filter
 from knowledge.search.rerank import RANK_MODES
@@ -56,11 +57,11 @@ class KnowledgeFilterForm(forms.Form):
 
 
 class EditForm(forms.Form):
-    task = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), max_length=10_000)
-    content = forms.CharField(widget=forms.Textarea(attrs={"rows": 8}), max_length=100_000)
+    task = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), max_length=TASK_MAX)
+    content = forms.CharField(widget=forms.Textarea(attrs={"rows": 8}), max_length=CONTENT_MAX)
     tags = forms.CharField(required=False, max_length=2000, help_text="key=value, comma-separated")
     types = forms.MultipleChoiceField(choices=KnowledgeType.choices, widget=forms.CheckboxSelectMultiple)
-    reason = forms.CharField(required=False, max_length=500, help_text="why (kept with the version)")
+    reason = forms.CharField(required=False, max_length=REASON_MAX, help_text="why (kept with the version)")
 
     def clean_tags(self):
         return parse_tags(self.cleaned_data["tags"])
@@ -73,7 +74,7 @@ class EditForm(forms.Form):
 
 class FeedbackForm(forms.Form):
     kind = forms.ChoiceField(choices=[("helpful", "Helpful"), ("harmful", "Harmful")])
-    note = forms.CharField(required=False, max_length=2000)
+    note = forms.CharField(required=False, max_length=NOTE_MAX)
 
 
 class ScoreForm(forms.Form):
@@ -81,14 +82,14 @@ class ScoreForm(forms.Form):
 
 
 class EvolveForm(forms.Form):
-    feedback = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), max_length=5000,
+    feedback = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), max_length=EVOLVE_FEEDBACK_MAX,
                                help_text="what should change, e.g. “the timeout advice is wrong for v2”")
 
 
 class MergeForm(forms.Form):
     ids = forms.CharField(widget=forms.HiddenInput)
-    task = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}), max_length=10_000)
-    content = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 6}), max_length=100_000)
+    task = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}), max_length=TASK_MAX)
+    content = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 6}), max_length=CONTENT_MAX)
 
     def clean_ids(self):
         ids = split_list(self.cleaned_data["ids"])

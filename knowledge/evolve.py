@@ -14,7 +14,8 @@ from django.utils import timezone
 from jobs.models import Job
 from jobs.services import job_claim, job_send
 from knowledge import llm, services
-from knowledge.models import Knowledge
+from knowledge.errors import KnowledgeStateError
+from knowledge.models import Knowledge, KnowledgeVersion
 
 RECENT_CASES = 10
 SYSTEM = (
@@ -89,3 +90,27 @@ def evolve_fail(*, job_id: str, error: str) -> None:
     Job.objects.filter(pk=job_id, status__in=[Job.Status.QUEUED, Job.Status.RUNNING]).update(
         status=Job.Status.FAILED, error=error[:2000], finished_at=timezone.now()
     )
+
+
+def evolve_outcome(job: Job) -> dict | None:
+    """For a finished evolve job: the text before (its version) and after (the next version, or the current
+    text), and whether it was rolled back; None for a job that changed nothing."""
+    before = KnowledgeVersion.objects.filter(job=job).first()
+    if job.status != Job.Status.SUCCEEDED or before is None:
+        return None
+    after = KnowledgeVersion.objects.filter(knowledge_id=before.knowledge_id, number=before.number + 1).first()
+    after = after or before.knowledge
+    rolled_back = KnowledgeVersion.objects.filter(knowledge_id=before.knowledge_id, number__gt=before.number,
+                                                  reason=f"restored version {before.number}").exists()
+    return {"before": before, "after": after, "rolled_back": rolled_back}
+
+
+def evolve_rollback(*, job: Job, changed_by: str) -> Knowledge:
+    """Put back the text an evolve job replaced (itself kept as a new version). KnowledgeStateError when the
+    job changed nothing that could be rolled back."""
+    outcome = evolve_outcome(job) if job.kind == "evolve" else None
+    if outcome is None:
+        raise KnowledgeStateError("this job changed nothing that could be rolled back", field="job_id")
+    return services.knowledge_restore_version(knowledge_id=job.knowledge_id, number=outcome["before"].number,
+                                              changed_by=changed_by)
+

@@ -8,6 +8,7 @@ from rest_framework import serializers
 
 from knowledge import services
 from knowledge.ids import ID_RE
+from knowledge.limits import CONTENT_MAX, TAG_VALUE_MAX, TASK_MAX
 from knowledge.search.indexing import vectors_pending
 from knowledge.models import KNOWLEDGE_TYPES, Knowledge
 
@@ -86,11 +87,11 @@ class KnowledgeSerializer(serializers.Serializer):
     types = serializers.ListField(
         child=serializers.ChoiceField(choices=KNOWLEDGE_TYPES), min_length=1, max_length=len(KNOWLEDGE_TYPES)
     )
-    task = serializers.CharField(max_length=10_000)
-    tags = serializers.DictField(child=StrictCharField(allow_blank=True, max_length=500), required=False, default=dict)
+    task = serializers.CharField(max_length=TASK_MAX)
+    tags = serializers.DictField(child=StrictCharField(allow_blank=True, max_length=TAG_VALUE_MAX), required=False, default=dict)
     scopes = serializers.ListField(child=serializers.CharField(max_length=200), min_length=1, max_length=50)
     owner = serializers.CharField(max_length=200)
-    content = serializers.CharField(max_length=100_000)
+    content = serializers.CharField(max_length=CONTENT_MAX)
     resource_ids = serializers.ListField(child=serializers.CharField(max_length=255), required=False, default=list)
     secure_resource_id = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
     source = SourceSerializer(required=False, default=dict)

@@ -27,6 +27,10 @@ README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 NOT_AN_OPENAI_TOOL = {
     "knowledge_filters": "the filter keys go into the agent's instructions (KnowHub.build_context), not a tool call",
     "job_get": "a job is waited for by the code around the model (KnowHub.wait_for_job), not polled by the model",
+    **{name: "a curator's operation: reviewed by a person or a curator agent's own code, not offered to a working "
+             "agent's model" for name in ("knowledge_versions", "knowledge_restore_version", "knowledge_archive",
+                                          "knowledge_activate", "knowledge_unmerge", "merge_proposals",
+                                          "merge_approve", "merge_reject", "evolve_rollback")},
 }
 
 

@@ -12,6 +12,11 @@ def principal(request) -> str:
     return Caller.for_user(request.user).principal
 
 
+def caller_of(request) -> Caller:
+    """The signed-in person as a caller: the UI runs the same registered operations as the API."""
+    return Caller.for_user(request.user)
+
+
 def paginate(items, page_number, *, per_page: int = PAGE_SIZE):
     return Paginator(items, per_page).get_page(page_number or 1)
 

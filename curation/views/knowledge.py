@@ -7,8 +7,9 @@ from curation import permissions
 from curation.browse import knowledge_browse, known_scopes
 from curation.explain import explain_item
 from curation.forms import EditForm, EvolveForm, FeedbackForm, KnowledgeFilterForm, ScoreForm
-from curation.views.common import paginate, principal, render_parts
-from knowledge import feedback, selectors, services
+from agents import operations
+from curation.views.common import caller_of, paginate, render_parts
+from knowledge import selectors
 from knowledge.models import Knowledge
 
 LIST = "curation/knowledge_list.html"
@@ -87,8 +88,9 @@ def knowledge_edit(request, knowledge_id):
     if not form.is_valid():
         return render(request, f"{DETAIL}#edit-form", {"item": item, "form": form}, status=422)
     data = form.cleaned_data
-    services.knowledge_edit(knowledge_id=item.id, changed_by=principal(request), reason=data["reason"] or "edited in the curation UI",
-                            task=data["task"], content=data["content"], tags=data["tags"], types=data["types"])
+    operations.call("knowledge_edit", caller_of(request), knowledge_id=item.id, data={
+        "reason": data["reason"] or "edited in the curation UI", "task": data["task"], "content": data["content"],
+        "tags": data["tags"], "types": data["types"]})
     context = detail_context(_item(item.id), oob=True, saved=True)
     return render_parts(request, DETAIL, ["content", "versions"], context)
 
@@ -107,8 +109,8 @@ def _feedback_panel(request, knowledge_id, form, *, form_name: str, record) -> H
 def knowledge_feedback(request, knowledge_id):
     def record(item, data):
         case = {"note": data["note"], "via": "curation UI"} if data["note"] else {"via": "curation UI"}
-        feedback.feedback_record(knowledge_id=item.id, helpful=data["kind"] == "helpful", case=case,
-                                 reported_by=principal(request))
+        operations.call("knowledge_update", caller_of(request), knowledge_id=item.id,
+                        data={f"add_{data['kind']}_case": case})
         return data["kind"]
 
     return _feedback_panel(request, knowledge_id, FeedbackForm(request.POST), form_name="feedback_form", record=record)
@@ -118,7 +120,8 @@ def knowledge_feedback(request, knowledge_id):
 @require_POST
 def knowledge_score(request, knowledge_id):
     def record(item, data):
-        feedback.score_set(knowledge_id=item.id, score=data["score"])
+        operations.call("knowledge_update", caller_of(request), knowledge_id=item.id,
+                        data={"update_score": data["score"]})
         return "score"
 
     return _feedback_panel(request, knowledge_id, ScoreForm(request.POST), form_name="score_form", record=record)

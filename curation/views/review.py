@@ -5,9 +5,14 @@ from django.views.decorators.http import require_GET, require_POST
 
 from curation import permissions
 from curation.forms import MergeForm
-from curation.views.common import principal
+from agents import operations
+from curation.views.common import caller_of
+from jobs.models import Job
 from curation.views.evolve import JOB, job_context
+from django.http import Http404
+
 from knowledge import llm, slim
+from knowledge.errors import KnowledgeStateError
 from knowledge.models import Knowledge
 
 REVIEW = "curation/review.html"
@@ -31,7 +36,8 @@ def review(request):
 @require_POST
 def find_duplicates(request):
     try:
-        job = slim.slim_request(model=None, dry_run=True, requested_by=principal(request), writable_scopes=None)
+        reply = operations.call("knowledge_slim", caller_of(request), data={"dry_run": True})
+        job = Job.objects.get(pk=reply["job"]["id"])
     except llm.LLMNotConfigured as exc:
         return render(request, JOB, {"job_error": f"{exc}; then restart KnowHub."}, status=409)
     return render(request, JOB, job_context(job))
@@ -53,10 +59,10 @@ def approve(request):
     if not form.is_valid():
         return _proposal_result(request, form, status=422, originals=Knowledge.objects.filter(pk__in=form.data.get("ids", "").split(",")))
     try:
-        merged = slim.slim_approve(ids=form.cleaned_data["ids"], task=form.cleaned_data["task"],
-                                   content=form.cleaned_data["content"], approved_by=principal(request))
-    except ValueError as exc:
-        form.add_error(None, f"{exc}: reload the page to see the current proposals")
+        merged = operations.call("merge_approve", caller_of(request), data={
+            "ids": form.cleaned_data["ids"], "task": form.cleaned_data["task"], "content": form.cleaned_data["content"]})
+    except KnowledgeStateError as exc:
+        form.add_error(None, f"{exc.message}: reload the page to see the current proposals")
         return _proposal_result(request, form, status=409)
     return _proposal_result(request, form, merged=merged)
 
@@ -67,7 +73,7 @@ def reject(request):
     form = MergeForm(request.POST)
     if not form.is_valid():
         return _proposal_result(request, form, status=422)
-    slim.slim_reject_group(ids=form.cleaned_data["ids"], rejected_by=principal(request))
+    operations.call("merge_reject", caller_of(request), data={"ids": form.cleaned_data["ids"]})
     return _proposal_result(request, form, rejected=True)
 
 
@@ -75,12 +81,12 @@ def reject(request):
 @require_POST
 def unmerge(request, knowledge_id):
     try:
-        restored = slim.knowledge_unmerge(merged_id=knowledge_id)
-    except Knowledge.DoesNotExist:
+        restored = operations.call("knowledge_unmerge", caller_of(request), knowledge_id=knowledge_id)["restored"]
+    except Http404:
         messages.error(request, f"No knowledge item {knowledge_id}.")
         return redirect("curation:knowledge_list")
-    except ValueError as exc:
-        messages.error(request, str(exc))
+    except KnowledgeStateError as exc:
+        messages.error(request, exc.message)
     else:
         messages.success(request, f"Unmerged: {', '.join(restored)} are active again; {knowledge_id} is archived.")
     return redirect("curation:knowledge_detail", knowledge_id=knowledge_id)

@@ -2,13 +2,13 @@
 from django.http import Http404
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
+from rest_framework.exceptions import ValidationError
 
+from agents import operations
 from curation import permissions
 from curation.diff import diff_rows, states
-from curation.views.common import principal, render_parts
+from curation.views.common import caller_of, render_parts
 from curation.views.knowledge import DETAIL, _item, detail_context
-from knowledge import services
-from knowledge.models import KnowledgeVersion
 
 
 @permissions.require(permissions.VIEW)
@@ -30,8 +30,8 @@ def version_diff(request, knowledge_id):
 def version_restore(request, knowledge_id, number):
     item = _item(knowledge_id)
     try:
-        services.knowledge_restore_version(knowledge_id=item.id, number=number, changed_by=principal(request))
-    except KnowledgeVersion.DoesNotExist:
+        operations.call("knowledge_restore_version", caller_of(request), knowledge_id=item.id, data={"version": number})
+    except ValidationError:  # no such version
         raise Http404(f"{item.id} has no version {number}") from None
     context = detail_context(_item(item.id), oob=True, restored=number)
     return render_parts(request, DETAIL, ["content", "versions"], context)

@@ -8,6 +8,7 @@ from rest_framework import serializers
 from rest_framework.fields import empty
 
 from knowledge.api.safe_json import MAX_DEPTH, json_problem
+from knowledge.limits import CONTENT_MAX, EVOLVE_FEEDBACK_MAX, REASON_MAX, TAG_VALUE_MAX, TASK_MAX
 from knowledge.models import KNOWLEDGE_TYPES
 from knowledge.search.filters import FilterError, parse_filter
 from knowledge.search.rerank import ANSWER_FLOOR, RANK_MODES, RELATIVE_FLOOR, RELEVANCE_FLOOR
@@ -140,10 +141,10 @@ class SaveEvalInput(NoUnknownFields, serializers.Serializer):
 class KnowledgeCreateInput(NoUnknownFields, serializers.Serializer):
     """POST /api/knowledge: the seed's request body."""
 
-    task = serializers.CharField(max_length=10_000)
-    content = serializers.CharField(max_length=100_000)
+    task = serializers.CharField(max_length=TASK_MAX)
+    content = serializers.CharField(max_length=CONTENT_MAX)
     types = serializers.ListField(child=serializers.ChoiceField(choices=KNOWLEDGE_TYPES), min_length=1)
-    tags = serializers.DictField(child=StrictCharField(allow_blank=True, max_length=500), required=False, default=dict)
+    tags = serializers.DictField(child=StrictCharField(allow_blank=True, max_length=TAG_VALUE_MAX), required=False, default=dict)
     scopes = serializers.ListField(child=serializers.CharField(max_length=200), required=False, min_length=1, max_length=50)
     owner = serializers.CharField(max_length=200, required=False)
     resource_ids = serializers.ListField(child=serializers.CharField(max_length=255), required=False, default=list)
@@ -181,11 +182,11 @@ class KnowledgeCreateInput(NoUnknownFields, serializers.Serializer):
 class KnowledgePatchInput(NoUnknownFields, serializers.Serializer):
     """PATCH /api/knowledge/{id}: plain edits by the item's owner; each keeps a version."""
 
-    task = serializers.CharField(max_length=10_000, required=False)
-    content = serializers.CharField(max_length=100_000, required=False)
-    tags = serializers.DictField(child=StrictCharField(allow_blank=True, max_length=500), required=False)
+    task = serializers.CharField(max_length=TASK_MAX, required=False)
+    content = serializers.CharField(max_length=CONTENT_MAX, required=False)
+    tags = serializers.DictField(child=StrictCharField(allow_blank=True, max_length=TAG_VALUE_MAX), required=False)
     types = serializers.ListField(child=serializers.ChoiceField(choices=KNOWLEDGE_TYPES), min_length=1, required=False)
-    reason = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
+    reason = serializers.CharField(max_length=REASON_MAX, required=False, allow_blank=True, default="")
 
     def validate(self, attrs):
         if not set(attrs) - {"reason"}:
@@ -215,7 +216,7 @@ class KnowledgeUpdateInput(NoUnknownFields, serializers.Serializer):
     add_helpful_case = CaseField(required=False, allow_null=True)
     add_harmful_case = CaseField(required=False, allow_null=True)
     update_score = serializers.IntegerField(min_value=1, max_value=5, required=False, allow_null=True)
-    evolve_feedback = serializers.CharField(max_length=10_000, required=False, allow_null=True, allow_blank=True)
+    evolve_feedback = serializers.CharField(max_length=EVOLVE_FEEDBACK_MAX, required=False, allow_null=True, allow_blank=True)
     search_id = serializers.UUIDField(required=False, allow_null=True, help_text=SEARCH_ID_HELP)
 
     def validate(self, attrs):

@@ -1,5 +1,6 @@
 from django.urls import path, re_path, register_converter
 
+from knowledge.api import curation_views as curation
 from knowledge.api import views
 from knowledge.api.errors import api_not_found
 from jobs.api import JobDetailApi
@@ -32,7 +33,16 @@ urlpatterns = [
     path("knowledge/filters", views.KnowledgeFiltersApi.as_view(), name="knowledge-filters"),
     path("knowledge", views.KnowledgeCollectionApi.as_view(), name="knowledge-collection"),
     path("knowledge/<segment:knowledge_id>", views.KnowledgeDetailApi.as_view(), name="knowledge-detail"),
+    path("knowledge/<segment:knowledge_id>/versions", curation.KnowledgeVersionsApi.as_view(), name="knowledge-versions"),
+    path("knowledge/<segment:knowledge_id>/restore", curation.KnowledgeRestoreApi.as_view(), name="knowledge-restore"),
+    path("knowledge/<segment:knowledge_id>/archive", curation.KnowledgeArchiveApi.as_view(), name="knowledge-archive"),
+    path("knowledge/<segment:knowledge_id>/activate", curation.KnowledgeActivateApi.as_view(), name="knowledge-activate"),
+    path("knowledge/<segment:knowledge_id>/unmerge", curation.KnowledgeUnmergeApi.as_view(), name="knowledge-unmerge"),
+    path("merges", curation.MergeProposalsApi.as_view(), name="merge-proposals"),
+    path("merges/approve", curation.MergeApproveApi.as_view(), name="merge-approve"),
+    path("merges/reject", curation.MergeRejectApi.as_view(), name="merge-reject"),
     path("jobs/<uuid:job_id>", JobDetailApi.as_view(), name="job-detail"),
+    path("jobs/<uuid:job_id>/rollback", curation.EvolveRollbackApi.as_view(), name="evolve-rollback"),
     path("resource", ResourceCollectionApi.as_view(), name="resource-collection"),
     path("resource/<nulfree_path:resource_id>", ResourceDetailApi.as_view(), name="resource-detail"),
     # Last: any other /api/ path is a JSON 404 (/api/schema and /api/docs keep their slash redirect).

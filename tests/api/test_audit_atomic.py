@@ -7,7 +7,7 @@ from agents.audit import MAX_ARG_CHARS, audit_summary
 from agents.caller import Caller
 from agents.chain import Continue, Filter, registered_temporarily
 from agents.models import AgentToken, AuditEvent
-from knowledge.operations import knowledge_batch_update
+from knowledge.operations.agents import knowledge_batch_update
 from knowledge.models import FeedbackCase, Knowledge
 from resources.models import Resource
 from tests.factories import make_knowledge

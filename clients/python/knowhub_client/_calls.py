@@ -99,6 +99,43 @@ def resource_get(resource_id: str, reveal: bool) -> Call:
                 params={"reveal": "true"} if reveal else None, idempotent=True)
 
 
+def _item_path(knowledge_id: str, action: str) -> str:
+    return f"/api/knowledge/{quote(knowledge_id, safe='')}/{action}"
+
+
+def knowledge_versions(knowledge_id: str) -> Call:
+    return Call("GET", _item_path(knowledge_id, "versions"), idempotent=True)
+
+
+def knowledge_restore_version(knowledge_id: str, version: int) -> Call:
+    return Call("POST", _item_path(knowledge_id, "restore"), json={"version": version})
+
+
+def knowledge_set_status(knowledge_id: str, action: str, reason: str) -> Call:
+    """`action` is archive or activate; repeating one changes nothing, so it may be retried."""
+    return Call("POST", _item_path(knowledge_id, action), json={"reason": reason}, idempotent=True)
+
+
+def knowledge_unmerge(knowledge_id: str) -> Call:
+    return Call("POST", _item_path(knowledge_id, "unmerge"))
+
+
+def merge_proposals() -> Call:
+    return Call("GET", "/api/merges", idempotent=True)
+
+
+def merge_approve(ids: list[str], task: str | None, content: str | None) -> Call:
+    return Call("POST", "/api/merges/approve", json=_drop_none({"ids": list(ids), "task": task, "content": content}))
+
+
+def merge_reject(ids: list[str]) -> Call:
+    return Call("POST", "/api/merges/reject", json={"ids": list(ids)}, idempotent=True)
+
+
+def evolve_rollback(job_id: str) -> Call:
+    return Call("POST", f"/api/jobs/{quote(str(job_id), safe='')}/rollback")
+
+
 def job_get(job_id: str) -> Call:
     return Call("GET", f"/api/jobs/{quote(str(job_id), safe='')}", idempotent=True)
 

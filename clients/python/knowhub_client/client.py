@@ -212,6 +212,45 @@ class KnowHub(_Base):
         """A job's state: ``status`` (queued, running, succeeded, failed), ``result``, ``error``."""
         return self._request(_calls.job_get(_calls.job_id_of(job)))
 
+    # Curators' operations: a curator token (create_agent_token --curate), or the owner for an item's own
+    # versions, archive and activate.
+
+    def knowledge_versions(self, knowledge_id: str) -> Json:
+        """An item's earlier texts, newest first (GET /api/knowledge/{id}/versions)."""
+        return self._request(_calls.knowledge_versions(knowledge_id))
+
+    def knowledge_restore_version(self, knowledge_id: str, version: int) -> Json:
+        """Put version ``version``'s text back; the replaced text becomes a new version."""
+        return self._request(_calls.knowledge_restore_version(knowledge_id, version))
+
+    def knowledge_archive(self, knowledge_id: str, reason: str = "") -> Json:
+        """Archive an item: search and the list skip it until `knowledge_activate`."""
+        return self._request(_calls.knowledge_set_status(knowledge_id, "archive", reason))
+
+    def knowledge_activate(self, knowledge_id: str, reason: str = "") -> Json:
+        """Make an archived item active again."""
+        return self._request(_calls.knowledge_set_status(knowledge_id, "activate", reason))
+
+    def knowledge_unmerge(self, knowledge_id: str) -> Json:
+        """Undo a merge: the originals are active again, the merged item archived (curator token)."""
+        return self._request(_calls.knowledge_unmerge(knowledge_id))
+
+    def merge_proposals(self) -> Json:
+        """Merge groups proposed by dry-run slim jobs, awaiting review (curator token)."""
+        return self._request(_calls.merge_proposals())
+
+    def merge_approve(self, ids: list[str], *, task: str | None = None, content: str | None = None) -> Json:
+        """Merge a proposed group: with the proposal's text, or your own ``task``/``content`` (curator token)."""
+        return self._request(_calls.merge_approve(ids, task, content))
+
+    def merge_reject(self, ids: list[str]) -> Json:
+        """Reject a proposed group; none of its pairs is proposed again (curator token)."""
+        return self._request(_calls.merge_reject(ids))
+
+    def evolve_rollback(self, job: str | Json) -> Json:
+        """Put back the text an evolve job replaced (curator token)."""
+        return self._request(_calls.evolve_rollback(_calls.job_id_of(job)))
+
     def wait_for_job(self, job: str | Json, timeout: float = 60.0, interval: float = 0.5) -> Json:
         """Poll until the job succeeded (returned) or failed (`JobFailed`); `JobTimeout` after ``timeout`` s.
 
@@ -358,6 +397,42 @@ class AsyncKnowHub(_Base):
     async def job_get(self, job: str | Json) -> Json:
         """See `KnowHub.job_get`."""
         return await self._request(_calls.job_get(_calls.job_id_of(job)))
+
+    async def knowledge_versions(self, knowledge_id: str) -> Json:
+        """See `KnowHub.knowledge_versions`."""
+        return await self._request(_calls.knowledge_versions(knowledge_id))
+
+    async def knowledge_restore_version(self, knowledge_id: str, version: int) -> Json:
+        """See `KnowHub.knowledge_restore_version`."""
+        return await self._request(_calls.knowledge_restore_version(knowledge_id, version))
+
+    async def knowledge_archive(self, knowledge_id: str, reason: str = "") -> Json:
+        """See `KnowHub.knowledge_archive`."""
+        return await self._request(_calls.knowledge_set_status(knowledge_id, "archive", reason))
+
+    async def knowledge_activate(self, knowledge_id: str, reason: str = "") -> Json:
+        """See `KnowHub.knowledge_activate`."""
+        return await self._request(_calls.knowledge_set_status(knowledge_id, "activate", reason))
+
+    async def knowledge_unmerge(self, knowledge_id: str) -> Json:
+        """See `KnowHub.knowledge_unmerge`."""
+        return await self._request(_calls.knowledge_unmerge(knowledge_id))
+
+    async def merge_proposals(self) -> Json:
+        """See `KnowHub.merge_proposals`."""
+        return await self._request(_calls.merge_proposals())
+
+    async def merge_approve(self, ids: list[str], *, task: str | None = None, content: str | None = None) -> Json:
+        """See `KnowHub.merge_approve`."""
+        return await self._request(_calls.merge_approve(ids, task, content))
+
+    async def merge_reject(self, ids: list[str]) -> Json:
+        """See `KnowHub.merge_reject`."""
+        return await self._request(_calls.merge_reject(ids))
+
+    async def evolve_rollback(self, job: str | Json) -> Json:
+        """See `KnowHub.evolve_rollback`."""
+        return await self._request(_calls.evolve_rollback(_calls.job_id_of(job)))
 
     async def wait_for_job(self, job: str | Json, timeout: float = 60.0, interval: float = 0.5) -> Json:
         """See `KnowHub.wait_for_job`."""

@@ -1,0 +1,8 @@
+"""Field limits, one place: the API's serializers, the curation UI's forms and the LLM schemas use these."""
+TASK_MAX = 10_000
+CONTENT_MAX = 100_000
+REASON_MAX = 2_000  # why an edit, archive or restore was made
+TAG_VALUE_MAX = 500
+SCOPE_MAX = 200
+EVOLVE_FEEDBACK_MAX = 10_000
+NOTE_MAX = 2_000  # a curator's note on a feedback case

@@ -1,0 +1,167 @@
+"""What the curation UI does, as operations: for people with the curator role and for curator tokens.
+
+Item-level changes (restore a version, archive, make active) follow the edit rule: the item's
+owner or a curator, with write access to one of its scopes. Unmerge, merge review and evolve
+rollback are curators' work (`permission="curate"`). A curator token acts within its writable
+scopes; a person with the curator role everywhere. The UI's views call these same operations,
+so every curation action is validated, filtered and audited as the API's are.
+"""
+import uuid
+
+from django.http import Http404
+from rest_framework import serializers
+from rest_framework.exceptions import PermissionDenied
+
+from agents.caller import Caller
+from agents.operations import operation
+from jobs.models import Job
+from knowledge import evolve, selectors, services, slim
+from knowledge.errors import KnowledgeStateError
+from knowledge.limits import CONTENT_MAX, REASON_MAX, TASK_MAX
+from knowledge.models import Knowledge, KnowledgeVersion
+from knowledge.operations.agents import visible_item
+from knowledge.serializers import KnowledgeSerializer, NoUnknownFields
+
+
+class RestoreInput(NoUnknownFields, serializers.Serializer):
+    version = serializers.IntegerField(min_value=1, help_text="the version number to put back (GET .../versions)")
+
+
+class StatusInput(NoUnknownFields, serializers.Serializer):
+    reason = serializers.CharField(max_length=REASON_MAX, required=False, allow_blank=True, default="")
+
+
+class MergeIdsInput(NoUnknownFields, serializers.Serializer):
+    ids = serializers.ListField(child=serializers.CharField(max_length=40), min_length=2, max_length=50)
+
+
+class MergeApproveInput(MergeIdsInput):
+    task = serializers.CharField(max_length=TASK_MAX, required=False,
+                                 help_text="the merged item's task; default: the proposal's (edit-and-approve: your own)")
+    content = serializers.CharField(max_length=CONTENT_MAX, required=False,
+                                    help_text="the merged item's content; default: the proposal's")
+
+
+def _changeable_item(caller: Caller, knowledge_id) -> Knowledge:
+    """The item, if the caller owns it or curates, and may write one of its scopes (404 / 403 otherwise)."""
+    item = visible_item(caller, knowledge_id)
+    if not caller.edits_any and item.owner != caller.principal:
+        raise PermissionDenied(f"only the owner ({item.owner}) or a curator may change this item")
+    if not caller.may_write_any(item.scopes):
+        raise PermissionDenied("this needs write access to one of the item's scopes")
+    return item
+
+
+def _curated_items(caller: Caller, ids: list[str]) -> list[Knowledge]:
+    """Every item of a group, each visible and writable by the caller (a person curator: any)."""
+    items = Knowledge.objects.visible_to(caller).in_bulk(ids)
+    missing = [i for i in ids if i not in items]
+    if missing:
+        raise Http404(f"no knowledge items {', '.join(missing)}")
+    refused = [i for i in ids if not caller.may_write_any(items[i].scopes)]
+    if refused:
+        raise PermissionDenied(f"this caller may not write to the scopes of {', '.join(refused)}")
+    return [items[i] for i in ids]
+
+
+@operation("knowledge_versions")
+def knowledge_versions(caller: Caller, *, knowledge_id) -> dict:
+    """An item's earlier texts, newest first: number, task, content, tags, who changed it, why and when."""
+    item = visible_item(caller, knowledge_id)
+    versions = KnowledgeVersion.objects.filter(knowledge=item).order_by("-number")
+    return {"knowledge_id": item.id, "count": len(versions), "results": [
+        {"number": v.number, "task": v.task, "content": v.content, "tags": v.tags, "changed_by": v.changed_by,
+         "reason": v.reason, "job_id": str(v.job_id) if v.job_id else None,
+         "created_at": serializers.DateTimeField().to_representation(v.created_at)}
+        for v in versions]}
+
+
+@operation("knowledge_restore_version", input=RestoreInput, output=KnowledgeSerializer, writes=True,
+           permission="write")
+def knowledge_restore_version(caller: Caller, *, knowledge_id, version) -> Knowledge:
+    """Put an earlier version's text back; the text it replaces becomes a new version (nothing is lost)."""
+    item = _changeable_item(caller, knowledge_id)
+    try:
+        services.knowledge_restore_version(knowledge_id=item.id, number=version, changed_by=caller.principal)
+    except KnowledgeVersion.DoesNotExist:
+        raise serializers.ValidationError({"version": [f"{item.id} has no version {version}"]}) from None
+    return selectors.knowledge_get(knowledge_id=item.id)
+
+
+@operation("knowledge_archive", input=StatusInput, output=KnowledgeSerializer, writes=True, permission="write")
+def knowledge_archive(caller: Caller, *, knowledge_id, reason) -> Knowledge:
+    """Archive an active item: search and the list skip it; `knowledge_activate` brings it back."""
+    item = _changeable_item(caller, knowledge_id)
+    services.knowledge_set_status(knowledge_id=item.id, status=Knowledge.Status.ARCHIVED)
+    return selectors.knowledge_get(knowledge_id=item.id)
+
+
+@operation("knowledge_activate", input=StatusInput, output=KnowledgeSerializer, writes=True, permission="write")
+def knowledge_activate(caller: Caller, *, knowledge_id, reason) -> Knowledge:
+    """Make an archived item active again (a merged one comes back through knowledge_unmerge)."""
+    item = _changeable_item(caller, knowledge_id)
+    services.knowledge_set_status(knowledge_id=item.id, status=Knowledge.Status.ACTIVE)
+    return selectors.knowledge_get(knowledge_id=item.id)
+
+
+@operation("knowledge_unmerge", writes=True, permission="curate")
+def knowledge_unmerge(caller: Caller, *, knowledge_id) -> dict:
+    """Undo a merge: its originals become active again and the merged item is archived."""
+    item = visible_item(caller, knowledge_id)
+    _curated_items(caller, [item.id, *Knowledge.objects.filter(merged_into=item).values_list("id", flat=True)])
+    try:
+        restored = slim.knowledge_unmerge(merged_id=item.id)
+    except ValueError as exc:
+        raise KnowledgeStateError(str(exc), field="knowledge_id") from None
+    return {"knowledge_id": item.id, "status": "archived", "restored": restored}
+
+
+@operation("merge_proposals", permission="curate")
+def merge_proposals(caller: Caller) -> dict:
+    """Merge groups proposed by dry-run slim jobs that await review, with the proposed text."""
+    visible = set(Knowledge.objects.visible_to(caller).values_list("id", flat=True)) if caller.readable_scopes is not None else None
+    proposals = [p for p in slim.slim_proposals_pending() if visible is None or set(p["ids"]) <= visible]
+    return {"count": len(proposals), "results": proposals}
+
+
+@operation("merge_approve", input=MergeApproveInput, output=KnowledgeSerializer, writes=True, permission="curate")
+def merge_approve(caller: Caller, *, ids, task=None, content=None) -> Knowledge:
+    """Merge a group into one new item: with the proposal's text, or with yours (edit and approve)."""
+    _curated_items(caller, ids)
+    if task is None or content is None:
+        proposal = next((p["proposal"] for p in slim.slim_proposals_pending() if set(p["ids"]) == set(ids)), None)
+        if proposal is None:
+            raise serializers.ValidationError({"ids": ["no pending proposal for this group: give task and content"]})
+        task, content = task or proposal.get("task", ""), content or proposal.get("content", "")
+    try:
+        merged = slim.slim_approve(ids=list(ids), task=task, content=content, approved_by=caller.principal)
+    except ValueError as exc:
+        raise KnowledgeStateError(str(exc), field="ids") from None
+    return selectors.knowledge_get(knowledge_id=merged.id)
+
+
+@operation("merge_reject", input=MergeIdsInput, writes=True, permission="curate")
+def merge_reject(caller: Caller, *, ids) -> dict:
+    """Reject a proposed group: none of its pairs is proposed again."""
+    _curated_items(caller, ids)
+    slim.slim_reject_group(ids=list(ids), rejected_by=caller.principal)
+    return {"ids": list(ids), "rejected": True}
+
+
+@operation("evolve_rollback", output=KnowledgeSerializer, writes=True, permission="curate")
+def evolve_rollback(caller: Caller, *, job_id) -> Knowledge:
+    """Put back the text an evolve job replaced (the evolved text is kept as a version)."""
+    job = Job.objects.visible_to(caller).filter(pk=job_id, kind="evolve").first() if _is_uuid(job_id) else None
+    if job is None:
+        raise Http404
+    _changeable_item(caller, job.knowledge_id)
+    evolve.evolve_rollback(job=job, changed_by=caller.principal)
+    return selectors.knowledge_get(knowledge_id=job.knowledge_id)
+
+
+def _is_uuid(value) -> bool:
+    try:
+        uuid.UUID(str(value))
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,173 @@
+"""Curators' operations over REST and MCP: restore, archive, unmerge, merge review, evolve rollback.
+
+Each caller kind: the owner's token, another agent's token, a curator token (in and out of its
+scopes), a person with the curator role, a viewer, a user without a role, and nobody.
+"""
+import pytest
+from django.contrib.auth.models import Group
+from rest_framework.test import APIClient
+
+from agents.mcp_server import _op, _Refused, _run_sync
+from agents.models import AuditEvent
+from jobs.models import Job
+from knowledge import services, slim
+from knowledge.models import Knowledge
+from tests.api.conftest import client_with, token
+from tests.curation.conftest import user_in
+from tests.curation.test_review import proposed
+from tests.factories import make_knowledge
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def owner():
+    return client_with(token(agent_id="research_agent", writable_scopes=["org:acme"]))
+
+
+@pytest.fixture
+def peer():
+    return client_with(token(agent_id="other_agent", writable_scopes=["org:acme"]))
+
+
+@pytest.fixture
+def curator_token():
+    return client_with(token(agent_id="librarian", writable_scopes=["org:acme"], can_curate=True))
+
+
+@pytest.fixture
+def far_curator():
+    return client_with(token(agent_id="far_librarian", scopes=("org:beta",), writable_scopes=["org:beta"],
+                             can_curate=True))
+
+
+def person(django_user_model, role: str | None, name: str) -> APIClient:
+    import importlib
+
+    from django.apps import apps
+
+    if not Group.objects.filter(name="viewer").exists():
+        importlib.import_module("curation.migrations.0001_roles").create_roles(apps, None)
+    client = APIClient()
+    if role:
+        client.force_login(user_in(django_user_model, role, name))
+    else:
+        client.force_login(django_user_model.objects.create_user(username=name, password="pw-for-tests"))
+    return client
+
+
+def edited_item():
+    item = make_knowledge(task="Rotate keys", content="monthly", owner="agent:research_agent")
+    services.knowledge_edit(knowledge_id=item.id, changed_by="agent:research_agent", content="weekly")
+    return item
+
+
+def test_the_owner_and_curators_restore_a_version_and_other_agents_may_not(owner, peer, curator_token):
+    item = edited_item()
+    versions = owner.get(f"/api/knowledge/{item.id}/versions").json()
+    assert versions["count"] == 1 and versions["results"][0]["content"] == "monthly"
+
+    refused = peer.post(f"/api/knowledge/{item.id}/restore", {"version": 1}, format="json")
+    assert refused.status_code == 403
+    restored = curator_token.post(f"/api/knowledge/{item.id}/restore", {"version": 1}, format="json")
+    assert restored.status_code == 200 and restored.json()["content"] == "monthly"
+    missing = owner.post(f"/api/knowledge/{item.id}/restore", {"version": 9}, format="json")
+    assert missing.status_code == 400 and missing.json()["error"]["message"].startswith("version: ")
+    # nothing lost: the replaced text is a new version
+    assert [v["content"] for v in owner.get(f"/api/knowledge/{item.id}/versions").json()["results"]] == ["weekly", "monthly"]
+    assert AuditEvent.objects.filter(operation="knowledge_restore_version", principal="agent:librarian").count() == 1
+
+
+def test_archive_hides_an_item_from_search_and_activate_brings_it_back(owner, peer):
+    item = make_knowledge(task="Export the monthly orders", owner="agent:research_agent")
+    assert peer.post(f"/api/knowledge/{item.id}/archive", {}, format="json").status_code == 403
+
+    archived = owner.post(f"/api/knowledge/{item.id}/archive", {"reason": "outdated"}, format="json")
+    assert archived.status_code == 200 and archived.json()["status"] == "archived"
+    found = owner.get("/api/knowledge/search", {"q": "export monthly orders", "rank": "relevance"}).json()
+    assert item.id not in [r["id"] for r in found["results"]]
+
+    assert owner.post(f"/api/knowledge/{item.id}/activate", {}, format="json").json()["status"] == "active"
+    Knowledge.objects.filter(pk=item.id).update(status="merged")
+    merged = owner.post(f"/api/knowledge/{item.id}/archive", {}, format="json")
+    assert merged.status_code == 409 and "unmerge" in merged.json()["error"]["message"]
+
+
+def test_unmerge_is_for_curators_within_their_scopes(owner, curator_token, far_curator):
+    a, b = make_knowledge(task="Tabs please"), make_knowledge(task="Use tabs")
+    merged = slim.slim_approve(ids=[a.id, b.id], task="Tabs", content="Indent with tabs", approved_by="user:carl")
+
+    refused = owner.post(f"/api/knowledge/{merged.id}/unmerge", format="json")
+    assert refused.status_code == 403 and "curator" in refused.json()["error"]["message"]
+    assert far_curator.post(f"/api/knowledge/{merged.id}/unmerge", format="json").status_code == 404
+    done = curator_token.post(f"/api/knowledge/{merged.id}/unmerge", format="json")
+    assert done.status_code == 200 and sorted(done.json()["restored"]) == sorted([a.id, b.id])
+    assert Knowledge.objects.get(pk=merged.id).status == "archived"
+    again = curator_token.post(f"/api/knowledge/{merged.id}/unmerge", format="json")
+    assert again.status_code == 409
+
+
+def test_merge_review_lists_approves_as_proposed_or_edited_and_rejects(curator_token, far_curator, owner):
+    a, b, c, d = (make_knowledge(task=f"tip {n}") for n in range(4))
+    proposed(a, b, task="Proposed task", content="Proposed content")
+    proposed(c, d)
+
+    assert owner.get("/api/merges").status_code == 403
+    assert far_curator.get("/api/merges").json()["count"] == 0  # groups in scopes it cannot see stay hidden
+    listed = curator_token.get("/api/merges").json()
+    assert listed["count"] == 2
+
+    approved = curator_token.post("/api/merges/approve", {"ids": [a.id, b.id]}, format="json")
+    assert approved.status_code == 200 and approved.json()["task"] == "Proposed task"
+    rejected = curator_token.post("/api/merges/reject", {"ids": [c.id, d.id]}, format="json")
+    assert rejected.status_code == 200 and curator_token.get("/api/merges").json()["count"] == 0
+
+    e, f = make_knowledge(task="tip e"), make_knowledge(task="tip f")
+    edited = curator_token.post("/api/merges/approve", {"ids": [e.id, f.id], "task": "Mine", "content": "My text"},
+                                format="json")
+    assert edited.status_code == 200 and (edited.json()["task"], edited.json()["content"]) == ("Mine", "My text")
+    stale = curator_token.post("/api/merges/approve", {"ids": [e.id, f.id], "task": "t", "content": "c"}, format="json")
+    assert stale.status_code == 409  # already merged
+
+
+def test_evolve_rollback_puts_the_old_text_back_for_curators(curator_token, owner):
+    item = make_knowledge(task="Rotate keys", content="monthly")
+    job = Job.objects.create(kind="evolve", status="succeeded", knowledge=item, requested_by="agent:research_agent")
+    services.knowledge_edit(knowledge_id=item.id, changed_by=f"job:evolve:{job.id}", content="weekly (evolved)", job=job)
+    unchanged = Job.objects.create(kind="evolve", status="failed", knowledge=item, requested_by="agent:research_agent")
+
+    assert owner.post(f"/api/jobs/{job.id}/rollback").status_code == 403
+    rolled = curator_token.post(f"/api/jobs/{job.id}/rollback")
+    assert rolled.status_code == 200 and rolled.json()["content"] == "monthly"
+    assert curator_token.post(f"/api/jobs/{unchanged.id}/rollback").status_code == 409
+
+
+def test_each_person_kind_gets_the_designed_answer(django_user_model):
+    item = edited_item()
+    curator = person(django_user_model, "curator", "carl")
+    viewer = person(django_user_model, "viewer", "vera")
+    no_role = person(django_user_model, None, "nora")
+
+    assert curator.post(f"/api/knowledge/{item.id}/restore", {"version": 1}, format="json").status_code == 200
+    assert curator.get("/api/merges").status_code == 200
+    assert viewer.get(f"/api/knowledge/{item.id}/versions").status_code == 200
+    assert viewer.post(f"/api/knowledge/{item.id}/archive", {}, format="json").status_code == 403
+    assert viewer.get("/api/merges").status_code == 403
+    assert no_role.get(f"/api/knowledge/{item.id}/versions").status_code == 403
+    assert APIClient().get(f"/api/knowledge/{item.id}/versions").status_code == 401
+    assert AuditEvent.objects.filter(operation="knowledge_restore_version", principal="user:carl").exists()
+
+
+@pytest.mark.django_db(transaction=True)  # _run_sync closes connections as a request's end would
+def test_curator_operations_over_mcp():
+    key = token(agent_id="librarian", writable_scopes=["org:acme"], can_curate=True)
+    plain = token(agent_id="worker", writable_scopes=["org:acme"])
+    a, b = make_knowledge(task="Tabs please"), make_knowledge(task="Use tabs")
+    proposed(a, b)
+
+    with pytest.raises(_Refused) as refused:
+        _run_sync(plain, _op("merge_proposals"))
+    assert refused.value.error["status"] == 403
+    assert _run_sync(key, _op("merge_proposals"))["count"] == 1
+    merged = _run_sync(key, _op("merge_approve", {"ids": [a.id, b.id]}))
+    assert _run_sync(key, _op("knowledge_unmerge", knowledge_id=merged["id"]))["status"] == "archived"
