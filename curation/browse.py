@@ -4,6 +4,7 @@ from dataclasses import dataclass
 from django.db.models import F, QuerySet
 
 from knowledge.models import Knowledge
+from knowledge.quality import QUALITY
 from knowledge.search import engine
 from knowledge.search.filters import AND, EQ, GTE, LTE
 
@@ -25,7 +26,7 @@ class Browse:
 
 
 def with_quality(queryset: QuerySet) -> QuerySet:
-    return queryset.annotate(quality=F("score") + F("helpful") - 2 * F("harmful"))
+    return queryset.annotate(quality=QUALITY)
 
 
 def _extra_filters(*, owner: str, score_min: int | None, score_max: int | None):

@@ -136,9 +136,7 @@ class KnowledgeAdmin(admin.ModelAdmin):
         return obj.quality_score
 
     def get_queryset(self, request):
-        from django.db.models import F
-
-        return super().get_queryset(request).annotate(quality_order=F("score") + F("helpful") - 2 * F("harmful"))
+        return super().get_queryset(request).with_quality("quality_order")
 
 
 @admin.register(KnowledgeVersion)

@@ -19,6 +19,7 @@ from pgvector.django import VectorField
 
 from agents.visibility import ScopedQuerySet
 from knowledge.ids import ID_PATTERN
+from knowledge.quality import QUALITY, quality_score
 
 
 
@@ -53,10 +54,16 @@ class KnowledgeStatus(models.TextChoices):
     MERGED = "merged"
 
 
+class KnowledgeQuerySet(ScopedQuerySet):
+    def with_quality(self, name: str = "quality"):
+        """Each item's quality (knowledge.quality) as the annotation `name`, to sort or filter by."""
+        return self.annotate(**{name: QUALITY})
+
+
 class Knowledge(models.Model):
     Status = KnowledgeStatus
 
-    objects = ScopedQuerySet.as_manager()
+    objects = KnowledgeQuerySet.as_manager()
 
     id = models.CharField(primary_key=True, max_length=40)
     message_id = models.CharField(max_length=200, blank=True, default="")
@@ -140,8 +147,8 @@ class Knowledge(models.Model):
 
     @property
     def quality_score(self) -> float:
-        """The seed's rerank score: score + helpful - 2 * harmful."""
-        return float(self.score + self.helpful - 2 * self.harmful)
+        """The seed's rerank score: score + helpful - 2 * harmful (knowledge.quality)."""
+        return quality_score(self.score, self.helpful, self.harmful)
 
     @property
     def resource_ids(self) -> list[str]:

@@ -30,6 +30,8 @@ development halves of the public sets; each can be overridden per request.
 """
 from dataclasses import dataclass, field
 
+from knowledge.quality import quality_score
+
 RANK_MODES = ("quality", "relevance", "seed")
 ANSWER_FLOOR = 0.02
 RELEVANCE_FLOOR = 0.0
@@ -54,7 +56,7 @@ class Candidate:
 
     @property
     def quality_score(self) -> float:
-        return float(self.score + self.helpful - 2 * self.harmful)
+        return quality_score(self.score, self.helpful, self.harmful)
 
     @property
     def quality_term(self) -> float:

@@ -14,8 +14,8 @@ from operator import or_
 from typing import Any
 
 from django.db.models import (
-    BooleanField, Case, CharField, DateTimeField, DecimalField, ExpressionWrapper, F, Func,
-    IntegerField, Q, TextField, Value, When,
+    BooleanField, Case, CharField, DateTimeField, DecimalField, F, Func,
+    Q, TextField, Value, When,
 )
 from django.db.models.functions import Cast, Coalesce, Collate
 from django.db.models.lookups import (
@@ -24,6 +24,7 @@ from django.db.models.lookups import (
 
 from knowledge.errors import KnowledgeError
 from knowledge.models import KNOWLEDGE_TYPES, KnowledgeStatus
+from knowledge.quality import QUALITY
 
 MAX_VALUES = 100  # in one IN / NIN / CONTAINS list
 MAX_STRING_LENGTH = 500
@@ -34,7 +35,7 @@ ALL_OPS = ("EQ", "NEQ", "GT", "GTE", "LT", "LTE", "IN", "NIN", "CONTAINS", "STAR
 ORDERED_OPS = ("EQ", "NEQ", "GT", "GTE", "LT", "LTE", "IN", "NIN")
 LIST_OPS = ("EQ", "NEQ", "IN", "NIN", "CONTAINS", "STARTSWITH")
 
-QUALITY_SCORE = ExpressionWrapper(F("score") + F("helpful") - 2 * F("harmful"), output_field=IntegerField())
+QUALITY_SCORE = QUALITY
 NEVER = Q(pk__in=[])  # Django turns this into "no rows" and its negation into "all rows"
 EVERYTHING = ~NEVER
 
