@@ -3,8 +3,9 @@ from django.contrib import admin, messages
 
 from agents.models import AgentToken, AuditEvent
 from agents.services import agent_token_create
-from knowhub_site.admin_tools import AppendOnlyAdmin
-from knowledge.search.filters import FilterError, parse_filter
+from core.admin_tools import AppendOnlyAdmin
+from agents.static_filters import check_static_filters
+from core.errors import DomainError
 
 
 class AgentTokenForm(forms.ModelForm):
@@ -16,8 +17,8 @@ class AgentTokenForm(forms.ModelForm):
         value = self.cleaned_data.get("static_filters")
         if value:
             try:
-                parse_filter(value)
-            except FilterError as exc:
+                check_static_filters(value)
+            except DomainError as exc:
                 raise forms.ValidationError(exc.message) from exc
         return value or None
 

@@ -4,7 +4,7 @@ Writes through the filter chain are recorded by its `audit_writes` filter; write
 elsewhere (the admin) call `audit_record` themselves.
 """
 from agents.models import AuditEvent
-from knowledge.api.safe_json import UNSAFE_CHARACTERS
+from core.safe_json import UNSAFE_CHARACTERS
 
 SECRET_ARGS = {"secure_body"}
 MAX_ARG_CHARS = 500

@@ -16,7 +16,7 @@ from django.http import QueryDict
 from agents import operations
 from agents.audit import audit_record
 from agents.chain import Continue, Error, Filter, register
-from knowledge.api.safe_json import json_problem
+from core.safe_json import json_problem
 
 
 def require_caller(ctx):
@@ -52,7 +52,7 @@ def validate_input(ctx):
         return Continue(ctx)
     serializer = serializer_class(data=ctx["args"]["data"])
     if not serializer.is_valid():
-        from knowledge.api.errors import error_payload, first_message, first_path
+        from core.errors import error_payload, first_message, first_path
 
         fields = error_payload("invalid", "", dict(serializer.errors))["fields"]
         name, messages = first_path(fields)

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 from rest_framework.permissions import BasePermission
 
+from agents.roles import rights_of
+
 NO_ROLE = "this account has no role (viewer, curator or admin): ask an admin to add you to one"
 
 
@@ -45,8 +47,6 @@ class Caller:
     @classmethod
     def for_user(cls, user) -> "Caller":
         """The user's role as a caller; a user without one sees and writes nothing."""
-        from curation.permissions import rights_of
-
         rights = rights_of(user)
         name = user.get_username()
         return cls(
@@ -55,13 +55,6 @@ class Caller:
             can_read_secrets=rights.reveal, read_only=not rights.curate, edits_any=rights.curate, curates=rights.curate,
             has_role=rights.view,
         )
-
-    def search_filters(self, filters=None):
-        """The caller's static filters AND-ed with `filters` (either may be None): they only ever narrow."""
-        from knowledge.search.filters import AND, parse_filter
-
-        combined = [f for f in (self.static_filters and parse_filter(self.static_filters), filters) if f]
-        return AND(*combined) if combined else None
 
     def may_write(self, scopes) -> list[str]:
         """The scopes of `scopes` this caller may not write (empty when all are allowed)."""

@@ -32,6 +32,7 @@ from django.db import DatabaseError, InterfaceError, OperationalError, transacti
 from django.utils.module_loading import import_string
 
 from agents.operations import writes
+from core.errors import DomainError
 
 logger = logging.getLogger(__name__)
 # Errors meaning "the database cannot be reached now" (psycopg_pool's PoolTimeout is a psycopg OperationalError).
@@ -72,12 +73,20 @@ class Filter:
             raise ValueError(f"filter {self.name!r}: type must be one of {', '.join(FILTER_TYPES)}")
 
 
-class ChainError(Exception):
-    """Raised by `invoke` when a filter or the operation ends in Error."""
+class ChainError(DomainError):
+    """Raised by `invoke` when a filter or the operation ends in Error; the API answers with its status."""
 
     def __init__(self, error: Error):
-        super().__init__(error.reason)
+        super().__init__(error.reason, retry_after=error.retry_after)
         self.error = error
+        self.status, self.code = error.status, error.code
+
+    def api_fields(self) -> dict:
+        return self.error.fields
+
+    def api_message(self) -> str:
+        # A field's error starts with the field (the API's shape); others name the filter that refused.
+        return f"{self.error.filter}: {self.error.reason}" if self.error.filter and not self.error.fields else self.error.reason
 
 
 _registered: list[Filter] = []

@@ -3,7 +3,7 @@ import hashlib
 import secrets
 
 from agents.models import AgentToken
-from knowledge.search.filters import parse_filter
+from agents.static_filters import check_static_filters
 
 TOKEN_PREFIX = "kh_"
 
@@ -18,7 +18,7 @@ def agent_token_create(
 ) -> tuple[AgentToken, str]:
     """Create a token; returns it with the raw key, which is never stored."""
     if static_filters:
-        parse_filter(static_filters)  # raises FilterError naming what is wrong
+        check_static_filters(static_filters)  # raises a DomainError (FilterError) naming what is wrong
     raw_key = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = AgentToken.objects.create(
         agent_id=agent_id, name=name, key_prefix=raw_key[:10], key_hash=hash_key(raw_key),

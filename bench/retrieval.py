@@ -26,7 +26,7 @@ def _point_at_bench_database(database: str = "knowhub_bench") -> None:
         os.environ["DATABASE_URL"] = os.environ["BENCH_DATABASE_URL"]
         return
     from knowhub_site import embedded_db
-    from knowhub_site.env import env_str
+    from core.env import env_str
 
     server = embedded_db.start(Path(env_str("KNOWHUB_VAR_DIR", str(ROOT / "var"))))
     embedded_db.ensure_database(server.url("postgres"), database)

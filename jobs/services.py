@@ -1,13 +1,13 @@
 """Writes for worker bookkeeping: heartbeats, job claims, re-sending orphaned jobs."""
+import logging
 from datetime import timedelta
 
 from django.conf import settings
 from django.db.models import F, Q
 from django.utils import timezone
 
+from jobs.kinds import task_for
 from jobs.models import Job, WorkerHeartbeat
-
-import logging
 
 logger = logging.getLogger(__name__)
 
@@ -95,10 +95,8 @@ def job_send(job) -> bool:
     workers' heartbeat sweep sends it again KNOWHUB_JOB_RESEND_SECONDS after
     `sent_at`, once the broker is back.
     """
-    from knowledge.tasks import run_evolve, run_slim
-
     try:
-        {"evolve": run_evolve, "slim": run_slim}[job.kind].delay(str(job.id))
+        task_for(job.kind).delay(str(job.id))
         return True
     except Exception as exc:  # noqa: BLE001 - a broker outage must not turn a stored job into an error reply
         logger.warning("could not send %s job %s (%s); it will be re-sent", job.kind, job.id, exc)

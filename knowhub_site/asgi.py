@@ -1,4 +1,4 @@
-"""The web process: Django, with the MCP server's streamable HTTP transport under /mcp (agents/mcp_http.py)."""
+"""The web process: Django, with the MCP server's streamable HTTP transport under /mcp (api/mcp_http.py)."""
 import os
 
 from django.core.asgi import get_asgi_application
@@ -7,7 +7,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "knowhub_site.settings")
 os.environ.setdefault("KNOWHUB_DB_POOL", "true")  # web processes borrow from a bounded pool (settings.py)
 django_application = get_asgi_application()  # sets Django up before the MCP modules import models
 
-from agents.mcp_http import with_mcp  # noqa: E402
+from api.mcp_http import with_mcp  # noqa: E402
 from knowhub_site.concurrency import limited  # noqa: E402
 
 application = with_mcp(limited(django_application))

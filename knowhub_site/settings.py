@@ -9,7 +9,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from knowhub_site.env import env_bool, env_int, env_list, env_str, persistent_secret
+from core.env import env_bool, env_int, env_list, env_str, persistent_secret
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "resources",
     "jobs",
     "curation",
+    "api",
 ]
 
 MIDDLEWARE = [
@@ -201,13 +202,13 @@ STORAGES = {
 
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["knowledge.api.parsers.SafeJSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["core.parsers.SafeJSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "agents.auth.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",  # curators in a browser, CSRF-checked
     ],
     "DEFAULT_PERMISSION_CLASSES": ["agents.caller.HasApiAccess"],  # a token, or a user with a role
-    "EXCEPTION_HANDLER": "knowledge.api.errors.api_exception_handler",
+    "EXCEPTION_HANDLER": "core.errors.api_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }
 SPECTACULAR_SETTINGS = {

@@ -9,7 +9,7 @@ from django.db import transaction
 
 from agents.audit import audit_record
 from agents.caller import Caller
-from knowhub_site.admin_tools import AppendOnlyAdmin
+from core.admin_tools import AppendOnlyAdmin
 from knowledge import services
 from knowledge.errors import KnowledgeStateError
 from knowledge.models import KNOWLEDGE_TYPES, FeedbackCase, Knowledge, KnowledgeResource, KnowledgeVersion

@@ -12,7 +12,15 @@ class KnowledgeConfig(AppConfig):
 
     def ready(self):
         post_migrate.connect(_ensure_vector_index, sender=self)
+        from agents.static_filters import install_parser
+        from jobs.kinds import register_job_kind
         from knowledge import operations  # noqa: F401 - declares the knowledge operations
+        from knowledge import tasks
+        from knowledge.search.filters import parse_filter
+
+        install_parser(parse_filter)  # tokens' static filters are knowledge's filter expressions
+        register_job_kind("evolve", tasks.run_evolve)
+        register_job_kind("slim", tasks.run_slim)
 
 
 def _ensure_vector_index(sender, using="default", **kwargs):

@@ -1,13 +1,9 @@
-"""Typed errors raised by knowledge services; the API maps them to 4xx."""
+"""Typed errors raised by knowledge services; core.errors maps them to 4xx (`status`, `code`)."""
+from core.errors import DomainError
 
 
-class KnowledgeError(Exception):
-    """Base class. `field` names the input at fault, when there is one."""
-
-    def __init__(self, message: str, *, field: str | None = None):
-        super().__init__(message)
-        self.message = message
-        self.field = field
+class KnowledgeError(DomainError):
+    """Base class: a 400. `field` names the input at fault, when there is one."""
 
 
 class UnknownResourceError(KnowledgeError):
@@ -29,7 +25,12 @@ class ResourceScopeError(KnowledgeError):
 class KnowledgeStateError(KnowledgeError):
     """The item is not in a state the action applies to (e.g. archiving a merged item): 409."""
 
+    status = 409
+    code = "conflict"
+
 
 class KnowledgeIdConflictError(KnowledgeError):
+    status = 409
+    code = "conflict"
     def __init__(self, knowledge_id: str):
         super().__init__(f"a knowledge item with id {knowledge_id} already exists", field="id")

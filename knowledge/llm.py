@@ -9,15 +9,22 @@ import json
 import jsonschema
 from django.conf import settings
 
+from core.errors import DomainError
+
 
 class LLMError(RuntimeError):
     """The LLM could not give a usable answer (down, timed out, malformed reply)."""
 
 
-class LLMNotConfigured(LLMError):
+class LLMNotConfigured(LLMError, DomainError):
+    """No LLM is set up: a 409 that says how to configure one."""
+
+    status = 409
+    code = "llm_not_configured"
+
     def __init__(self):
-        super().__init__(
-            "no LLM is configured: set KNOWHUB_LLM_MODEL and OPENAI_API_KEY "
+        DomainError.__init__(  # RuntimeError's __init__ would not set the DomainError attributes
+            self, "no LLM is configured: set KNOWHUB_LLM_MODEL and OPENAI_API_KEY "
             "(and OPENAI_BASE_URL for an OpenAI-compatible endpoint other than OpenAI's)"
         )
 

@@ -1,10 +1,9 @@
 """The seed's JSON shape of a knowledge item (seed 003), in and out."""
-import re
-from collections.abc import Mapping
 from urllib.parse import urlsplit
 
-from django.http import QueryDict
 from rest_framework import serializers
+
+from core.fields import SCOPE_RE, NoUnknownFields, StrictCharField
 
 from knowledge import services
 from knowledge.ids import ID_RE
@@ -12,16 +11,6 @@ from knowledge.limits import CONTENT_MAX, TAG_VALUE_MAX, TASK_MAX
 from knowledge.search.indexing import vectors_pending
 from knowledge.models import KNOWLEDGE_TYPES, Knowledge
 
-SCOPE_RE = re.compile(r"^[a-z][a-z0-9_]*:[^\s,]+$")
-
-
-class StrictCharField(serializers.CharField):
-    """A CharField that refuses numbers and booleans instead of coercing them."""
-
-    def to_internal_value(self, data):
-        if not isinstance(data, str):
-            raise serializers.ValidationError("must be a string")
-        return super().to_internal_value(data)
 
 
 class HttpUrlField(serializers.CharField):
@@ -36,19 +25,6 @@ class HttpUrlField(serializers.CharField):
         if parts is None or parts.scheme.lower() not in ("http", "https") or not parts.netloc:
             raise serializers.ValidationError("must be an http:// or https:// URL")
         return value
-
-
-class NoUnknownFields:
-    """Mixin for a Serializer taking a JSON object: a key it does not declare is a 400 naming that key,
-    not silently dropped (a typo such as `socre` would otherwise save the default)."""
-
-    def to_internal_value(self, data):
-        if isinstance(data, Mapping) and not isinstance(data, QueryDict):
-            unknown = [str(key) for key in data if key not in self.fields]
-            if unknown:
-                expected = ", ".join(self.fields)
-                raise serializers.ValidationError({key: [f"unknown field; expected one of {expected}"] for key in unknown})
-        return super().to_internal_value(data)
 
 
 class SourceSerializer(NoUnknownFields, serializers.Serializer):

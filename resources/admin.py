@@ -8,7 +8,7 @@ from django.utils.html import format_html
 
 from agents.audit import audit_record
 from agents.caller import Caller
-from knowhub_site.admin_tools import AppendOnlyAdmin
+from core.admin_tools import AppendOnlyAdmin
 from resources.models import Resource, ResourceVersion, RevealEvent
 from resources.services import resource_change_fields, resource_reveal, resource_version_reveal, secret_expired
 

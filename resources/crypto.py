@@ -9,7 +9,7 @@ from functools import lru_cache
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
 
-from knowhub_site.env import persistent_secret
+from core.env import persistent_secret
 
 __all__ = ["InvalidToken", "decrypt", "encrypt", "fernet"]
 

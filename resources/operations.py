@@ -6,7 +6,7 @@ from rest_framework.exceptions import APIException, PermissionDenied
 from agents.caller import Caller
 from agents.operations import operation
 from agents.visibility import may_read
-from knowledge.api.safe_json import text_problem
+from core.safe_json import text_problem
 from resources.models import Resource
 from resources.serializers import ResourceGetInput, ResourceInput, ResourceOutput
 from resources.services import ResourceExistsError, SecretExpired, resource_create, resource_reveal, resource_save_version

@@ -1,8 +1,7 @@
 """What resource operations take and send (seed 003, scenarios 1-4)."""
 from rest_framework import serializers
 
-from knowledge.api.serializers import StrictBooleanField
-from knowledge.serializers import SCOPE_RE, NoUnknownFields
+from core.fields import SCOPE_RE, NoUnknownFields, StrictBooleanField
 from resources.models import RESOURCE_ID_PATTERN, ResourceContentType
 
 

@@ -2,11 +2,14 @@
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from knowledge.errors import KnowledgeError
+from core.errors import DomainError
 from resources.models import Resource
 
 
-class ResourceExistsError(KnowledgeError):
+class ResourceExistsError(DomainError):
+    status = 409
+    code = "conflict"
+
     def __init__(self, resource_id: str):
         super().__init__(f"a resource with id {resource_id} already exists", field="id")
 

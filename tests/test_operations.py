@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 
 from agents import operations
 from agents.chain import Continue, Error, Filter, registered_temporarily
-from agents.mcp_server import _op, _Refused, _run_sync, server
+from api.mcp_server import _op, _Refused, _run_sync, server
 from agents.models import AuditEvent
 from jobs.models import Job
 from resources.models import RevealEvent

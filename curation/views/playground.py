@@ -6,6 +6,7 @@ from agents.caller import Caller
 from curation import permissions
 from curation.forms import PlaygroundForm
 from knowledge.search import engine
+from knowledge.search.filters import for_caller as filters_for_caller
 
 TEMPLATE = "curation/playground.html"
 
@@ -14,7 +15,7 @@ def run_as_token(*, token, q, top_k, min_score, rank, types, scopes, filters) ->
     """The same search the API runs for this token: its scopes, its static filters AND-ed with the given ones."""
     caller = Caller.for_token(token)
     result = engine.search(query=q, top_k=top_k, min_score=min_score, types=types or None, scopes=scopes or None,
-                           filters=caller.search_filters(filters), readable_scopes=caller.readable_scopes, rank=rank)
+                           filters=filters_for_caller(caller, filters), readable_scopes=caller.readable_scopes, rank=rank)
     kept = {hit.id: rank for rank, hit in enumerate(result.hits, start=1)}
     candidates = []
     for position, c in enumerate(result.candidates, start=1):

@@ -2,7 +2,7 @@
 
 Each handler takes the caller and the validated fields of its input serializer and
 returns a `Knowledge` (rendered by `KnowledgeSerializer`) or a JSON-ready dict. The
-REST views (`knowledge.api.views`) and the MCP tools (`agents.mcp_server`) run them
+REST views (`api.views`) and the MCP tools (`api.mcp_server`) run them
 by name through `agents.operations.run`, so both get the same filter chain,
 validation, permissions and audit.
 """
@@ -14,13 +14,14 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 from agents.caller import Caller
 from agents.operations import operation
 from knowledge import evolve, feedback, search_log, selectors, services, slim
-from knowledge.api import serializers as inputs
-from knowledge.api.errors import error_payload, first_message, first_path
-from knowledge.api.pagination import encode_cursor
-from knowledge.api.safe_json import text_problem
+from knowledge import inputs
+from core.errors import error_payload, first_message, first_path
+from knowledge.pagination import encode_cursor
+from core.safe_json import text_problem
 from knowledge.models import Knowledge
 from knowledge.search import engine
 from knowledge.search.filters import VALID_OPERATORS, valid_filter_keys
+from knowledge.search.filters import for_caller as filters_for_caller
 from knowledge.search.rerank import Gate
 from knowledge.serializers import KnowledgeSerializer
 
@@ -70,7 +71,7 @@ def knowledge_search(caller: Caller, *, q, top_k, min_score, types, scopes, filt
     """Search: hybrid retrieval, the relevance gate, then the quality rerank; logged as `search_id`."""
     result = engine.search(
         query=q, top_k=top_k, min_score=min_score, types=types, scopes=scopes,
-        filters=caller.search_filters(filters), readable_scopes=caller.readable_scopes, rank=rank,
+        filters=filters_for_caller(caller, filters), readable_scopes=caller.readable_scopes, rank=rank,
         gate=Gate(answer=answer_floor, floor=relevance_floor, relative=relevance_ratio),
     )
     hits = result.ordered_items()  # the engine already loaded them; only their resource links are missing
@@ -78,7 +79,7 @@ def knowledge_search(caller: Caller, *, q, top_k, min_score, types, scopes, filt
     results = [search_result(item, hit, explain) for item, hit in zip(hits, result.hits)]
     body = {"results": results, "count": len(results)}
     log = search_log.search_log_record(
-        principal=caller.principal, readable_scopes=caller.readable_scopes, filters=caller.search_filters(filters),
+        principal=caller.principal, readable_scopes=caller.readable_scopes, filters=filters_for_caller(caller, filters),
         query=q, top_k=top_k, min_score=min_score, types=types, scopes=scopes, rank=rank,
         result_ids=[hit.id for hit in result.hits])
     body["search_id"] = str(log.pk)

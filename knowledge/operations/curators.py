@@ -20,7 +20,8 @@ from knowledge.errors import KnowledgeStateError
 from knowledge.limits import CONTENT_MAX, REASON_MAX, TASK_MAX
 from knowledge.models import Knowledge, KnowledgeVersion
 from knowledge.operations.agents import visible_item
-from knowledge.serializers import KnowledgeSerializer, NoUnknownFields
+from core.fields import NoUnknownFields
+from knowledge.serializers import KnowledgeSerializer
 
 
 class RestoreInput(NoUnknownFields, serializers.Serializer):

@@ -14,7 +14,7 @@ logger = logging.getLogger(__name__)
 
 def warm_up_web_process() -> None:
     """`warm_up`, unless KNOWHUB_WARM_UP=false."""
-    from knowhub_site.env import env_bool
+    from core.env import env_bool
 
     if env_bool("KNOWHUB_WARM_UP", True):
         warm_up()

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 import pytest
 from django.db import connection
 
-from agents import mcp_http, mcp_server
+from api import mcp_http, mcp_server
 from tests.api.conftest import client_with, token
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -4,7 +4,7 @@ import json
 import pytest
 from rest_framework.test import APIClient
 
-from agents.mcp_server import _op, _Refused, _run_sync
+from api.mcp_server import _op, _Refused, _run_sync
 from agents.models import AuditEvent
 from knowledge.models import FeedbackCase, Knowledge
 from resources.models import Resource

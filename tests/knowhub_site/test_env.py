@@ -1,6 +1,6 @@
 import pytest
 
-from knowhub_site.env import env_bool, env_int, env_list, persistent_secret
+from core.env import env_bool, env_int, env_list, persistent_secret
 
 
 @pytest.mark.parametrize(("raw", "expected"), [("1", True), ("true", True), ("Yes", True), ("0", False), ("off", False), ("", False)])

@@ -7,7 +7,7 @@ import pytest
 from django.contrib.auth.models import Group
 from rest_framework.test import APIClient
 
-from agents.mcp_server import _op, _Refused, _run_sync
+from api.mcp_server import _op, _Refused, _run_sync
 from agents.models import AuditEvent
 from jobs.models import Job
 from knowledge import services, slim

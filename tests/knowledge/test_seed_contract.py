@@ -3,7 +3,7 @@ import pytest
 
 from agents.builtin_filters import REDACTED, redact_secrets
 from agents.chain import Continue, Error, Filter, registered_temporarily
-from agents.mcp_server import _op, _run_sync
+from api.mcp_server import _op, _run_sync
 from knowledge.models import Knowledge
 from tests.api.conftest import client_with, token
 from tests.factories import embed_saved, make_knowledge, make_resource

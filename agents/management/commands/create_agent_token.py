@@ -3,7 +3,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from agents.services import agent_token_create
-from knowledge.search.filters import FilterError
+from core.errors import DomainError
 
 
 def _scopes(raw: str) -> list[str]:
@@ -31,7 +31,7 @@ class Command(BaseCommand):
                 writable_scopes=None if write_scopes is None else _scopes(write_scopes),
                 can_read_secrets=secrets, can_curate=curate, static_filters=static, name=name,
             )
-        except (json.JSONDecodeError, FilterError) as exc:
+        except (json.JSONDecodeError, DomainError) as exc:
             raise CommandError(f"--filters: {exc}") from exc
         self.stdout.write(f"Token for agent:{token.agent_id} (reads {', '.join(token.readable_scopes)}):")
         self.stdout.write(raw)

@@ -6,7 +6,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from knowhub_site.progress import write_progress
+from core.progress import write_progress
 from knowledge.search.embeddings import EmbedderError, build_embedder
 from knowledge.search.indexing import reembed_batches, stale_items
 

@@ -42,3 +42,10 @@ __all__ = [
     "VALID_OPERATORS", "FilterError", "FilterExpr", "apply_filter", "compile_filter", "describe",
     "parse_filter", "valid_filter_keys",
 ]
+
+
+def for_caller(caller, filters=None):
+    """The caller's static filters (its token's) AND-ed with `filters` (either may be None): they only ever narrow."""
+    combined = [f for f in (caller.static_filters and parse_filter(caller.static_filters), filters) if f]
+    return AND(*combined) if combined else None
+

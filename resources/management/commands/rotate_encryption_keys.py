@@ -9,7 +9,7 @@ from cryptography.fernet import Fernet, InvalidToken
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection, transaction
 
-from knowhub_site.progress import write_progress
+from core.progress import write_progress
 from resources import crypto
 
 BATCH = 200

@@ -18,8 +18,8 @@ from django.http.request import split_domain_port, validate_host
 from mcp.server.transport_security import TransportSecuritySettings
 
 from agents.auth import active_token
-from agents.mcp_server import bearer_key, server
-from knowledge.api.errors import DATABASE_DOWN, RETRY_AFTER_SECONDS
+from api.mcp_server import bearer_key, server
+from core.errors import DATABASE_DOWN, RETRY_AFTER_SECONDS
 
 MCP_PATH = "/mcp"
 

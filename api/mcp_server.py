@@ -20,7 +20,7 @@ from mcp_types import CallToolResult, TextContent
 from agents import operations
 from agents.auth import active_token
 from agents.caller import Caller
-from knowledge.api.errors import api_exception_handler
+from core.errors import api_exception_handler
 
 INSTRUCTIONS = (
     "KnowHub: search knowledge before acting (knowledge_search), save what you learn (knowledge_save), "

@@ -2,17 +2,16 @@
 import json
 from collections.abc import Mapping
 
-from django.http import QueryDict
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
-from rest_framework.fields import empty
 
-from knowledge.api.safe_json import MAX_DEPTH, json_problem
+from core.safe_json import MAX_DEPTH, json_problem
 from knowledge.limits import CONTENT_MAX, EVOLVE_FEEDBACK_MAX, REASON_MAX, TAG_VALUE_MAX, TASK_MAX
 from knowledge.models import KNOWLEDGE_TYPES
 from knowledge.search.filters import FilterError, parse_filter
 from knowledge.search.rerank import ANSWER_FLOOR, RANK_MODES, RELATIVE_FLOOR, RELEVANCE_FLOOR
-from knowledge.serializers import SCOPE_RE, NoUnknownFields, SourceSerializer, StrictCharField
+from core.fields import SCOPE_RE, NoUnknownFields, StrictBooleanField, StrictCharField
+from knowledge.serializers import SourceSerializer
 
 
 class CommaListField(serializers.ListField):
@@ -27,27 +26,6 @@ class CommaListField(serializers.ListField):
             if "" in data:
                 raise serializers.ValidationError("an empty value; give names separated by commas")
         return super().to_internal_value(data)
-
-
-class StrictBooleanField(serializers.BooleanField):
-    """true or false; in a query string also 1 or 0. Nothing else is coerced ("yes", "", 2 are refused)."""
-
-    QUERY_VALUES = {"true": True, "false": False, "1": True, "0": False}
-
-    def get_value(self, dictionary):
-        if isinstance(dictionary, QueryDict):  # `?reveal=` is a value to refuse, not a missing parameter
-            values = dictionary.getlist(self.field_name)
-            return values[-1] if values else empty
-        return super().get_value(dictionary)
-
-    def to_internal_value(self, data):
-        if isinstance(data, bool):
-            return data
-        if isinstance(data, str) and isinstance(getattr(self.root, "initial_data", None), QueryDict):
-            if data in self.QUERY_VALUES:
-                return self.QUERY_VALUES[data]
-            raise serializers.ValidationError("must be true or false (or 1 or 0)")
-        raise serializers.ValidationError("must be true or false")
 
 
 @extend_schema_field({
@@ -107,7 +85,7 @@ class SearchInput(NoUnknownFields, serializers.Serializer):
 })
 class CursorField(serializers.CharField):
     def to_internal_value(self, data):
-        from knowledge.api.pagination import decode_cursor
+        from knowledge.pagination import decode_cursor
 
         value = super().to_internal_value(data)
         try:

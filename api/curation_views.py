@@ -2,8 +2,8 @@
 from rest_framework import serializers
 from rest_framework.views import APIView
 
-from knowledge.api import schema
-from knowledge.api.views import reply
+from api import schema
+from api.views import reply
 from knowledge.operations.curators import MergeApproveInput, MergeIdsInput, RestoreInput, StatusInput
 from knowledge.serializers import KnowledgeSerializer
 

@@ -1,10 +1,10 @@
 from django.urls import path, re_path, register_converter
 
-from knowledge.api import curation_views as curation
-from knowledge.api import views
-from knowledge.api.errors import api_not_found
-from jobs.api import JobDetailApi
-from resources.api import ResourceCollectionApi, ResourceDetailApi
+from api import curation_views as curation
+from api import views
+from core.errors import api_not_found
+from api.jobs import JobDetailApi
+from api.resources import ResourceCollectionApi, ResourceDetailApi
 
 
 class SegmentConverter:

@@ -2,8 +2,8 @@
 from rest_framework.views import APIView
 
 from jobs.operations import JobOutput
-from knowledge.api import schema
-from knowledge.api.views import reply
+from api import schema
+from api.views import reply
 
 
 class JobDetailApi(APIView):

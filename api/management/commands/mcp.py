@@ -3,7 +3,7 @@ import os
 
 from django.core.management.base import BaseCommand, CommandError
 
-from agents import mcp_server
+from api import mcp_server
 from agents.auth import active_token
 
 

@@ -15,12 +15,7 @@ from django.http import Http404, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, status
 from rest_framework.response import Response
-from rest_framework.views import exception_handler
 
-from agents.chain import ChainError
-from knowledge.errors import KnowledgeError, KnowledgeIdConflictError, KnowledgeStateError
-from knowledge.llm import LLMNotConfigured
-from resources.services import ResourceExistsError
 
 try:
     from psycopg_pool import PoolTimeout
@@ -32,6 +27,34 @@ logger = logging.getLogger(__name__)
 DATABASE_DOWN = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout)
 RETRY_AFTER_SECONDS = 5
 RATE_LIMIT_RETRY_SECONDS = 1  # a 429 from a filter that did not say when to come back
+
+
+class DomainError(Exception):
+    """An error raised on purpose by a service, an operation or a filter, mapped to the API's shape here, once.
+
+    Subclasses set `status` (a 4xx) and `code`; `field` names the input at fault (a 400's message then
+    starts with it), `retry_after` the seconds to send as Retry-After. Each app defines its own
+    (knowledge.errors, resources.services, knowledge.llm, agents.chain) without this module knowing them.
+    """
+
+    status = 400
+    code = "invalid"
+
+    def __init__(self, message: str, *, field: str | None = None, retry_after: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.field = field
+        self.retry_after = retry_after
+
+    def api_fields(self) -> dict:
+        if self.field:
+            return {self.field: [self.message]}
+        return {"non_field_errors": [self.message]} if self.status == 400 else {}
+
+    def api_message(self) -> str:
+        if self.status == 400:
+            return f"{self.field or 'non_field_errors'}: {self.message}"
+        return self.message
 
 
 def error_payload(code: str, message: str, fields: dict | None = None) -> dict:
@@ -84,29 +107,19 @@ def first_message(value) -> str:
 
 
 def api_exception_handler(exc, context):
+    from rest_framework.views import exception_handler  # here: importing DRF's views loads the auth classes
+
     if isinstance(exc, DATABASE_DOWN):
         logger.warning("database unavailable: %s: %s", type(exc).__name__, exc)
         return unavailable_response()
     if isinstance(exc, DataError):  # a value validation let through; the SQL stays in the log
         logger.warning("the database refused a value: %s", exc)
         return error_response(status.HTTP_400_BAD_REQUEST, "invalid", "non_field_errors: the database refused a value")
-    if isinstance(exc, LLMNotConfigured):
-        return error_response(status.HTTP_409_CONFLICT, "llm_not_configured", str(exc))
-    if isinstance(exc, KnowledgeStateError):
-        return error_response(status.HTTP_409_CONFLICT, "conflict", exc.message, {exc.field: [exc.message]} if exc.field else {})
-    if isinstance(exc, (KnowledgeIdConflictError, ResourceExistsError)):
-        return error_response(status.HTTP_409_CONFLICT, "conflict", exc.message, {exc.field: [exc.message]})
-    if isinstance(exc, KnowledgeError):  # FilterError, UnknownResourceError, ...
-        field = exc.field or "non_field_errors"
-        return error_response(status.HTTP_400_BAD_REQUEST, "invalid", f"{field}: {exc.message}", {field: [exc.message]})
-    if isinstance(exc, ChainError):
-        err = exc.error
-        # A field's error starts with the field (the API's shape); others name the filter that refused.
-        message = f"{err.filter}: {err.reason}" if err.filter and not err.fields else err.reason
-        response = error_response(err.status, err.code, message, err.fields)
-        if err.retry_after is not None or err.status in (429, 503):
-            default = RATE_LIMIT_RETRY_SECONDS if err.status == 429 else RETRY_AFTER_SECONDS
-            response["Retry-After"] = str(max(1, int(err.retry_after or default)))
+    if isinstance(exc, DomainError):  # every app's typed errors, filters' included
+        response = error_response(exc.status, exc.code, exc.api_message(), exc.api_fields())
+        if exc.retry_after is not None or exc.status in (429, 503):
+            default = RATE_LIMIT_RETRY_SECONDS if exc.status == 429 else RETRY_AFTER_SECONDS
+            response["Retry-After"] = str(max(1, int(exc.retry_after or default)))
         return response
     if isinstance(exc, RequestDataTooBig):
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE

@@ -10,7 +10,7 @@ import re
 from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import JSONParser
 
-from knowledge.api.safe_json import MAX_DEPTH, json_problem
+from core.safe_json import MAX_DEPTH, json_problem
 
 _TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 _CLOSERS = {"{": "}", "[": "]"}

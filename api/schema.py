@@ -67,7 +67,7 @@ class BatchOutput(serializers.Serializer):
 
 
 class BatchUpdateRequest(serializers.Serializer):
-    from knowledge.api.serializers import FeedbackEntry as _Entry
+    from knowledge.inputs import FeedbackEntry as _Entry
 
     feedback_list = serializers.ListField(child=_Entry(), min_length=1, max_length=500)
 

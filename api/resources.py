@@ -1,8 +1,8 @@
 """POST /api/resource and GET /api/resource/{id} (seed 003, scenarios 1-4): resources.operations over HTTP."""
 from rest_framework.views import APIView
 
-from knowledge.api import schema
-from knowledge.api.views import idempotent_reply, reply
+from api import schema
+from api.views import idempotent_reply, reply
 from resources.serializers import ResourceGetInput, ResourceInput, ResourceOutput
 
 

@@ -5,9 +5,9 @@ from rest_framework.views import APIView
 
 from agents import operations
 from agents.caller import NO_ROLE, Caller, caller_for_request
-from knowledge.api import schema
-from knowledge.api.idempotency import idempotent_response
-from knowledge.api.serializers import (
+from api import schema
+from api.idempotency import idempotent_response
+from knowledge.inputs import (
     KnowledgeCreateInput, KnowledgeListInput, KnowledgePatchInput, KnowledgeUpdateInput, SearchInput, SlimInput,
 )
 from knowledge.serializers import KnowledgeSerializer

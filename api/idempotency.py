@@ -8,7 +8,7 @@ from rest_framework.response import Response
 
 from agents.caller import Caller
 from agents.idempotency import IdempotencyKeyError, idempotent_reply
-from knowledge.api.errors import error_response
+from core.errors import error_response
 
 HEADER = "Idempotency-Key"
 
