@@ -1,5 +1,4 @@
 """The operation registry (agents.operations): every operation served alike, and always through the chain."""
-import importlib
 import re
 from pathlib import Path
 
@@ -7,8 +6,6 @@ import anyio
 import pytest
 from knowhub_client import AsyncKnowHub, KnowHub
 from knowhub_client.tools import TOOL_NAMES
-from django.apps import apps
-from django.contrib.auth.models import Group
 from rest_framework.test import APIClient
 
 from agents import operations
@@ -18,7 +15,7 @@ from agents.models import AuditEvent
 from jobs.models import Job
 from resources.models import RevealEvent
 from tests.api.conftest import client_with, token
-from tests.curation.conftest import user_in
+from tests.callers import person_in, session_client
 from tests.factories import make_knowledge, make_resource
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
@@ -106,12 +103,9 @@ def test_reads_run_through_the_filter_chain_so_a_deployment_filter_can_refuse_a_
 
 @pytest.mark.django_db
 def test_the_declared_permission_is_enforced_for_each_caller_kind(django_user_model):
-    if not Group.objects.filter(name="viewer").exists():  # a transactional test before may have flushed them
-        importlib.import_module("curation.migrations.0001_roles").create_roles(apps, None)
     item = make_knowledge()
     reader = client_with(token(agent_id="reader", writable_scopes=[]))
-    viewer = APIClient()
-    viewer.force_login(user_in(django_user_model, "viewer", "vera"))
+    viewer = session_client(person_in(django_user_model, "viewer", "vera"))
 
     feedback = {"add_helpful_case": {"outcome": "ok"}}
     assert reader.put(f"/api/knowledge/{item.id}", feedback, format="json").status_code == 200  # any token may report

@@ -13,8 +13,8 @@ from mcp.client.streamable_http import streamable_http_client
 
 from agents import operations
 from agents.models import AuditEvent
-from agents.services import agent_token_create
 from knowledge.models import Knowledge
+from tests.callers import agent_key
 from tests.conftest import REPO_ROOT, database_url_for_subprocess
 from tests.stack import asgi_server as asgi_server_at
 
@@ -30,7 +30,7 @@ def subprocess_env() -> dict:
 
 
 def token(agent_id="research_agent", scopes=("org:acme",), **kwargs) -> str:
-    return agent_token_create(agent_id=agent_id, readable_scopes=list(scopes), **kwargs)[1]
+    return agent_key(agent_id, scopes, **kwargs)
 
 
 async def call(session: ClientSession, name: str, **arguments):

@@ -2,17 +2,11 @@
 import pytest
 from rest_framework.test import APIClient
 
-from agents.services import agent_token_create
+from tests.callers import agent_key, client_with  # noqa: F401 - client_with is these tests' name too
 
 
 def token(agent_id="fuzz_agent", scopes=("org:acme",), **kwargs) -> str:
-    return agent_token_create(agent_id=agent_id, readable_scopes=list(scopes), **kwargs)[1]
-
-
-def client_with(key: str) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
-    return client
+    return agent_key(agent_id, scopes, **kwargs)
 
 
 @pytest.fixture

@@ -1,13 +1,13 @@
 """A live KnowHub (pytest-django's live server: real HTTP, real database) and clients with real tokens."""
 import pytest
 
-from agents.services import agent_token_create
+from tests.callers import agent_key
 
 
 @pytest.fixture
 def token_for(transactional_db):
     def make(agent_id="research_agent", scopes=("org:acme",), **kwargs) -> str:
-        return agent_token_create(agent_id=agent_id, readable_scopes=list(scopes), **kwargs)[1]
+        return agent_key(agent_id, scopes, **kwargs)
 
     return make
 

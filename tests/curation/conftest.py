@@ -4,6 +4,8 @@ import pytest
 from django.apps import apps
 from django.contrib.auth.models import Group
 
+from tests.callers import person_in
+
 
 @pytest.fixture(autouse=True)
 def roles(request):
@@ -16,9 +18,7 @@ def roles(request):
 
 
 def user_in(django_user_model, role: str, username: str):
-    user = django_user_model.objects.create_user(username=username, password="pw-for-tests")
-    user.groups.add(Group.objects.get(name=role))
-    return user
+    return person_in(django_user_model, role, username)
 
 
 @pytest.fixture

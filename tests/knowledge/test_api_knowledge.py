@@ -1,12 +1,11 @@
 """The agent API of seed 003: search, save and read, with per-agent tokens and scopes."""
-import copy
 import json
 
 import pytest
 from rest_framework.test import APIClient
 
-from agents.services import agent_token_create
-from tests.factories import make_knowledge, make_resource
+from tests.callers import agent_client
+from tests.factories import make_knowledge
 
 pytestmark = pytest.mark.django_db
 
@@ -30,10 +29,7 @@ SEED_SAVE_BODY = {
 
 
 def client_for(agent_id, scopes, **kwargs):
-    _, key = agent_token_create(agent_id=agent_id, readable_scopes=scopes, **kwargs)
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
-    return client
+    return agent_client(agent_id, scopes, **kwargs)
 
 
 @pytest.fixture

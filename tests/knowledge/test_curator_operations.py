@@ -4,7 +4,6 @@ Each caller kind: the owner's token, another agent's token, a curator token (in 
 scopes), a person with the curator role, a viewer, a user without a role, and nobody.
 """
 import pytest
-from django.contrib.auth.models import Group
 from rest_framework.test import APIClient
 
 from api.mcp_server import _op, _Refused, _run_sync
@@ -12,8 +11,7 @@ from agents.models import AuditEvent
 from jobs.models import Job
 from knowledge import services, slim
 from knowledge.models import Knowledge
-from tests.api.conftest import client_with, token
-from tests.curation.conftest import user_in
+from tests.callers import agent_client, agent_key, person_in, session_client
 from tests.curation.test_review import proposed
 from tests.factories import make_knowledge
 
@@ -22,38 +20,26 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def owner():
-    return client_with(token(agent_id="research_agent", writable_scopes=["org:acme"]))
+    return agent_client("research_agent", writable_scopes=["org:acme"])
 
 
 @pytest.fixture
 def peer():
-    return client_with(token(agent_id="other_agent", writable_scopes=["org:acme"]))
+    return agent_client("other_agent", writable_scopes=["org:acme"])
 
 
 @pytest.fixture
 def curator_token():
-    return client_with(token(agent_id="librarian", writable_scopes=["org:acme"], can_curate=True))
+    return agent_client("librarian", writable_scopes=["org:acme"], can_curate=True)
 
 
 @pytest.fixture
 def far_curator():
-    return client_with(token(agent_id="far_librarian", scopes=("org:beta",), writable_scopes=["org:beta"],
-                             can_curate=True))
+    return agent_client("far_librarian", ("org:beta",), writable_scopes=["org:beta"], can_curate=True)
 
 
 def person(django_user_model, role: str | None, name: str) -> APIClient:
-    import importlib
-
-    from django.apps import apps
-
-    if not Group.objects.filter(name="viewer").exists():
-        importlib.import_module("curation.migrations.0001_roles").create_roles(apps, None)
-    client = APIClient()
-    if role:
-        client.force_login(user_in(django_user_model, role, name))
-    else:
-        client.force_login(django_user_model.objects.create_user(username=name, password="pw-for-tests"))
-    return client
+    return session_client(person_in(django_user_model, role, name))
 
 
 def edited_item():
@@ -160,8 +146,8 @@ def test_each_person_kind_gets_the_designed_answer(django_user_model):
 
 @pytest.mark.django_db(transaction=True)  # _run_sync closes connections as a request's end would
 def test_curator_operations_over_mcp():
-    key = token(agent_id="librarian", writable_scopes=["org:acme"], can_curate=True)
-    plain = token(agent_id="worker", writable_scopes=["org:acme"])
+    key = agent_key("librarian", writable_scopes=["org:acme"], can_curate=True)
+    plain = agent_key("worker", writable_scopes=["org:acme"])
     a, b = make_knowledge(task="Tabs please"), make_knowledge(task="Use tabs")
     proposed(a, b)
 

@@ -1,42 +1,21 @@
 """Role users and API clients for the security tests (the role groups come from the migration)."""
-import importlib
 
 import pytest
-from django.apps import apps
-from django.contrib.auth.models import Group
 from rest_framework.test import APIClient
 
-from agents.services import agent_token_create
+from tests.callers import agent_client, agent_key, ensure_roles, person_in, session_client  # noqa: F401 - shared names
 from tests.curation.conftest import admin_client_, admin_user, roles, viewer, viewer_client  # noqa: F401 - autouse roles
 
 ROLE_USERS = {"viewer": "vera", "curator": "carl", "admin": "ada"}
 
 
-def ensure_roles() -> None:
-    """The role groups; a transactional test before this one may have flushed the migration's rows."""
-    if not Group.objects.filter(name="viewer").exists():
-        importlib.import_module("curation.migrations.0001_roles").create_roles(apps, None)
-
-
 def make_user(django_user_model, username: str, role: str | None = None, **extra):
     """A staff user (so the admin's own permission checks are what is tested) in `role`, or in no group."""
-    user = django_user_model.objects.create_user(username=username, password="pw-for-tests", is_staff=True, **extra)
-    if role:
-        user.groups.add(Group.objects.get(name=role))
-    return user
-
-
-def session_client(user) -> APIClient:
-    client = APIClient()
-    client.force_login(user)
-    return client
+    return person_in(django_user_model, role, username, is_staff=True, **extra)
 
 
 def token_client(agent_id: str, scopes=("org:acme",), **kwargs) -> APIClient:
-    _, key = agent_token_create(agent_id=agent_id, readable_scopes=list(scopes), **kwargs)
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
-    return client
+    return agent_client(agent_id, scopes, **kwargs)
 
 
 @pytest.fixture
@@ -93,7 +72,7 @@ def world(django_db_setup, django_db_blocker):
         acme, other = _seed_org("org:acme", "agent:owner_agent"), _seed_org("org:other", "agent:other_agent")
         tokens = {}
         for caller, (agent_id, scopes, options) in AGENTS.items():
-            tokens[caller] = agent_token_create(agent_id=agent_id, readable_scopes=scopes, **options)[1]
+            tokens[caller] = agent_key(agent_id, scopes, **options)
         clients = {caller: Client(HTTP_AUTHORIZATION=f"Bearer {key}") for caller, key in tokens.items()}
         for caller, role in SESSIONS.items():
             clients[caller] = Client()
