@@ -15,6 +15,7 @@ token (`can_curate`), within its writable scopes.
 """
 from dataclasses import dataclass
 
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import BasePermission
 
 from agents.roles import rights_of
@@ -67,6 +68,23 @@ class Caller:
     def may_write_any(self, scopes) -> bool:
         """Whether the caller may write at least one of `scopes` (an item's or a resource's)."""
         return len(self.may_write(scopes)) < len(scopes)
+
+    def scopes_to_write(self, requested) -> list[str]:
+        """The one default-scope rule: the scopes asked for, or else the token's first writable scope.
+
+        Raises PermissionDenied when none results (a person has no default scope) or when the caller
+        may not write one of them (`require_write`)."""
+        scopes = list(requested or ()) or list(self.writable_scopes or ())[:1]
+        if not scopes:
+            raise PermissionDenied("name the scopes to write to (a person has no default scope)")
+        self.require_write(scopes)
+        return scopes
+
+    def require_write(self, scopes) -> None:
+        """PermissionDenied naming the scopes of `scopes` this caller may not write."""
+        refused = self.may_write(scopes)
+        if refused:
+            raise PermissionDenied(f"this caller may not write to scope(s): {', '.join(refused)}")
 
 
 def caller_for_request(request) -> Caller:

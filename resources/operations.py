@@ -35,10 +35,7 @@ def resource_save(caller: Caller, **data) -> Resource:
             raise PermissionDenied(f"this caller may not write to the scopes of {existing.pk}")
         data.pop("scopes", None)  # a new version keeps who may see it
         return resource_save_version(resource_id=data.pop("id"), replaced_by=caller.principal, **data)
-    scopes = data.pop("scopes", None) or list(caller.writable_scopes or ())[:1]
-    refused = caller.may_write(scopes) if scopes else ["(none)"]
-    if refused:
-        raise PermissionDenied(f"this caller may not write to scope(s): {', '.join(refused)}")
+    scopes = caller.scopes_to_write(data.pop("scopes", None))
     return resource_create(resource_id=data.pop("id"), scopes=scopes, owner=caller.principal, **data)
 
 

@@ -126,12 +126,7 @@ def knowledge_filters(caller: Caller) -> dict:
            permission="write", status=201)
 def knowledge_save(caller: Caller, **data) -> Knowledge:
     """Save a new item; scopes default to the caller's first writable scope, owner to the caller."""
-    scopes = data.pop("scopes", None) or list(caller.writable_scopes or ())[:1]
-    if not scopes:
-        raise PermissionDenied("name the scopes to save to (a person has no default scope)")
-    refused = caller.may_write(scopes)
-    if refused:
-        raise PermissionDenied(f"this caller may not write to scope(s): {', '.join(refused)}")
+    scopes = caller.scopes_to_write(data.pop("scopes", None))
     source = {"agent_id": caller.agent_id, **data.pop("source", {})}
     owner = data.pop("owner", None) or caller.principal
     item = services.knowledge_create(scopes=scopes, owner=owner, source=source,
