@@ -39,7 +39,7 @@ class Operation:
     handler: Callable[..., Any]  # handler(caller, **args): a model instance or a JSON-ready dict
     summary: str
     input: type | None = None  # DRF serializer for the raw `data`; None: the operation takes no body
-    output: type | None = None  # DRF serializer rendering a model result; None: the handler returns JSON
+    output: type | None = None  # DRF serializer rendering the result (model or dict); None: already JSON
     writes: bool = False
     permission: str = "read"
     status: int = 200  # the HTTP status of a success
@@ -51,9 +51,8 @@ class Operation:
             raise ValueError(f"operation {self.name!r} writes, so it needs the feedback or write permission")
 
     def render(self, result: Any) -> Any:
-        if self.output is None or isinstance(result, dict):
-            return result
-        return self.output(result).data
+        """The reply as JSON: the handler's model or dict through the output serializer (None: as it is)."""
+        return result if self.output is None else self.output(result).data
 
 
 _registry: dict[str, Operation] = {}

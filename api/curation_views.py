@@ -1,33 +1,11 @@
 """Curators' operations over REST (knowledge.operations.curators): for the curator role and curator tokens."""
-from rest_framework import serializers
 from rest_framework.views import APIView
 
 from api import schema
 from api.views import reply
 from knowledge.operations.curators import MergeApproveInput, MergeIdsInput, RestoreInput, StatusInput
+from knowledge.outputs import ProposalsOutput, RejectOutput, UnmergeOutput, VersionsOutput
 from knowledge.serializers import KnowledgeSerializer
-
-
-class VersionsOutput(serializers.Serializer):
-    knowledge_id = serializers.CharField()
-    count = serializers.IntegerField()
-    results = serializers.ListField(child=serializers.DictField())
-
-
-class UnmergeOutput(serializers.Serializer):
-    knowledge_id = serializers.CharField()
-    status = serializers.CharField()
-    restored = serializers.ListField(child=serializers.CharField())
-
-
-class ProposalsOutput(serializers.Serializer):
-    count = serializers.IntegerField()
-    results = serializers.ListField(child=serializers.DictField(), help_text="{job_id, ids, proposal: {task, content}}")
-
-
-class RejectOutput(serializers.Serializer):
-    ids = serializers.ListField(child=serializers.CharField())
-    rejected = serializers.BooleanField()
 
 
 class KnowledgeVersionsApi(APIView):

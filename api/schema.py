@@ -1,92 +1,16 @@
-"""Response shapes for the OpenAPI schema (the views build plain dicts of these shapes)."""
-from drf_spectacular.utils import extend_schema, OpenApiResponse
+"""The OpenAPI side of the REST views: error responses, request shapes that are not an operation's input,
+and `for_operation`. Replies are the operations' output serializers (knowledge.outputs, ...)."""
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 
-from knowledge.serializers import KnowledgeSerializer
-
-
-class ErrorBody(serializers.Serializer):
-    code = serializers.CharField()
-    message = serializers.CharField()
-    fields = serializers.DictField()
-
-
-class ErrorOutput(serializers.Serializer):
-    error = ErrorBody()
-
-
-class HitEval(serializers.Serializer):
-    score = serializers.IntegerField()
-    helpful = serializers.IntegerField()
-    harmful = serializers.IntegerField()
-    confidence = serializers.FloatField()
-
-
-class SearchHit(serializers.Serializer):
-    id = serializers.CharField()
-    task = serializers.CharField()
-    content = serializers.CharField()
-    types = serializers.ListField(child=serializers.CharField())
-    tags = serializers.DictField(child=serializers.CharField())
-    scopes = serializers.ListField(child=serializers.CharField())
-    owner = serializers.CharField()
-    resource_ids = serializers.ListField(child=serializers.CharField())
-    eval = HitEval()
-    quality_score = serializers.FloatField()
-    relevance = serializers.FloatField(
-        help_text="calibrated probability (0..1) that the item answers the query; the same scale for every query")
-    explanation = serializers.DictField(required=False)
-
-
-class SearchOutput(serializers.Serializer):
-    results = SearchHit(many=True)
-    count = serializers.IntegerField()
-    search_id = serializers.UUIDField(help_text=(
-        "this search, as logged: send it back as `search_id` with feedback on its results (PUT /api/knowledge/{id}, "
-        "batch_update entries) so the ranking can be evaluated on your agents' searches"))
-    notes = serializers.ListField(child=serializers.CharField(), required=False)
-
-
-class ListOutput(serializers.Serializer):
-    results = KnowledgeSerializer(many=True)
-    count = serializers.IntegerField()
-    next = serializers.CharField(allow_null=True)
-
-
-class BatchResult(serializers.Serializer):
-    index = serializers.IntegerField()
-    knowledge_id = serializers.CharField(allow_null=True)
-    ok = serializers.BooleanField()
-    error = ErrorBody(required=False)
-
-
-class BatchOutput(serializers.Serializer):
-    results = BatchResult(many=True)
-    succeeded = serializers.IntegerField()
-    failed = serializers.IntegerField()
+from core.errors import ErrorOutput
+from knowledge.outputs import BatchOutput, FiltersOutput, JobRef, ListOutput, SearchOutput  # noqa: F401 - the views' names
 
 
 class BatchUpdateRequest(serializers.Serializer):
     from knowledge.inputs import FeedbackEntry as _Entry
 
     feedback_list = serializers.ListField(child=_Entry(), min_length=1, max_length=500)
-
-
-class JobLink(serializers.Serializer):
-    id = serializers.UUIDField()
-    status = serializers.CharField()
-    url = serializers.CharField()
-
-
-class JobRef(serializers.Serializer):
-    job = JobLink()
-
-
-class FiltersOutput(serializers.Serializer):
-    operators = serializers.ListField(child=serializers.CharField())
-    keys = serializers.DictField()
-    static_filters = serializers.JSONField(allow_null=True)
-    example = serializers.JSONField()
 
 
 ERROR_TEXTS = {

@@ -13,7 +13,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DataError, InterfaceError, OperationalError
 from django.http import Http404, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
-from rest_framework import exceptions, status
+from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 
 
@@ -23,6 +23,18 @@ except ImportError:  # psycopg_pool is optional (only with the pool option)
     PoolTimeout = OperationalError
 
 logger = logging.getLogger(__name__)
+
+
+class ErrorBody(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+    fields = serializers.DictField()
+
+
+class ErrorOutput(serializers.Serializer):
+    """The one error shape: {"error": {"code", "message", "fields"}}."""
+
+    error = ErrorBody()
 
 DATABASE_DOWN = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout)
 RETRY_AFTER_SECONDS = 5

@@ -17,13 +17,6 @@ class Gone(APIException):
     default_code = "expired"
 
 
-def resource_data(resource: Resource, *, secret: str | None = None) -> dict:
-    data = ResourceOutput(resource).data
-    if secret is not None:
-        data["secure_body"] = secret
-    return data
-
-
 @operation("resource_save", input=ResourceInput, output=ResourceOutput, writes=True, permission="write", status=201)
 def resource_save(caller: Caller, **data) -> Resource:
     """Create, or save a new version of an id the caller may write (the old one is kept)."""
@@ -39,9 +32,9 @@ def resource_save(caller: Caller, **data) -> Resource:
     return resource_create(resource_id=data.pop("id"), scopes=scopes, owner=caller.principal, **data)
 
 
-@operation("resource_get", input=ResourceGetInput)
+@operation("resource_get", input=ResourceGetInput, output=ResourceOutput)
 def resource_get(caller: Caller, *, resource_id, reveal: bool, remote_addr: str | None = None,
-                 user_agent: str = "") -> dict:
+                 user_agent: str = "") -> Resource:
     """A resource the caller can see; with `reveal`, its secret (audited), for tokens with secret access."""
     if not isinstance(resource_id, str) or text_problem(resource_id):  # no such id can exist (MCP passes any text)
         raise Http404
@@ -49,7 +42,7 @@ def resource_get(caller: Caller, *, resource_id, reveal: bool, remote_addr: str 
     if resource is None:
         raise Http404
     if not reveal:
-        return resource_data(resource)
+        return resource
     if not caller.can_read_secrets:
         raise PermissionDenied("this caller may not reveal secrets (a token with secret access, or the admin role)")
     try:
@@ -57,4 +50,5 @@ def resource_get(caller: Caller, *, resource_id, reveal: bool, remote_addr: str 
                                  user_agent=user_agent)
     except SecretExpired as exc:
         raise Gone(f"this {resource.content_type} expired at {exc.expires_at.isoformat()}") from exc
-    return resource_data(resource, secret=secret)
+    resource.revealed_secret = secret  # sent once, in this reply (ResourceOutput)
+    return resource

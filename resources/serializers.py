@@ -31,6 +31,9 @@ class ResourceGetInput(serializers.Serializer):
 
 
 class ResourceOutput(serializers.Serializer):
+    """A resource as the API sends it: never its secret, except `secure_body` on a reveal (GET ...?reveal=true),
+    which `resources.operations.resource_get` hands over as `revealed_secret` (never read from the model here)."""
+
     id = serializers.CharField()
     title = serializers.CharField()
     body = serializers.CharField()
@@ -44,6 +47,12 @@ class ResourceOutput(serializers.Serializer):
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
 
-
     def get_version(self, resource) -> int:
         return resource.versions.count() + 1
+
+    def to_representation(self, resource):
+        data = super().to_representation(resource)
+        revealed = getattr(resource, "revealed_secret", None)
+        if revealed is not None:
+            data["secure_body"] = revealed
+        return data

@@ -66,6 +66,17 @@ def test_the_readme_endpoint_table_documents_every_operation_and_nothing_else():
     assert not stale, f"README documents routes that serve no operation: {sorted(stale)}"
 
 
+# Operations whose handler already returns the JSON it sends, with the reason (all others have an output serializer).
+RENDERED_BY_THE_HANDLER = {
+    "knowledge_update": "the item in the seed's shape (KnowledgeSerializer) plus `job` when an evolve was queued",
+}
+
+
+def test_every_reply_is_rendered_by_a_declared_output_serializer():
+    without = {name for name, op in operations.registered().items() if op.output is None}
+    assert without == set(RENDERED_BY_THE_HANDLER)
+
+
 def test_a_write_must_declare_a_write_permission():
     with pytest.raises(ValueError, match="writes"):
         operations.Operation(name="x", handler=lambda caller: None, summary="", writes=True, permission="read")

@@ -14,7 +14,7 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 from agents.caller import Caller
 from agents.operations import operation
 from knowledge import evolve, feedback, search_log, selectors, services, slim
-from knowledge import inputs
+from knowledge import inputs, outputs
 from core.errors import error_payload, first_message, first_path
 from knowledge.pagination import encode_cursor
 from core.safe_json import text_problem
@@ -65,7 +65,7 @@ def search_result(item: Knowledge, hit, explain: bool) -> dict:
     return row
 
 
-@operation("knowledge_search", input=inputs.SearchInput)
+@operation("knowledge_search", input=inputs.SearchInput, output=outputs.SearchOutput)
 def knowledge_search(caller: Caller, *, q, top_k, min_score, types, scopes, filters, rank, explain,
                      answer_floor, relevance_floor, relevance_ratio) -> dict:
     """Search: hybrid retrieval, the relevance gate, then the quality rerank; logged as `search_id`."""
@@ -88,7 +88,7 @@ def knowledge_search(caller: Caller, *, q, top_k, min_score, types, scopes, filt
     return body
 
 
-@operation("knowledge_list", input=inputs.KnowledgeListInput)
+@operation("knowledge_list", input=inputs.KnowledgeListInput, output=outputs.ListOutput)
 def knowledge_list(caller: Caller, *, limit, types, scopes, cursor) -> dict:
     """Active items newest first, cursor-paginated."""
     items = selectors.knowledge_with_relations().visible_to(caller).filter(status="active").order_by("-created_at", "-id")
@@ -102,7 +102,7 @@ def knowledge_list(caller: Caller, *, limit, types, scopes, cursor) -> dict:
     page = list(items[: limit + 1])
     more, page = len(page) > limit, page[:limit]
     return {
-        "results": [KnowledgeSerializer(item).data for item in page],
+        "results": page,
         "count": len(page),
         "next": encode_cursor(page[-1].created_at, page[-1].id) if more else None,
     }
@@ -114,7 +114,7 @@ def knowledge_get(caller: Caller, *, knowledge_id) -> Knowledge:
     return visible_item(caller, knowledge_id)
 
 
-@operation("knowledge_filters")
+@operation("knowledge_filters", output=outputs.FiltersOutput)
 def knowledge_filters(caller: Caller) -> dict:
     """The filter keys and operators valid for this caller, with sample values from the items it can see."""
     keys = valid_filter_keys(Knowledge.objects.visible_to(caller).filter(status="active"))
@@ -173,7 +173,8 @@ def _entry_failed(position: int, knowledge_id, code: str, message: str, fields) 
     return {"index": position, "knowledge_id": knowledge_id, "ok": False, "error": error_payload(code, message, fields)}
 
 
-@operation("knowledge_batch_update", input=inputs.BatchUpdateInput, writes=True, permission="feedback")
+@operation("knowledge_batch_update", input=inputs.BatchUpdateInput, output=outputs.BatchOutput, writes=True,
+           permission="feedback")
 def knowledge_batch_update(caller: Caller, *, feedback_list) -> dict:
     """Many helpful/harmful reports; per-entry results, so one bad entry does not lose the good ones."""
     results = []
@@ -222,7 +223,8 @@ def knowledge_edit(caller: Caller, *, knowledge_id, reason, **changes) -> Knowle
     return selectors.knowledge_get(knowledge_id=item.id)
 
 
-@operation("knowledge_slim", input=inputs.SlimInput, writes=True, permission="write", status=202)
+@operation("knowledge_slim", input=inputs.SlimInput, output=outputs.JobRef, writes=True, permission="write",
+           status=202)
 def knowledge_slim(caller: Caller, *, model, dry_run) -> dict:
     """Queue a merge of near-duplicates within the caller's writable scopes (a job)."""
     job = slim.slim_request(model=model or None, dry_run=dry_run, requested_by=caller.principal,

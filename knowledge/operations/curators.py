@@ -15,7 +15,7 @@ from rest_framework.exceptions import PermissionDenied
 from agents.caller import Caller
 from agents.operations import operation
 from jobs.models import Job
-from knowledge import evolve, selectors, services, slim
+from knowledge import evolve, outputs, selectors, services, slim
 from knowledge.errors import KnowledgeStateError
 from knowledge.limits import CONTENT_MAX, REASON_MAX, TASK_MAX
 from knowledge.models import Knowledge, KnowledgeVersion
@@ -65,7 +65,7 @@ def _curated_items(caller: Caller, ids: list[str]) -> list[Knowledge]:
     return [items[i] for i in ids]
 
 
-@operation("knowledge_versions")
+@operation("knowledge_versions", output=outputs.VersionsOutput)
 def knowledge_versions(caller: Caller, *, knowledge_id) -> dict:
     """An item's earlier texts, newest first: number, task, content, tags, who changed it, why and when."""
     item = visible_item(caller, knowledge_id)
@@ -105,7 +105,7 @@ def knowledge_activate(caller: Caller, *, knowledge_id, reason) -> Knowledge:
     return selectors.knowledge_get(knowledge_id=item.id)
 
 
-@operation("knowledge_unmerge", writes=True, permission="curate")
+@operation("knowledge_unmerge", output=outputs.UnmergeOutput, writes=True, permission="curate")
 def knowledge_unmerge(caller: Caller, *, knowledge_id) -> dict:
     """Undo a merge: its originals become active again and the merged item is archived."""
     item = visible_item(caller, knowledge_id)
@@ -117,7 +117,7 @@ def knowledge_unmerge(caller: Caller, *, knowledge_id) -> dict:
     return {"knowledge_id": item.id, "status": "archived", "restored": restored}
 
 
-@operation("merge_proposals", permission="curate")
+@operation("merge_proposals", output=outputs.ProposalsOutput, permission="curate")
 def merge_proposals(caller: Caller) -> dict:
     """Merge groups proposed by dry-run slim jobs that await review, with the proposed text."""
     visible = set(Knowledge.objects.visible_to(caller).values_list("id", flat=True)) if caller.readable_scopes is not None else None
@@ -141,7 +141,7 @@ def merge_approve(caller: Caller, *, ids, task=None, content=None) -> Knowledge:
     return selectors.knowledge_get(knowledge_id=merged.id)
 
 
-@operation("merge_reject", input=MergeIdsInput, writes=True, permission="curate")
+@operation("merge_reject", input=MergeIdsInput, output=outputs.RejectOutput, writes=True, permission="curate")
 def merge_reject(caller: Caller, *, ids) -> dict:
     """Reject a proposed group: none of its pairs is proposed again."""
     _curated_items(caller, ids)
