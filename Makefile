@@ -1,15 +1,24 @@
-# KnowHub: `make run` starts everything, `make test` tests everything.
+# KnowHub: `make run` starts everything, `make test` runs the fast suite, `make test-all` every test.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test fuzz install clean-var
+.PHONY: run test test-slow test-all fuzz install clean-var
 
 run: $(STAMP)
 	$(BIN)/python manage.py serve
 
+# The fast suite: every test not marked slow (tests/conftest.py marks them), about 3 minutes on 2 cores.
 test: $(STAMP)
+	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+
+# Only the slow tests: subprocess stacks, real Celery workers, browsers, fault injection, load, benches.
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -m slow $(PYTEST_ARGS)
+
+# Every test, fast and slow: what CI (.ci/run) runs.
+test-all: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Schemathesis against a live server, every phase, FUZZ_EXAMPLES per operation (not part of .ci/run).

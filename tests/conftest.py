@@ -108,3 +108,99 @@ def llm_worker(fake_openai, django_db_setup, django_db_blocker):
         }).start()
     yield worker
     worker.stop()
+
+
+# --- The fast suite and the slow tests (issue 15) ---------------------------------------------------------
+# `make test` runs `-m "not slow"`: the fast suite, every app's behaviour in-process (a few minutes on two
+# cores). `make test-slow` runs only the slow tests, `make test-all` (and so `.ci/run`) runs both. A test is
+# slow when it is marked `e2e` (the whole stack as a subprocess: tests/reliability/, tests/faults/
+# test_worker_faults.py, tests/knowhub_site/test_make_run.py) or `browser` (Playwright + chromium:
+# tests/curation/test_browser.py, tests/curation/test_xss_browser.py), or when it is listed here: a module
+# ("tests/x/test_y.py"), one test of a module ("tests/x/test_y.py::test_name", every parameter of it) or one
+# parameter of a test ("tests/x/test_y.py::test_name[param]").
+# Each entry costs seconds to minutes of subprocesses or waiting; a listed module must exist and a listed
+# test must be defined in it, or the run stops (a stale entry would quietly slow the fast suite down).
+SLOW_TESTS = [
+    # Fault injection: a real Celery worker against a loopback LLM that fails, stalls or answers junk,
+    # retried with backoff (~3.5 min).
+    "tests/faults/test_llm_faults.py",
+    # Schemathesis: every operation against the live server (`make fuzz` runs its heavier pass).
+    "tests/api/test_schemathesis.py",
+    # The MCP server as subprocesses: `manage.py mcp` over stdio and uvicorn serving /mcp (~70 s).
+    "tests/agents/test_mcp.py",
+    "tests/client/test_examples.py::test_mcp_example_over_stdio",
+    # A subprocess importing the web entry point, loading the models at boot and without.
+    "tests/knowhub_site/test_warmup.py",
+    # Load and heavy computation: ten thousand inserts; embedding a 16,000-character item chunk by chunk (~25 s).
+    "tests/knowledge/test_ids.py::test_ten_thousand_inserts_get_unique_well_formed_ids",
+    "tests/knowledge/test_search_indexing.py::test_a_long_item_gets_one_unit_vector_pooled_from_its_chunks_and_is_found_by_its_opening",
+    # The client waiting out the live server's real Retry-After (5 s per 503); the 429 case, giving up, the
+    # loopback Retry-After and the async client's retries stay fast.
+    "tests/client/test_client_retries.py::test_a_search_is_retried_through_429_and_503_until_it_succeeds[503]",
+    "tests/client/test_client_retries.py::test_a_save_is_retried_with_its_idempotency_key_and_stored_once",
+    # The benches (bench/) on generated bases; the retrieval, fusion, halves and keyword-budget ones stay fast.
+    "tests/test_bench.py::test_the_ranking_bench_simulates_feedback_and_runs_queries_against_a_scope_with_no_answer",
+    "tests/test_bench.py::test_the_scale_seed_fills_a_base_of_the_seeds_shape_and_the_latency_bench_times_it_beside_the_floor",
+    "tests/test_bench.py::test_the_ingest_bench_measures_single_saves_the_bulk_path_and_the_workers_embedding",
+    "tests/test_bench.py::test_the_slim_bench_times_the_group_finding_of_a_dry_run",
+    # A real Celery worker process (celery_worker, llm_worker or CeleryWorker): 10-70 s each, most of it
+    # starting, waiting for and stopping the worker; the services they drive run in-process in the fast suite.
+    # None of them stays fast: the first worker of a run also works off the embedding messages the in-process
+    # tests queued, and after the whole fast suite that outlasted test_evolve.py's 90 s wait.
+    "tests/knowledge/test_evolve.py::test_evolve_rewrites_the_item_and_keeps_the_old_version",
+    "tests/knowledge/test_evolve.py::test_secrets_of_linked_resources_and_their_earlier_versions_never_reach_the_llm",
+    "tests/knowledge/test_evolve.py::test_a_misbehaving_llm_fails_the_job_readably_after_retries_and_leaves_the_item_alone",
+    "tests/knowledge/test_evolve.py::test_an_llm_timeout_is_retried_then_fails_the_job",
+    "tests/knowledge/test_evolve.py::test_a_worker_killed_mid_job_loses_nothing_and_the_job_runs_once",
+    "tests/knowledge/test_evolve.py::test_evolve_runs_through_a_redis_broker_too",
+    "tests/knowledge/test_slim.py::test_slim_merges_groups_through_the_worker_and_unmerge_restores_exactly",
+    "tests/knowledge/test_slim.py::test_dry_run_proposes_without_writing",
+    "tests/knowledge/test_bulk.py::test_bulk_items_are_embedded_by_the_worker_in_batches",
+    "tests/knowledge/test_search_indexing.py::test_a_save_is_keyword_searchable_at_once_and_the_worker_embeds_it",
+    "tests/client/test_client_jobs.py::test_wait_for_job_returns_a_finished_job_and_raises_for_a_failed_one",
+    "tests/curation/test_evolve_ui.py::test_evolve_queues_polls_then_compares_and_rolls_back",
+    "tests/curation/test_review.py::test_find_duplicates_runs_a_dry_run_job_whose_proposals_appear",
+    "tests/knowhub_site/test_healthz.py::test_healthz_is_ok_with_a_real_worker_running",
+    "tests/knowhub_site/test_healthz.py::test_a_stopped_worker_clears_its_heartbeat_and_healthz_names_it",
+    "tests/knowhub_site/test_healthz.py::test_a_worker_on_redis_reports_in",
+]
+SLOW_MARKERS = ("e2e", "browser")
+
+
+def _check_slow_tests():
+    for entry in SLOW_TESTS:
+        module, _, name = entry.partition("::")
+        path = REPO_ROOT / module
+        if not path.is_file() or (name and f"def {name.split('[', 1)[0]}(" not in path.read_text()):
+            raise pytest.UsageError(f"tests/conftest.py SLOW_TESTS lists {entry}, which does not exist: update the list")
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(config, items):
+    _check_slow_tests()
+    for item in items:
+        node = item.nodeid
+        listed = any(node == entry or node.startswith((entry + "::", entry + "[")) for entry in SLOW_TESTS)
+        if listed or any(item.get_closest_marker(marker) for marker in SLOW_MARKERS):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def test_broker_emptied_first():
+    """Each run starts on an empty test broker queue.
+
+    The test broker is a database of its own (`<test database>_broker`, test_settings.py) that stays in var/
+    between runs, and each save a transactional test commits queues an embedding. A run without a worker
+    (`make test`) leaves those messages behind, and the next run's first worker works them off, about one a
+    second, before the job its test waits for: after one `make test`, `make test-slow`'s first worker test
+    timed out. They name items of a test database that no longer exists, so nothing is lost. Only that
+    database is emptied, never a broker CELERY_BROKER_URL names.
+    """
+    from urllib.parse import urlsplit
+
+    own_broker = settings.DATABASES["default"]["TEST"]["NAME"] + "_broker"
+    if urlsplit(settings.CELERY_BROKER_URL).path.strip("/") == own_broker:
+        from knowhub_site.celery import app
+
+        app.control.purge()
+    yield
