@@ -16,6 +16,7 @@ from django.http import QueryDict
 from agents import operations
 from agents.audit import audit_record
 from agents.chain import Continue, Error, Filter, register
+from core.errors import invalid_fields
 from core.safe_json import json_problem
 
 
@@ -52,11 +53,8 @@ def validate_input(ctx):
         return Continue(ctx)
     serializer = serializer_class(data=ctx["args"]["data"])
     if not serializer.is_valid():
-        from core.errors import error_payload, first_message, first_path
-
-        fields = error_payload("invalid", "", dict(serializer.errors))["fields"]
-        name, messages = first_path(fields)
-        return Error(f"{name}: {first_message(messages)}", status=400, code="invalid", fields=fields)
+        message, fields = invalid_fields(dict(serializer.errors))
+        return Error(message, status=400, code="invalid", fields=fields)
     args = {key: value for key, value in ctx["args"].items() if key != "data"}
     return Continue({**ctx, "args": {**args, **serializer.validated_data}})
 

@@ -27,16 +27,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-import psycopg
-from django.db import DatabaseError, InterfaceError, OperationalError, transaction
+from django.db import DatabaseError, transaction
 from django.utils.module_loading import import_string
 
 from agents.operations import writes
-from core.errors import DomainError
+from core.errors import DATABASE_DOWN, DomainError
 
 logger = logging.getLogger(__name__)
-# Errors meaning "the database cannot be reached now" (psycopg_pool's PoolTimeout is a psycopg OperationalError).
-DATABASE_UNREACHABLE = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError)
 
 FILTER_TYPES = ("pre_invocation", "post_invocation", "pre_chat", "post_chat")
 
@@ -117,7 +114,7 @@ def run_chain(filter_type: str, ctx: dict) -> "Continue | Skip | Error":
     for f in active_filters(filter_type):
         try:
             outcome = f.handler(ctx)
-        except DATABASE_UNREACHABLE:
+        except DATABASE_DOWN:
             raise  # the database went away under the filter: the API's 503 `unavailable` with Retry-After, like anywhere else
         except Exception as exc:  # noqa: BLE001 - a broken filter is an error result, not a 500
             logger.exception("filter %s failed", f.name)

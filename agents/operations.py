@@ -69,7 +69,7 @@ def operation(name: str, **declaration) -> Callable[[Callable], Callable]:
     """Decorator: declare `handler` as the operation `name` (its docstring's first line is the summary)."""
 
     def declare(handler: Callable) -> Callable:
-        summary = (handler.__doc__ or "").strip().splitlines()[0] if handler.__doc__ else name
+        summary = handler.__doc__.strip().splitlines()[0] if handler.__doc__ else name
         register(Operation(name=name, handler=handler, summary=summary, **declaration))
         return handler
 

@@ -21,7 +21,7 @@ def may_read(readable_scopes, scopes) -> bool:
 
 class ScopedQuerySet(models.QuerySet):
     def readable_with(self, readable_scopes):
-        return self.filter(scope_filter(readable_scopes)) if readable_scopes is not None else self
+        return self.filter(scope_filter(readable_scopes))
 
     def visible_to(self, caller):
         """What `caller` (agents.caller.Caller) may read."""

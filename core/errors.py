@@ -16,7 +16,6 @@ from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 
-
 try:
     from psycopg_pool import PoolTimeout
 except ImportError:  # psycopg_pool is optional (only with the pool option)
@@ -35,6 +34,7 @@ class ErrorOutput(serializers.Serializer):
     """The one error shape: {"error": {"code", "message", "fields"}}."""
 
     error = ErrorBody()
+
 
 DATABASE_DOWN = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout)
 RETRY_AFTER_SECONDS = 5
@@ -103,6 +103,13 @@ def first_path(fields: dict) -> tuple[str, list]:
     return path, value
 
 
+def invalid_fields(detail) -> tuple[str, dict]:
+    """A validation error's message, starting with the dotted path of its first field, and its fields."""
+    fields = _flatten(detail) if isinstance(detail, dict) else {"non_field_errors": _messages(detail)}
+    name, value = first_path(fields)
+    return f"{name}: {first_message(value)}", fields
+
+
 def unavailable_response() -> Response:
     response = error_response(status.HTTP_503_SERVICE_UNAVAILABLE, "unavailable",
                               "the database is unavailable; retry later")
@@ -146,9 +153,7 @@ def api_exception_handler(exc, context):
         logger.error("unexpected error", exc_info=exc)
         return error_response(status.HTTP_500_INTERNAL_SERVER_ERROR, "server_error", "an unexpected error; it is logged")
     if isinstance(exc, exceptions.ValidationError):
-        fields = _flatten(exc.detail) if isinstance(exc.detail, dict) else {"non_field_errors": _messages(exc.detail)}
-        name, value = first_path(fields)
-        message = f"{name}: {first_message(value)}"
+        message, fields = invalid_fields(exc.detail)
         response.data = {"error": {"code": "invalid", "message": message, "fields": fields}}
         return response
     detail = exc.detail if isinstance(exc, exceptions.APIException) else str(exc)

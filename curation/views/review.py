@@ -1,16 +1,15 @@
 """Slim review: proposed merge groups beside their originals; approve (edited or not), reject, unmerge."""
 from django.contrib import messages
+from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from agents import operations
 from curation import permissions
 from curation.forms import MergeForm
-from agents import operations
 from curation.views.common import caller_of
-from jobs.models import Job
 from curation.views.evolve import JOB, job_context
-from django.http import Http404
-
+from jobs.models import Job
 from knowledge import llm, slim
 from knowledge.errors import KnowledgeStateError
 from knowledge.models import Knowledge

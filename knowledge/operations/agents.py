@@ -15,7 +15,7 @@ from agents.caller import Caller
 from agents.operations import operation
 from knowledge import evolve, feedback, search_log, selectors, services, slim
 from knowledge import inputs, outputs
-from core.errors import error_payload, first_message, first_path
+from core.errors import error_payload, invalid_fields
 from knowledge.pagination import encode_cursor
 from core.safe_json import text_problem
 from knowledge.models import Knowledge
@@ -36,13 +36,29 @@ def job_link(job) -> dict:
     return {"id": str(job.id), "status": job.status, "url": f"/api/jobs/{job.id}"}
 
 
-def visible_item(caller: Caller, knowledge_id) -> Knowledge:
-    """The item if `caller` may read it; Http404 otherwise (unknown and unreadable look the same)."""
+def visible_item(caller: Caller, knowledge_id, *, related: bool = False) -> Knowledge:
+    """The item if `caller` may read it; Http404 otherwise (unknown and unreadable look the same).
+
+    `related` loads its resource links and feedback cases too, for a reply rendered from this object;
+    a check followed by a write reloads the item after the write instead."""
     if not isinstance(knowledge_id, str) or text_problem(knowledge_id):  # no such id can exist
         raise Http404
-    item = selectors.knowledge_with_relations().visible_to(caller).filter(pk=knowledge_id).first()
+    items = selectors.knowledge_with_relations() if related else Knowledge.objects
+    item = items.visible_to(caller).filter(pk=knowledge_id).first()
     if item is None:
         raise Http404
+    return item
+
+
+def changeable_item(caller: Caller, knowledge_id) -> Knowledge:
+    """The item, if the caller owns it or curates and may write one of its scopes (404 / 403 otherwise):
+    the rule for editing, restoring, archiving and rolling back."""
+    item = visible_item(caller, knowledge_id)
+    if not caller.edits_any and item.owner != caller.principal:
+        raise PermissionDenied(f"only the owner ({item.owner}) or a curator may change this item; "
+                               "give feedback with PUT instead")
+    if not caller.may_write_any(item.scopes):
+        raise PermissionDenied("changing this item needs write access to one of its scopes")
     return item
 
 
@@ -69,9 +85,10 @@ def search_result(item: Knowledge, hit, explain: bool) -> dict:
 def knowledge_search(caller: Caller, *, q, top_k, min_score, types, scopes, filters, rank, explain,
                      answer_floor, relevance_floor, relevance_ratio) -> dict:
     """Search: hybrid retrieval, the relevance gate, then the quality rerank; logged as `search_id`."""
+    filters = filters_for_caller(caller, filters)  # the token's static filters AND the request's, parsed once
     result = engine.search(
         query=q, top_k=top_k, min_score=min_score, types=types, scopes=scopes,
-        filters=filters_for_caller(caller, filters), readable_scopes=caller.readable_scopes, rank=rank,
+        filters=filters, readable_scopes=caller.readable_scopes, rank=rank,
         gate=Gate(answer=answer_floor, floor=relevance_floor, relative=relevance_ratio),
     )
     hits = result.ordered_items()  # the engine already loaded them; only their resource links are missing
@@ -79,7 +96,7 @@ def knowledge_search(caller: Caller, *, q, top_k, min_score, types, scopes, filt
     results = [search_result(item, hit, explain) for item, hit in zip(hits, result.hits)]
     body = {"results": results, "count": len(results)}
     log = search_log.search_log_record(
-        principal=caller.principal, readable_scopes=caller.readable_scopes, filters=filters_for_caller(caller, filters),
+        principal=caller.principal, readable_scopes=caller.readable_scopes, filters=filters,
         query=q, top_k=top_k, min_score=min_score, types=types, scopes=scopes, rank=rank,
         result_ids=[hit.id for hit in result.hits])
     body["search_id"] = str(log.pk)
@@ -111,7 +128,7 @@ def knowledge_list(caller: Caller, *, limit, types, scopes, cursor) -> dict:
 @operation("knowledge_get", output=KnowledgeSerializer)
 def knowledge_get(caller: Caller, *, knowledge_id) -> Knowledge:
     """One item in the seed's shape; 404 unless the caller may read it."""
-    return visible_item(caller, knowledge_id)
+    return visible_item(caller, knowledge_id, related=True)
 
 
 @operation("knowledge_filters", output=outputs.FiltersOutput)
@@ -183,8 +200,8 @@ def knowledge_batch_update(caller: Caller, *, feedback_list) -> dict:
         knowledge_id = raw.get("knowledge_id") if isinstance(raw, dict) else None
         knowledge_id = knowledge_id if isinstance(knowledge_id, str) else None
         if not entry.is_valid():
-            name, messages = first_path(error_payload("invalid", "", entry.errors)["fields"])
-            message = f"feedback_list.{position}.{name}: {first_message(messages)}"
+            message, _ = invalid_fields(entry.errors)
+            message = f"feedback_list.{position}.{message}"
             results.append(_entry_failed(position, knowledge_id, "invalid", message, entry.errors))
             continue
         data = entry.validated_data
@@ -214,11 +231,7 @@ def knowledge_batch_update(caller: Caller, *, feedback_list) -> dict:
            permission="write")
 def knowledge_edit(caller: Caller, *, knowledge_id, reason, **changes) -> Knowledge:
     """Edit an item's text, tags or types (its owner, or a curator); the old text is kept as a version."""
-    item = visible_item(caller, knowledge_id)
-    if not caller.edits_any and item.owner != caller.principal:
-        raise PermissionDenied(f"only the owner ({item.owner}) may edit this item; give feedback with PUT instead")
-    if not caller.may_write_any(item.scopes):
-        raise PermissionDenied("editing needs write access to one of the item's scopes")
+    item = changeable_item(caller, knowledge_id)
     services.knowledge_edit(knowledge_id=item.id, changed_by=caller.principal, reason=reason, **changes)
     return selectors.knowledge_get(knowledge_id=item.id)
 

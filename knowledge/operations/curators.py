@@ -19,7 +19,7 @@ from knowledge import evolve, outputs, selectors, services, slim
 from knowledge.errors import KnowledgeStateError
 from knowledge.limits import CONTENT_MAX, REASON_MAX, TASK_MAX
 from knowledge.models import Knowledge, KnowledgeVersion
-from knowledge.operations.agents import visible_item
+from knowledge.operations.agents import changeable_item, visible_item
 from core.fields import NoUnknownFields
 from knowledge.serializers import KnowledgeSerializer
 
@@ -41,16 +41,6 @@ class MergeApproveInput(MergeIdsInput):
                                  help_text="the merged item's task; default: the proposal's (edit-and-approve: your own)")
     content = serializers.CharField(max_length=CONTENT_MAX, required=False,
                                     help_text="the merged item's content; default: the proposal's")
-
-
-def _changeable_item(caller: Caller, knowledge_id) -> Knowledge:
-    """The item, if the caller owns it or curates, and may write one of its scopes (404 / 403 otherwise)."""
-    item = visible_item(caller, knowledge_id)
-    if not caller.edits_any and item.owner != caller.principal:
-        raise PermissionDenied(f"only the owner ({item.owner}) or a curator may change this item")
-    if not caller.may_write_any(item.scopes):
-        raise PermissionDenied("this needs write access to one of the item's scopes")
-    return item
 
 
 def _curated_items(caller: Caller, ids: list[str]) -> list[Knowledge]:
@@ -81,7 +71,7 @@ def knowledge_versions(caller: Caller, *, knowledge_id) -> dict:
            permission="write")
 def knowledge_restore_version(caller: Caller, *, knowledge_id, version) -> Knowledge:
     """Put an earlier version's text back; the text it replaces becomes a new version (nothing is lost)."""
-    item = _changeable_item(caller, knowledge_id)
+    item = changeable_item(caller, knowledge_id)
     try:
         services.knowledge_restore_version(knowledge_id=item.id, number=version, changed_by=caller.principal)
     except KnowledgeVersion.DoesNotExist:
@@ -92,7 +82,7 @@ def knowledge_restore_version(caller: Caller, *, knowledge_id, version) -> Knowl
 @operation("knowledge_archive", input=StatusInput, output=KnowledgeSerializer, writes=True, permission="write")
 def knowledge_archive(caller: Caller, *, knowledge_id, reason) -> Knowledge:
     """Archive an active item: search and the list skip it; `knowledge_activate` brings it back."""
-    item = _changeable_item(caller, knowledge_id)
+    item = changeable_item(caller, knowledge_id)
     services.knowledge_set_status(knowledge_id=item.id, status=Knowledge.Status.ARCHIVED)
     return selectors.knowledge_get(knowledge_id=item.id)
 
@@ -100,7 +90,7 @@ def knowledge_archive(caller: Caller, *, knowledge_id, reason) -> Knowledge:
 @operation("knowledge_activate", input=StatusInput, output=KnowledgeSerializer, writes=True, permission="write")
 def knowledge_activate(caller: Caller, *, knowledge_id, reason) -> Knowledge:
     """Make an archived item active again (a merged one comes back through knowledge_unmerge)."""
-    item = _changeable_item(caller, knowledge_id)
+    item = changeable_item(caller, knowledge_id)
     services.knowledge_set_status(knowledge_id=item.id, status=Knowledge.Status.ACTIVE)
     return selectors.knowledge_get(knowledge_id=item.id)
 
@@ -155,7 +145,7 @@ def evolve_rollback(caller: Caller, *, job_id) -> Knowledge:
     job = Job.objects.visible_to(caller).filter(pk=job_id, kind="evolve").first() if _is_uuid(job_id) else None
     if job is None:
         raise Http404
-    _changeable_item(caller, job.knowledge_id)
+    changeable_item(caller, job.knowledge_id)
     evolve.evolve_rollback(job=job, changed_by=caller.principal)
     return selectors.knowledge_get(knowledge_id=job.knowledge_id)
 
