@@ -42,7 +42,7 @@ def recent_activity(limit: int = 10) -> list[dict]:
             for v in KnowledgeVersion.objects.order_by("-created_at")[:limit]]
     rows += [{"at": c.created_at, "what": f"{c.kind} report", "detail": c.reported_by, "knowledge_id": c.knowledge_id}
              for c in FeedbackCase.objects.order_by("-created_at")[:limit]]
-    rows += [{"at": j.created_at, "what": f"{j.kind} job {j.status}", "detail": j.requested_by, "knowledge_id": j.knowledge_id}
+    rows += [{"at": j.created_at, "what": f"{j.kind} job {j.status}", "detail": j.requested_by, "knowledge_id": j.subject}
              for j in Job.objects.order_by("-created_at")[:limit]]
     return sorted(rows, key=lambda r: r["at"], reverse=True)[:limit]
 

@@ -3,17 +3,24 @@
 jobs is a leaf app: it owns the job lifecycle (queue, claim, progress, finish, re-send) but not the
 work. The knowledge app registers "evolve" and "slim" at start-up (`KnowledgeConfig.ready`), so
 `job_send` can queue any job without jobs importing the apps above it.
+
+A job may be about one subject (an evolve job about one item). Its kind then also registers how to
+find the subjects a caller may read (`readable_subjects(readable_scopes)`: a queryset of ids), which
+is how a job becomes visible to the readers of its subject without jobs knowing what a subject is.
 """
-from typing import Any
+from typing import Any, Callable
 
 _tasks: dict[str, Any] = {}
+_readable_subjects: dict[str, Callable] = {}
 
 
-def register_job_kind(kind: str, task) -> None:
+def register_job_kind(kind: str, task, *, readable_subjects: Callable | None = None) -> None:
     """`task` is a Celery task taking the job id; registering the same pair again is harmless."""
     if _tasks.get(kind, task) is not task:
         raise ValueError(f"job kind {kind!r} is registered twice")
     _tasks[kind] = task
+    if readable_subjects is not None:
+        _readable_subjects[kind] = readable_subjects
 
 
 def task_for(kind: str):
@@ -21,3 +28,8 @@ def task_for(kind: str):
         return _tasks[kind]
     except KeyError:
         raise LookupError(f"no task is registered for job kind {kind!r} (known: {', '.join(sorted(_tasks))})") from None
+
+
+def subject_readers() -> dict[str, Callable]:
+    """Kind → `readable_subjects(readable_scopes)` for the kinds whose jobs are about a subject."""
+    return dict(_readable_subjects)

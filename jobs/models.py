@@ -3,7 +3,7 @@ import uuid
 from django.db import models
 from django.utils import timezone
 
-from agents.visibility import scope_filter
+from jobs.kinds import subject_readers
 
 
 class WorkerHeartbeat(models.Model):
@@ -33,10 +33,13 @@ class WorkerHeartbeat(models.Model):
 
 class JobQuerySet(models.QuerySet):
     def visible_to(self, caller):
-        """Jobs `caller` asked for, or whose item it can read."""
+        """Jobs `caller` asked for, or whose subject it can read (through its kind, see jobs.kinds)."""
         if caller.readable_scopes is None:
             return self
-        return self.filter(models.Q(requested_by=caller.principal) | scope_filter(caller.readable_scopes, "knowledge__scopes"))
+        visible = models.Q(requested_by=caller.principal)
+        for kind, readable_subjects in subject_readers().items():
+            visible |= models.Q(kind=kind, subject__in=readable_subjects(caller.readable_scopes))
+        return self.filter(visible)
 
 
 class Job(models.Model):
@@ -50,10 +53,20 @@ class Job(models.Model):
         SUCCEEDED = "succeeded"
         FAILED = "failed"
 
+    # The states a job may move to each state from; jobs.services moves it with a conditional UPDATE on these.
+    MOVES_TO = {
+        Status.RUNNING: (Status.QUEUED, Status.RUNNING),  # claimed, or claimed again after its worker died
+        Status.QUEUED: (Status.RUNNING,),  # taken back from a dead worker
+        Status.SUCCEEDED: (Status.RUNNING,),
+        Status.FAILED: (Status.QUEUED, Status.RUNNING),
+    }
+
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     kind = models.CharField(max_length=20)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
-    knowledge = models.ForeignKey("knowledge.Knowledge", null=True, blank=True, on_delete=models.PROTECT, related_name="jobs")
+    # What the job is about (an item's id for evolve), if anything; a plain id, not a foreign key, so that
+    # jobs stays below the apps whose work it runs. The column keeps the name it had as a foreign key.
+    subject = models.CharField(max_length=40, null=True, blank=True, db_index=True, db_column="knowledge_id")
     params = models.JSONField(default=dict, blank=True)
     progress = models.JSONField(default=dict, blank=True)
     result = models.JSONField(null=True, blank=True)

@@ -12,7 +12,7 @@ class JobOutput(serializers.Serializer):
     id = serializers.UUIDField()
     kind = serializers.CharField()
     status = serializers.CharField()
-    knowledge_id = serializers.CharField(allow_null=True)
+    knowledge_id = serializers.CharField(source="subject", allow_null=True, help_text="the item the job is about (evolve)")
     progress = serializers.DictField()
     result = serializers.JSONField(allow_null=True)
     error = serializers.CharField()

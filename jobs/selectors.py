@@ -4,7 +4,12 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from jobs.models import WorkerHeartbeat
+from jobs.models import Job, WorkerHeartbeat
+
+
+def jobs_about(*, subject: str, kind: str, limit: int = 5) -> list[Job]:
+    """The latest jobs of `kind` about `subject` (an item's evolve jobs), newest first."""
+    return list(Job.objects.filter(kind=kind, subject=subject)[:limit])
 
 
 def workers_alive() -> list[WorkerHeartbeat]:

@@ -1,8 +1,18 @@
-"""Writes for worker bookkeeping: heartbeats, job claims, re-sending orphaned jobs."""
+"""The job lifecycle and worker bookkeeping.
+
+A job is created queued and sent to the broker on commit (`job_create`), claimed by a worker
+(`job_claim`), reports progress while it runs (`job_progress`) and ends succeeded or failed
+(`job_succeed`, `job_fail`); the heartbeat sweep takes back the jobs of dead workers
+(`jobs_requeue_orphans`). Every state change is one conditional UPDATE allowed by `Job.MOVES_TO`,
+so two workers, or a worker and the sweep, never both move the same job, and a finished job
+never changes again. A claim numbers its attempt; passing that number to `job_progress`,
+`job_succeed` or `job_fail` makes the write land only while the claim is still the job's latest.
+"""
 import logging
 from datetime import timedelta
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -37,6 +47,43 @@ def worker_heartbeats_clear_dead(*, hostname_prefix: str, pid: int) -> int:
     return deleted
 
 
+def _move(job_id, to: str, *, attempt: int | None = None, **fields) -> bool:
+    """Move the job to state `to` if it is in a state allowed to move there (and, given `attempt`, its latest claim
+    is that attempt); True when it moved."""
+    jobs = Job.objects.filter(pk=job_id, status__in=Job.MOVES_TO[to])
+    if attempt is not None:
+        jobs = jobs.filter(attempts=attempt)
+    return bool(jobs.update(status=to, **fields))
+
+
+def job_create(*, kind: str, requested_by: str, subject: str | None = None, params: dict | None = None,
+               progress: dict | None = None) -> Job:
+    """A queued job, sent to the broker once the surrounding transaction commits (never for a rolled-back one)."""
+    task_for(kind)  # an unknown kind fails here, on the request, not later in a worker
+    job = Job.objects.create(kind=kind, requested_by=requested_by, subject=subject, params=params or {},
+                             progress=progress or {})
+    transaction.on_commit(lambda: job_send(job))
+    return job
+
+
+def job_progress(*, job_id, progress: dict, attempt: int | None = None) -> bool:
+    """Record how far a running job got; False (nothing written) once it finished or was claimed again."""
+    jobs = Job.objects.filter(pk=job_id, status=Job.Status.RUNNING)
+    if attempt is not None:
+        jobs = jobs.filter(attempts=attempt)
+    return bool(jobs.update(progress=progress))
+
+
+def job_succeed(*, job_id, result, attempt: int | None = None) -> bool:
+    """A running job finished with `result`; False when it was not running (or not under this attempt)."""
+    return _move(job_id, Job.Status.SUCCEEDED, attempt=attempt, result=result, finished_at=timezone.now())
+
+
+def job_fail(*, job_id, error: str, attempt: int | None = None) -> bool:
+    """A queued or running job failed with `error` (kept to 2,000 characters); False when it had finished already."""
+    return _move(job_id, Job.Status.FAILED, attempt=attempt, error=error[:2000], finished_at=timezone.now())
+
+
 def job_claim(*, job_id: str, worker: str) -> int:
     """Mark a queued (or orphaned running) job as running on `worker`.
 
@@ -45,9 +92,7 @@ def job_claim(*, job_id: str, worker: str) -> int:
     (see evolve_run): a copy that was re-sent while another still ran cannot
     both write.
     """
-    claimed = Job.objects.filter(pk=job_id, status__in=[Job.Status.QUEUED, Job.Status.RUNNING]).update(
-        status=Job.Status.RUNNING, started_at=timezone.now(), attempts=F("attempts") + 1, worker=worker)
-    if not claimed:
+    if not _move(job_id, Job.Status.RUNNING, started_at=timezone.now(), attempts=F("attempts") + 1, worker=worker):
         return 0
     return Job.objects.filter(pk=job_id).values_list("attempts", flat=True).get()
 
@@ -72,7 +117,7 @@ def jobs_requeue_orphans() -> list[str]:
                .filter(Q(started_at__isnull=True) | Q(started_at__lt=grace))
                .exclude(worker="").exclude(worker__in=alive))
     for job_id, worker in running.values_list("id", "worker"):
-        if Job.objects.filter(pk=job_id, status=Job.Status.RUNNING, worker=worker).update(
+        if Job.objects.filter(pk=job_id, worker=worker, status__in=Job.MOVES_TO[Job.Status.QUEUED]).update(
             status=Job.Status.QUEUED, worker="", sent_at=now
         ):
             requeued.append(job_id)

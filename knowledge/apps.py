@@ -19,8 +19,15 @@ class KnowledgeConfig(AppConfig):
         from knowledge.search.filters import parse_filter
 
         install_parser(parse_filter)  # tokens' static filters are knowledge's filter expressions
-        register_job_kind("evolve", tasks.run_evolve)
+        register_job_kind("evolve", tasks.run_evolve, readable_subjects=_readable_items)
         register_job_kind("slim", tasks.run_slim)
+
+
+def _readable_items(readable_scopes):
+    """The ids of the items readable with `readable_scopes`: an evolve job is visible to its item's readers."""
+    from knowledge.models import Knowledge
+
+    return Knowledge.objects.readable_with(readable_scopes).values("id")
 
 
 def _ensure_vector_index(sender, using="default", **kwargs):

@@ -9,10 +9,9 @@ runs once to completion, even when the first copy still runs on somewhere.
 """
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
 
 from jobs.models import Job
-from jobs.services import job_claim, job_send
+from jobs.services import job_claim, job_create, job_fail, job_succeed
 from knowledge import llm, services
 from knowledge.errors import KnowledgeStateError
 from knowledge.models import Knowledge, KnowledgeVersion
@@ -40,10 +39,8 @@ def evolve_request(*, knowledge_id: str, feedback: str, requested_by: str) -> Jo
     if not llm.llm_configured():
         raise llm.LLMNotConfigured()
 
-    job = Job.objects.create(kind="evolve", knowledge_id=knowledge_id, requested_by=requested_by,
-                             params={"feedback": feedback, "model": settings.KNOWHUB_LLM_MODEL})
-    transaction.on_commit(lambda: job_send(job))
-    return job
+    return job_create(kind="evolve", subject=knowledge_id, requested_by=requested_by,
+                      params={"feedback": feedback, "model": settings.KNOWHUB_LLM_MODEL})
 
 
 def _prompt(item: Knowledge, feedback: str) -> str:
@@ -67,7 +64,7 @@ def evolve_run(*, job_id: str, worker: str = "") -> Job:
     job = Job.objects.get(pk=job_id)
     if not claimed:
         return job  # already finished: a redelivered message does nothing
-    item = Knowledge.objects.get(pk=job.knowledge_id)
+    item = Knowledge.objects.get(pk=job.subject)
     reply = llm.chat_json(system=SYSTEM, user=_prompt(item, job.params["feedback"]), schema=SCHEMA,
                           schema_name="evolved_knowledge", secrets=_secrets_of(item))
     with transaction.atomic():
@@ -79,17 +76,13 @@ def evolve_run(*, job_id: str, worker: str = "") -> Job:
             reason=f"evolve with {job.params.get('model')} ({job.params['feedback'][:200]}): {reply['summary_of_changes']}",
             job=job,
         )
-        job.status = Job.Status.SUCCEEDED
-        job.finished_at = timezone.now()
-        job.result = {"knowledge_id": item.id, "model": job.params.get("model"), "summary_of_changes": reply["summary_of_changes"]}
-        job.save(update_fields=["status", "finished_at", "result"])
-    return job
+        job_succeed(job_id=job.id, attempt=claimed, result={
+            "knowledge_id": item.id, "model": job.params.get("model"), "summary_of_changes": reply["summary_of_changes"]})
+    return Job.objects.get(pk=job_id)
 
 
 def evolve_fail(*, job_id: str, error: str) -> None:
-    Job.objects.filter(pk=job_id, status__in=[Job.Status.QUEUED, Job.Status.RUNNING]).update(
-        status=Job.Status.FAILED, error=error[:2000], finished_at=timezone.now()
-    )
+    job_fail(job_id=job_id, error=error)
 
 
 def evolve_outcome(job: Job) -> dict | None:
@@ -111,6 +104,6 @@ def evolve_rollback(*, job: Job, changed_by: str) -> Knowledge:
     outcome = evolve_outcome(job) if job.kind == "evolve" else None
     if outcome is None:
         raise KnowledgeStateError("this job changed nothing that could be rolled back", field="job_id")
-    return services.knowledge_restore_version(knowledge_id=job.knowledge_id, number=outcome["before"].number,
+    return services.knowledge_restore_version(knowledge_id=job.subject, number=outcome["before"].number,
                                               changed_by=changed_by)
 

@@ -20,7 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from jobs.models import Job
-from jobs.services import job_claim, job_send
+from jobs.services import job_claim, job_create, job_progress, job_succeed
 from knowledge import llm, services
 from knowledge.models import FeedbackCase, Knowledge, KnowledgeStatus, SlimRejection
 from knowledge.search.embeddings import get_embedder
@@ -149,10 +149,8 @@ def slim_request(*, model: str | None, dry_run: bool, requested_by: str, writabl
     if not llm.llm_configured():
         raise llm.LLMNotConfigured()
 
-    job = Job.objects.create(kind="slim", requested_by=requested_by, progress={"groups_found": 0, "merged": 0, "failed": 0},
-                             params={"model": model, "dry_run": dry_run, "writable_scopes": writable_scopes})
-    transaction.on_commit(lambda: job_send(job))
-    return job
+    return job_create(kind="slim", requested_by=requested_by, progress={"groups_found": 0, "merged": 0, "failed": 0},
+                      params={"model": model, "dry_run": dry_run, "writable_scopes": writable_scopes})
 
 
 def slim_run(*, job_id: str, worker: str = "") -> Job:
@@ -164,7 +162,7 @@ def slim_run(*, job_id: str, worker: str = "") -> Job:
     params = job.params
     groups = find_groups(writable_scopes=params.get("writable_scopes"))
     progress = {"groups_found": len(groups), "merged": 0, "proposed": 0, "failed": 0}
-    Job.objects.filter(pk=job_id).update(progress=progress)
+    job_progress(job_id=job_id, progress=progress, attempt=claimed)
     outcomes = []
     for ids in groups:
         items = list(Knowledge.objects.filter(pk__in=ids).order_by("created_at", "id"))
@@ -180,8 +178,8 @@ def slim_run(*, job_id: str, worker: str = "") -> Job:
         except (llm.LLMError, ValueError) as exc:
             outcomes.append({"ids": ids, "error": str(exc)[:500]})
             progress["failed"] += 1
-        Job.objects.filter(pk=job_id).update(progress=progress)
-    Job.objects.filter(pk=job_id).update(status=Job.Status.SUCCEEDED, finished_at=timezone.now(), result={"groups": outcomes})
+        job_progress(job_id=job_id, progress=progress, attempt=claimed)
+    job_succeed(job_id=job_id, attempt=claimed, result={"groups": outcomes})
     return Job.objects.get(pk=job_id)
 
 

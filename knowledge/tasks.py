@@ -51,11 +51,9 @@ def run_slim(self, job_id: str) -> None:
     try:
         slim.slim_run(job_id=job_id, worker=_worker_instance(self))
     except Exception as exc:  # noqa: BLE001 - a crashed job must say why, not stay "running"
-        from jobs.models import Job
-        from django.utils import timezone
+        from jobs.services import job_fail
 
-        Job.objects.filter(pk=job_id, status=Job.Status.RUNNING).update(
-            status=Job.Status.FAILED, error=f"{type(exc).__name__}: {exc}"[:2000], finished_at=timezone.now())
+        job_fail(job_id=job_id, error=f"{type(exc).__name__}: {exc}")
         raise
 
 

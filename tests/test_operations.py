@@ -88,7 +88,7 @@ def test_reads_run_through_the_filter_chain_so_a_deployment_filter_can_refuse_a_
     agent = client_with(key)
     item = make_knowledge(tags={"domain": "web"})
     make_resource("credentials/site_a", secure_body="pw-123", scopes=["org:acme"])
-    job = Job.objects.create(kind="evolve", knowledge=item, requested_by="agent:fuzz_agent")
+    job = Job.objects.create(kind="evolve", subject=item.id, requested_by="agent:fuzz_agent")
     seen = []
 
     def no_reveal(ctx):

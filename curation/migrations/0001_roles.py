@@ -37,9 +37,9 @@ class Migration(migrations.Migration):
     dependencies = [
         ("auth", "0012_alter_user_first_name_max_length"),
         ("contenttypes", "0002_remove_content_type_name"),
-        ("knowledge", "0004_slim_rejection"),
-        ("resources", "0004_resource_version"),
-        ("agents", "0002_audit_event"),
-        ("jobs", "0004_job_sent_at"),
+        ("knowledge", "0001_squashed"),
+        ("resources", "0001_squashed"),
+        ("agents", "0001_squashed"),
+        ("jobs", "0001_squashed"),
     ]
     operations = [migrations.RunPython(create_roles, remove_roles)]

@@ -9,6 +9,7 @@ from curation.explain import explain_item
 from curation.forms import EditForm, EvolveForm, FeedbackForm, KnowledgeFilterForm, ScoreForm
 from agents import operations
 from curation.views.common import caller_of, paginate, render_parts
+from jobs.selectors import jobs_about
 from knowledge import selectors
 from knowledge.models import Knowledge
 
@@ -65,7 +66,7 @@ def detail_context(item: Knowledge, **extra) -> dict:
         "resources": [link.resource for link in item.resource_links.select_related("resource")],
         "versions": list(item.versions.all()),
         "merged_from": list(item.merged_from.all()),
-        "evolve_jobs": list(item.jobs.filter(kind="evolve")[:5]),
+        "evolve_jobs": jobs_about(kind="evolve", subject=item.id),
         "evolve_form": EvolveForm(),
         **extra,
     }

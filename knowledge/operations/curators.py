@@ -145,9 +145,9 @@ def evolve_rollback(caller: Caller, *, job_id) -> Knowledge:
     job = Job.objects.visible_to(caller).filter(pk=job_id, kind="evolve").first() if _is_uuid(job_id) else None
     if job is None:
         raise Http404
-    changeable_item(caller, job.knowledge_id)
+    changeable_item(caller, job.subject)
     evolve.evolve_rollback(job=job, changed_by=caller.principal)
-    return selectors.knowledge_get(knowledge_id=job.knowledge_id)
+    return selectors.knowledge_get(knowledge_id=job.subject)
 
 
 def _is_uuid(value) -> bool:

@@ -20,7 +20,7 @@ def test_dashboard_counts_and_attention(viewer_client):
     gone = make_knowledge(task="Archived advice", embed=False)
     Knowledge.objects.filter(pk=gone.pk).update(status="archived")
     make_resource("cookies/site", expires_at=timezone.now() + timedelta(days=2))
-    Job.objects.create(kind="evolve", status="failed", error="LLM said no", knowledge=bad, requested_by="user:x",
+    Job.objects.create(kind="evolve", status="failed", error="LLM said no", subject=bad.id, requested_by="user:x",
                        finished_at=timezone.now())
     body = viewer_client.get("/").content.decode()
     assert "<strong>3</strong>total" in body and "<strong>2</strong><a href=\"/knowledge/?status=active\">active</a>" in body

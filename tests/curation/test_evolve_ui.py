@@ -46,6 +46,6 @@ def test_evolve_without_an_llm_or_feedback_explains_in_place(curator_client, set
 @pytest.mark.django_db
 def test_a_failed_job_shows_its_error(viewer_client):
     item = make_knowledge(embed=False)
-    job = Job.objects.create(kind="evolve", status="failed", knowledge=item, requested_by="user:x", error="LLM timed out")
+    job = Job.objects.create(kind="evolve", status="failed", subject=item.id, requested_by="user:x", error="LLM timed out")
     body = viewer_client.get(f"/jobs/{job.id}/").content.decode()
     assert "It failed: LLM timed out" in body and "every 1s" not in body

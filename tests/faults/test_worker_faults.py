@@ -134,7 +134,7 @@ def test_the_busy_pool_child_and_the_beat_of_a_worker_killed_outside_serve_die_w
     children = []
     try:
         main = psutil.Process(worker.proc.pid)
-        job = Job.objects.create(kind="evolve", knowledge=make_knowledge(embed=False), requested_by="x",
+        job = Job.objects.create(kind="evolve", subject=make_knowledge(embed=False).id, requested_by="x",
                                  params={"feedback": "f", "model": "fake-model"})
         fake_openai.stall(60)
         run_evolve.delay(str(job.id))

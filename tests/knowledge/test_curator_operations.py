@@ -118,9 +118,9 @@ def test_merge_review_lists_approves_as_proposed_or_edited_and_rejects(curator_t
 
 def test_evolve_rollback_puts_the_old_text_back_for_curators(curator_token, owner):
     item = make_knowledge(task="Rotate keys", content="monthly")
-    job = Job.objects.create(kind="evolve", status="succeeded", knowledge=item, requested_by="agent:research_agent")
+    job = Job.objects.create(kind="evolve", status="succeeded", subject=item.id, requested_by="agent:research_agent")
     services.knowledge_edit(knowledge_id=item.id, changed_by=f"job:evolve:{job.id}", content="weekly (evolved)", job=job)
-    unchanged = Job.objects.create(kind="evolve", status="failed", knowledge=item, requested_by="agent:research_agent")
+    unchanged = Job.objects.create(kind="evolve", status="failed", subject=item.id, requested_by="agent:research_agent")
 
     assert owner.post(f"/api/jobs/{job.id}/rollback").status_code == 403
     rolled = curator_token.post(f"/api/jobs/{job.id}/rollback")

@@ -89,7 +89,7 @@ def test_evolve_without_an_llm_is_409_saying_how_to_configure_one(acme, settings
 @pytest.mark.django_db
 def test_jobs_are_private_to_who_can_see_them(acme, fake_openai):
     created = acme.post("/api/knowledge", {"task": "t", "content": "c", "types": ["tool"]}, format="json").json()
-    job = Job.objects.create(kind="evolve", knowledge_id=created["id"], requested_by="agent:research_agent")
+    job = Job.objects.create(kind="evolve", subject=created["id"], requested_by="agent:research_agent")
     assert acme.get(f"/api/jobs/{job.id}").json()["status"] == "queued"
     assert client_for("spy", ["org:other"]).get(f"/api/jobs/{job.id}").status_code == 404
     assert acme.get("/api/jobs/not-a-uuid").status_code == 404
@@ -159,7 +159,7 @@ def test_evolve_runs_through_a_redis_broker_too(acme, fake_openai):
     try:
         created = acme.post("/api/knowledge", {"task": "old", "content": "old", "types": ["tool"]}, format="json").json()
         fake_openai.reply_json({"task": "via redis", "content": "new", "summary_of_changes": "s"})
-        job = Job.objects.create(kind="evolve", knowledge_id=created["id"], requested_by="agent:research_agent",
+        job = Job.objects.create(kind="evolve", subject=created["id"], requested_by="agent:research_agent",
                                  params={"feedback": "improve", "model": "fake-model"})
         with app.connection_for_write(broker) as connection:
             run_evolve.apply_async(args=[str(job.id)], connection=connection)

@@ -55,7 +55,7 @@ def _seed_org(scope: str, owner: str):
     name = scope.split(":")[1]
     make_resource(f"credentials/{name}-site", scopes=[scope], body=MARKERS[scope], secure_body=SECRETS[scope],
                   content_type="credential")
-    job = Job.objects.create(kind="evolve", knowledge=item, requested_by=owner, status="failed", error=MARKERS[scope])
+    job = Job.objects.create(kind="evolve", subject=item.id, requested_by=owner, status="failed", error=MARKERS[scope])
     return {"item": item.id, "job": str(job.id), "resource": f"credentials/{name}-site"}
 
 

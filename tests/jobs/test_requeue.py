@@ -22,7 +22,7 @@ def sent(monkeypatch):
 
 
 def running_job(worker: str, *, started_seconds_ago: float = 600) -> Job:
-    return Job.objects.create(kind="evolve", knowledge=make_knowledge(embed=False), requested_by="x", status="running",
+    return Job.objects.create(kind="evolve", subject=make_knowledge(embed=False).id, requested_by="x", status="running",
                               worker=worker, started_at=timezone.now() - timedelta(seconds=started_seconds_ago))
 
 
@@ -66,7 +66,7 @@ def test_a_supervisor_that_saw_a_worker_die_makes_its_jobs_orphans_at_once(sent)
 
 
 def test_a_claim_is_numbered_and_a_finished_job_cannot_be_claimed():
-    job = Job.objects.create(kind="evolve", knowledge=make_knowledge(embed=False), requested_by="x")
+    job = Job.objects.create(kind="evolve", subject=make_knowledge(embed=False).id, requested_by="x")
     assert job_claim(job_id=job.id, worker=DEAD) == 1
     assert job_claim(job_id=job.id, worker=ALIVE) == 2
     Job.objects.filter(pk=job.pk).update(status="succeeded")
@@ -76,7 +76,7 @@ def test_a_claim_is_numbered_and_a_finished_job_cannot_be_claimed():
 def test_a_queued_job_nobody_claims_is_resent_after_a_while_not_every_beat(sent):
     item = make_knowledge(embed=False)
     fresh = Job.objects.create(kind="slim", requested_by="x")
-    lost = Job.objects.create(kind="evolve", knowledge=item, requested_by="x", sent_at=timezone.now() - timedelta(minutes=5))
+    lost = Job.objects.create(kind="evolve", subject=item.id, requested_by="x", sent_at=timezone.now() - timedelta(minutes=5))
     assert jobs_requeue_orphans() == [str(lost.id)]
     assert jobs_requeue_orphans() == []
     assert str(fresh.id) not in sent
@@ -88,7 +88,7 @@ def test_an_evolve_whose_job_was_claimed_again_meanwhile_writes_nothing(monkeypa
     from knowledge.models import KnowledgeVersion
 
     item = make_knowledge(embed=False)
-    job = Job.objects.create(kind="evolve", knowledge=item, requested_by="x", params={"feedback": "f", "model": "m"})
+    job = Job.objects.create(kind="evolve", subject=item.id, requested_by="x", params={"feedback": "f", "model": "m"})
 
     def llm_while_the_job_is_resent(**kwargs):
         job_claim(job_id=job.id, worker=ALIVE)  # re-sent and claimed by the new instance
