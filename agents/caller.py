@@ -57,6 +57,13 @@ class Caller:
             has_role=rights.view,
         )
 
+    @classmethod
+    def system(cls, principal: str) -> "Caller":
+        """The hub acting on its own (a job, an import, a benchmark), recorded as `principal`: it may write and
+        curate every scope, but never reads a secret."""
+        return cls(principal=principal, agent_id=principal, readable_scopes=None, writable_scopes=None,
+                   edits_any=True, curates=True)
+
     def may_write(self, scopes) -> list[str]:
         """The scopes of `scopes` this caller may not write (empty when all are allowed)."""
         if self.read_only:

@@ -56,14 +56,15 @@ def sample_items(count: int, *, start: int = 0, units: int | None = None):
 
 
 def single_saves(rows) -> dict:
+    from agents.caller import Caller
     from knowledge.services import knowledge_create
 
     samples = []
     for row in rows[:5]:  # warm-up: the segmenter loads on the first save
-        knowledge_create(owner="bench", embed=False, **{k: v for k, v in row.items() if k != "created_at"})
+        knowledge_create(Caller.system("bench"), embed=False, **{k: v for k, v in row.items() if k != "created_at"})
     for row in rows[5:]:
         started = time.perf_counter()
-        knowledge_create(owner="bench", embed=False, **{k: v for k, v in row.items() if k != "created_at"})
+        knowledge_create(Caller.system("bench"), embed=False, **{k: v for k, v in row.items() if k != "created_at"})
         samples.append(time.perf_counter() - started)
     return {"per_second": len(samples) / sum(samples), "p50_ms": 1000 * statistics.median(samples),
             "p95_ms": 1000 * float(np.percentile(samples, 95))}
@@ -71,13 +72,14 @@ def single_saves(rows) -> dict:
 
 def bulk(rows, vectors=None) -> float:
     """Items per second through knowledge_bulk_create."""
+    from agents.caller import Caller
     from knowledge.bulk import knowledge_bulk_create
     from knowledge.search.embeddings import get_embedder
 
     name = get_embedder().name
     started = time.perf_counter()
     for at in range(0, len(rows), BULK_BATCH):
-        knowledge_bulk_create(rows[at : at + BULK_BATCH], owner="bench", embed=False,
+        knowledge_bulk_create(Caller.system("bench"), rows[at : at + BULK_BATCH], embed=False,
                               vectors=None if vectors is None else vectors[at : at + BULK_BATCH], model_name=name)
     return len(rows) / (time.perf_counter() - started)
 
@@ -105,6 +107,7 @@ def searchable(rows, probes: int) -> dict:
     """Seconds from a save's commit until keyword search, then vector-only search, finds it (a real worker runs)."""
     from knowledge.search import engine
     from knowledge.search.rerank import Gate
+    from agents.caller import Caller
     from knowledge.services import knowledge_create
 
     open_gate = Gate(answer=0.0, floor=0.0, relative=0.0)
@@ -116,7 +119,7 @@ def searchable(rows, probes: int) -> dict:
         time.sleep(8)  # the worker boots and loads its models
         for n, row in enumerate(rows[:probes]):
             marker = f"probe{n}x{int(time.time())}"
-            item = knowledge_create(owner="bench", task=f"{row['task']} {marker}", content=row["content"],
+            item = knowledge_create(Caller.system("bench"), task=f"{row['task']} {marker}", content=row["content"],
                                     types=row["types"], scopes=[SCOPE])
             saved = time.perf_counter()
             found = lambda mode, q: any(h.id == item.id for h in engine.search(  # noqa: E731

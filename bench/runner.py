@@ -6,6 +6,7 @@ from functools import lru_cache
 
 from django.conf import settings
 
+from agents.caller import Caller
 from bench import datasets, metrics
 from bench.embed_cache import cached_matrix
 from knowledge.models import Knowledge
@@ -33,8 +34,8 @@ def ingest(data: datasets.Dataset) -> dict[str, str]:
         Knowledge.objects.filter(scopes__contains=[scope]).delete()
         for n, (doc_id, doc) in enumerate(data.corpus.items(), start=1):
             knowledge_create(
-                task=doc["title"] or doc["text"][:80], content=doc["text"], types=["definition"], scopes=[scope],
-                owner="bench", message_id=doc_id, embed=False,
+                Caller.system("bench"), task=doc["title"] or doc["text"][:80], content=doc["text"], types=["definition"], scopes=[scope],
+                message_id=doc_id, embed=False,
             )
             if n % 500 == 0 or n == len(data.corpus):
                 print(f"\r  {data.name}: {n}/{len(data.corpus)} items stored", end="", file=sys.stderr, flush=True)

@@ -172,6 +172,7 @@ def seed(items: int, *, fresh: bool = False, units: int = UNITS) -> int:
     """Fill the current database up to `items` seed items; returns how many were added."""
     from django.db import connection
 
+    from agents.caller import Caller
     from knowledge import bulk
     from knowledge.models import Knowledge
     from knowledge.search.embeddings import get_embedder
@@ -192,7 +193,7 @@ def seed(items: int, *, fresh: bool = False, units: int = UNITS) -> int:
         count = min(BATCH, items - have - added)
         rows, item_vectors = entries(count, start=have + added, articles=articles, units=pool, by_article=by_article,
                                      vectors=vectors, embedder=embedder, rng=rng)
-        bulk.knowledge_bulk_create(rows, owner="bench", vectors=item_vectors, model_name=embedder.name)
+        bulk.knowledge_bulk_create(Caller.system("bench"), rows, vectors=item_vectors, model_name=embedder.name)
         added += count
         _progress(have + added, items, added / max(time.monotonic() - started, 1e-9))
     print(file=sys.stderr)

@@ -4,7 +4,6 @@ With nothing configured it runs locally on an embedded PostgreSQL + pgvector
 (data under var/), with the broker in that same database. Set DATABASE_URL,
 CELERY_BROKER_URL and OPENAI_* to run on real infrastructure.
 """
-import os
 from pathlib import Path
 
 import dj_database_url

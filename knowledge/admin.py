@@ -91,16 +91,15 @@ class KnowledgeAdmin(admin.ModelAdmin):
         return False  # nothing is ever deleted: the Archive action is the reversible way out
 
     def save_model(self, request, obj, form, change):
-        principal = Caller.for_user(request.user).principal
+        caller = Caller.for_user(request.user)
         stored = Knowledge.objects.get(pk=obj.pk)
         changes = {name: form.cleaned_data[name] for name in form.changed_data
                    if name in form.cleaned_data and form.cleaned_data[name] != getattr(stored, name)}
         if not changes:
             return
         with transaction.atomic():
-            services.knowledge_change_fields(knowledge_id=obj.pk, changed_by=principal, changes=changes,
-                                             reason=ADMIN_REASON)
-            audit_record(principal=principal, operation="admin_knowledge_change", target=obj.pk, args=changes)
+            services.knowledge_change_fields(caller, knowledge_id=obj.pk, changes=changes, reason=ADMIN_REASON)
+            audit_record(principal=caller.principal, operation="admin_knowledge_change", target=obj.pk, args=changes)
 
     def _set_status(self, request, queryset, status: str, verb: str):
         principal = Caller.for_user(request.user).principal

@@ -34,17 +34,17 @@ ID_ATTEMPTS = 3
 
 @transaction.atomic
 def knowledge_bulk_create(
+    caller,
     entries: Sequence[Mapping],
     *,
-    owner: str,
-    reader_scopes=None,
     vectors: Sequence | None = None,
     model_name: str = "",
     embed: bool = True,
 ) -> list[Knowledge]:
     """Store `entries` (each holds `knowledge_create`'s keyword arguments) as new items, in order; returns them.
 
-    All or nothing: an unknown resource or a taken `knowledge_id` rolls the
+    As `caller` (agents.caller.Caller), who must be allowed to write every entry's scopes, and owns the
+    entries that name no `owner`. All or nothing: an unknown resource or a taken `knowledge_id` rolls the
     whole batch back. With `vectors` (one per entry, from `model_name`) the
     items are stored with their embedding and no worker is asked.
     """
@@ -55,8 +55,9 @@ def knowledge_bulk_create(
     for position, entry in enumerate(entries):
         resource_ids = list(dict.fromkeys(entry.get("resource_ids", ())))
         scopes = list(dict.fromkeys(entry["scopes"]))
-        _check_resources(resource_ids, item_scopes=scopes, reader_scopes=reader_scopes)
-        item = _new_item(entry, scopes=scopes, owner=owner, now=now)
+        caller.require_write(scopes)
+        _check_resources(resource_ids, item_scopes=scopes, reader_scopes=caller.readable_scopes)
+        item = _new_item(entry, scopes=scopes, owner=entry.get("owner") or caller.principal, now=now)
         if vectors is not None:
             item.embedding = list(map(float, vectors[position]))
             item.embedding_model = model_name

@@ -10,6 +10,7 @@ runs once to completion, even when the first copy still runs on somewhere.
 from django.conf import settings
 from django.db import transaction
 
+from agents.caller import Caller
 from jobs.models import Job
 from jobs.services import job_claim, job_create, job_fail, job_succeed
 from knowledge import llm, services
@@ -34,12 +35,12 @@ SCHEMA = {
 }
 
 
-def evolve_request(*, knowledge_id: str, feedback: str, requested_by: str) -> Job:
-    """Queue an evolve job. Raises llm.LLMNotConfigured when there is no LLM to do it."""
+def evolve_request(caller, *, knowledge_id: str, feedback: str) -> Job:
+    """Queue an evolve job for `caller`. Raises llm.LLMNotConfigured when there is no LLM to do it."""
     if not llm.llm_configured():
         raise llm.LLMNotConfigured()
 
-    return job_create(kind="evolve", subject=knowledge_id, requested_by=requested_by,
+    return job_create(kind="evolve", subject=knowledge_id, requested_by=caller.principal,
                       params={"feedback": feedback, "model": settings.KNOWHUB_LLM_MODEL})
 
 
@@ -72,7 +73,7 @@ def evolve_run(*, job_id: str, worker: str = "") -> Job:
         if job.status != Job.Status.RUNNING or job.attempts != claimed:
             return job  # finished, or re-sent and claimed again since: the later claim writes
         services.knowledge_edit(
-            knowledge_id=item.id, changed_by=f"job:evolve:{job.id}", task=reply["task"], content=reply["content"],
+            Caller.system(f"job:evolve:{job.id}"), knowledge_id=item.id, task=reply["task"], content=reply["content"],
             reason=f"evolve with {job.params.get('model')} ({job.params['feedback'][:200]}): {reply['summary_of_changes']}",
             job=job,
         )
@@ -98,12 +99,11 @@ def evolve_outcome(job: Job) -> dict | None:
     return {"before": before, "after": after, "rolled_back": rolled_back}
 
 
-def evolve_rollback(*, job: Job, changed_by: str) -> Knowledge:
+def evolve_rollback(caller, *, job: Job) -> Knowledge:
     """Put back the text an evolve job replaced (itself kept as a new version). KnowledgeStateError when the
     job changed nothing that could be rolled back."""
     outcome = evolve_outcome(job) if job.kind == "evolve" else None
     if outcome is None:
         raise KnowledgeStateError("this job changed nothing that could be rolled back", field="job_id")
-    return services.knowledge_restore_version(knowledge_id=job.subject, number=outcome["before"].number,
-                                              changed_by=changed_by)
+    return services.knowledge_restore_version(caller, knowledge_id=job.subject, number=outcome["before"].number)
 

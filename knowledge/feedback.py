@@ -22,13 +22,13 @@ def normalize_case(case: dict | None, *, reported_by: str) -> dict:
 
 
 @transaction.atomic
-def feedback_record(*, knowledge_id: str, helpful: bool, case: dict | None = None, reported_by: str = "",
-                    search_id=None) -> None:
-    """Raises Knowledge.DoesNotExist when there is no such item.
+def feedback_record(caller, *, knowledge_id: str, helpful: bool, case: dict | None = None, search_id=None) -> None:
+    """`caller` reports whether the item helped (recorded as the case's reporter). Raises Knowledge.DoesNotExist
+    when there is no such item.
 
     `search_id` names the logged search the item was found in (checked visible by the caller).
     """
-    kind = "helpful" if helpful else "harmful"
+    kind, reported_by = ("helpful" if helpful else "harmful"), caller.principal
     updated = Knowledge.objects.filter(pk=knowledge_id).update(**{kind: F(kind) + 1}, updated_at=timezone.now())
     if not updated:
         raise Knowledge.DoesNotExist(knowledge_id)

@@ -93,6 +93,7 @@ class KnowledgeSerializer(serializers.Serializer):
         data = dict(validated_data)
         evaluation = data.pop("eval", None) or EvalSerializer().to_internal_value({})
         return services.knowledge_create(
+            self.context["caller"],  # who restores the item (its owner comes with it)
             knowledge_id=data.pop("id", None),
             **data,
             **evaluation,

@@ -1,4 +1,9 @@
-"""Writes to knowledge. Views, serializers, tasks, the admin and commands call these."""
+"""Writes to knowledge. Operations, serializers, jobs, the admin and commands call these.
+
+Every write takes the caller (agents.caller.Caller) first: who is recorded (owner, changed_by) comes
+from it, never from a string the entry point builds, and a new item's scopes pass its write check.
+The hub's own writes (jobs, imports, benchmarks) act as `Caller.system(name)`.
+"""
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 
@@ -31,12 +36,13 @@ def normalize_source(source: Mapping | None, *, now: datetime) -> dict:
 
 @transaction.atomic
 def knowledge_create(
+    caller,
     *,
     task: str,
     content: str,
     types: Iterable[str],
     scopes: Iterable[str],
-    owner: str,
+    owner: str | None = None,
     tags: Mapping[str, str] | None = None,
     source: Mapping | None = None,
     message_id: str = "",
@@ -52,17 +58,20 @@ def knowledge_create(
     created_at: datetime | None = None,
     updated_at: datetime | None = None,
     embed: bool = True,
-    reader_scopes: Iterable[str] | None = None,
 ) -> Knowledge:
     """Store a new knowledge item and return it.
 
     `knowledge_id`, timestamps, counters and histories are for restoring an
     exported item exactly; agents' saves leave them unset. The item is
     keyword-searchable on commit; with `embed` a worker computes its vector
-    (the save never waits for the model; `vector_status` says when it is done). Linked resources must be
-    readable by the saver (`reader_scopes`, None for curators) and by everyone
-    who can read the item: their scopes must include all of the item's.
+    (the save never waits for the model; `vector_status` says when it is done). The caller must be
+    allowed to write every scope (PermissionDenied); `owner` defaults to the caller. Linked resources
+    must be readable by the caller and by everyone who can read the item: their scopes must include
+    all of the item's.
     """
+    scopes = list(dict.fromkeys(scopes))
+    caller.require_write(scopes)
+    reader_scopes = caller.readable_scopes
     now = timezone.now()
     created_at = created_at or now
     resource_ids = list(dict.fromkeys(resource_ids))
@@ -81,8 +90,8 @@ def knowledge_create(
         task=task,
         content=content,
         tags=dict(tags or {}),
-        scopes=list(dict.fromkeys(scopes)),
-        owner=owner,
+        scopes=scopes,
+        owner=owner or caller.principal,
         source=normalize_source(source, now=created_at),
         score=score,
         helpful=helpful,
@@ -161,9 +170,9 @@ def _is_primary_key_violation(exc: IntegrityError) -> bool:
 
 @transaction.atomic
 def knowledge_edit(
+    caller,
     *,
     knowledge_id: str,
-    changed_by: str,
     reason: str = "",
     task: str | None = None,
     content: str | None = None,
@@ -188,7 +197,7 @@ def knowledge_edit(
         last = item.versions.order_by("-number").values_list("number", flat=True).first() or 0
         KnowledgeVersion.objects.create(
             knowledge=item, number=last + 1, task=item.task, content=item.content, tags=item.tags,
-            changed_by=changed_by, reason=reason, job=job,
+            changed_by=caller.principal, reason=reason, job=job,
         )
     for name, value in changes.items():
         setattr(item, name, value)
@@ -204,13 +213,13 @@ def knowledge_edit(
     return item
 
 
-def knowledge_restore_version(*, knowledge_id: str, number: int, changed_by: str) -> Knowledge:
+def knowledge_restore_version(caller, *, knowledge_id: str, number: int) -> Knowledge:
     """Put a version's task/content/tags back; the text it replaces becomes a new version (nothing is lost).
 
     Raises KnowledgeVersion.DoesNotExist.
     """
     version = KnowledgeVersion.objects.get(knowledge_id=knowledge_id, number=number)
-    return knowledge_edit(knowledge_id=knowledge_id, changed_by=changed_by, reason=f"restored version {number}",
+    return knowledge_edit(caller, knowledge_id=knowledge_id, reason=f"restored version {number}",
                           task=version.task, content=version.content, tags=version.tags)
 
 
@@ -240,7 +249,7 @@ PLAIN_FIELDS = ("message_id", "scopes", "owner", "source", "score", "confidence"
 
 
 @transaction.atomic
-def knowledge_change_fields(*, knowledge_id: str, changed_by: str, changes: Mapping, reason: str = "") -> Knowledge:
+def knowledge_change_fields(caller, *, knowledge_id: str, changes: Mapping, reason: str = "") -> Knowledge:
     """A curator's change of any editable field (the admin): text through `knowledge_edit`, so the old
     text is kept as a version and the item re-embedded; the other fields in place.
 
@@ -251,7 +260,7 @@ def knowledge_change_fields(*, knowledge_id: str, changed_by: str, changes: Mapp
         raise ValueError(f"not editable: {', '.join(sorted(unknown))}")
     text = {name: changes[name] for name in TEXT_FIELDS if name in changes}
     if text:
-        knowledge_edit(knowledge_id=knowledge_id, changed_by=changed_by, reason=reason, **text)
+        knowledge_edit(caller, knowledge_id=knowledge_id, reason=reason, **text)
     plain = {name: changes[name] for name in PLAIN_FIELDS if name in changes}
     if plain:
         Knowledge.objects.filter(pk=knowledge_id).update(**plain, updated_at=timezone.now())

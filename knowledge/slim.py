@@ -19,6 +19,7 @@ restores them and archives the merged item.
 from django.db import transaction
 from django.utils import timezone
 
+from agents.caller import Caller
 from jobs.models import Job
 from jobs.services import job_claim, job_create, job_progress, job_succeed
 from knowledge import llm, services
@@ -97,7 +98,8 @@ def propose_merge(items: list[Knowledge], *, model: str | None) -> dict:
 
 
 @transaction.atomic
-def merge_group(ids: list[str], *, text: dict, merged_by: str) -> Knowledge:
+def merge_group(caller, ids: list[str], *, text: dict) -> Knowledge:
+    """Merge the active items `ids` into a new item with `text`, as `caller`; the originals are kept, merged."""
     items = list(Knowledge.objects.select_for_update().filter(pk__in=ids, status=KnowledgeStatus.ACTIVE).order_by("created_at", "id"))
     if len(items) != len(ids):
         raise ValueError("some items of the group are no longer active")
@@ -110,9 +112,10 @@ def merge_group(ids: list[str], *, text: dict, merged_by: str) -> Knowledge:
         types += k.types
     cases = list(FeedbackCase.objects.filter(knowledge__in=items).order_by("created_at", "id"))
     merged = services.knowledge_create(
+        caller,
         task=text["task"], content=text["content"], types=types, scopes=items[0].scopes, owner=items[0].owner,
         tags=tags, resource_ids=resource_ids,
-        source={"name": "slim merge", "category": "merge", "urls": list(dict.fromkeys(urls)), "submitted_by": merged_by},
+        source={"name": "slim merge", "category": "merge", "urls": list(dict.fromkeys(urls)), "submitted_by": caller.principal},
         score=round(sum(k.score for k in items) / len(items)),
         confidence=round(sum(k.confidence for k in items) / len(items), 3),
         helpful=sum(k.helpful for k in items), harmful=sum(k.harmful for k in items),
@@ -135,21 +138,23 @@ def knowledge_unmerge(*, merged_id: str) -> list[str]:
     return originals
 
 
-def slim_approve(*, ids: list[str], task: str, content: str, approved_by: str) -> Knowledge:
+def slim_approve(caller, *, ids: list[str], task: str, content: str) -> Knowledge:
     """A curator accepts a proposed group, with the proposal's text or their edit of it."""
-    return merge_group(ids, text={"task": task, "content": content}, merged_by=approved_by)
+    return merge_group(caller, ids, text={"task": task, "content": content})
 
 
-def slim_reject(*, first_id: str, second_id: str, rejected_by: str) -> None:
+def slim_reject(caller, *, first_id: str, second_id: str) -> None:
     a, b = _pair(first_id, second_id)
-    SlimRejection.objects.get_or_create(first_id=a, second_id=b, defaults={"rejected_by": rejected_by})
+    SlimRejection.objects.get_or_create(first_id=a, second_id=b, defaults={"rejected_by": caller.principal})
 
 
-def slim_request(*, model: str | None, dry_run: bool, requested_by: str, writable_scopes: list[str] | None) -> Job:
+def slim_request(caller, *, model: str | None, dry_run: bool) -> Job:
+    """Queue a slim job over the scopes `caller` may write. Raises llm.LLMNotConfigured without an LLM."""
     if not llm.llm_configured():
         raise llm.LLMNotConfigured()
 
-    return job_create(kind="slim", requested_by=requested_by, progress={"groups_found": 0, "merged": 0, "failed": 0},
+    writable_scopes = None if caller.writable_scopes is None else list(caller.writable_scopes)
+    return job_create(kind="slim", requested_by=caller.principal, progress={"groups_found": 0, "merged": 0, "failed": 0},
                       params={"model": model, "dry_run": dry_run, "writable_scopes": writable_scopes})
 
 
@@ -172,7 +177,7 @@ def slim_run(*, job_id: str, worker: str = "") -> Job:
                 outcomes.append({"ids": ids, "proposal": text})
                 progress["proposed"] += 1
             else:
-                merged = merge_group(ids, text=text, merged_by=f"job:slim:{job_id}")
+                merged = merge_group(Caller.system(f"job:slim:{job_id}"), ids, text=text)
                 outcomes.append({"ids": ids, "merged_id": merged.id})
                 progress["merged"] += 1
         except (llm.LLMError, ValueError) as exc:
@@ -207,8 +212,8 @@ def slim_proposals_pending() -> list[dict]:
     return [p for p in proposals if set(p["ids"]) <= active]
 
 
-def slim_reject_group(*, ids: list[str], rejected_by: str) -> None:
+def slim_reject_group(caller, *, ids: list[str]) -> None:
     """Reject a whole proposed group: none of its pairs is proposed again."""
     for i, a in enumerate(ids):
         for b in ids[i + 1:]:
-            slim_reject(first_id=a, second_id=b, rejected_by=rejected_by)
+            slim_reject(caller, first_id=a, second_id=b)

@@ -42,8 +42,7 @@ class RevealInAdmin:
                    "title": f"Reveal the secret of {obj}", "has_secret": bool(obj.secure_body), "secret": None,
                    "expired": secret_expired(obj)}
         if request.method == "POST" and context["has_secret"] and not context["expired"]:
-            context["secret"] = self.reveal(obj, principal=Caller.for_user(request.user).principal,
-                                            remote_addr=request.META.get("REMOTE_ADDR"),
+            context["secret"] = self.reveal(Caller.for_user(request.user), obj, remote_addr=request.META.get("REMOTE_ADDR"),
                                             user_agent=request.META.get("HTTP_USER_AGENT", ""))
         response = TemplateResponse(request, self.reveal_template, context)
         response["Cache-Control"] = "no-store"
@@ -70,7 +69,8 @@ class ResourceAdmin(RevealInAdmin, admin.ModelAdmin):
         return False  # knowledge may point at it, and nothing is ever deleted; a change keeps the old state as a version
 
     def save_model(self, request, obj, form, change):
-        principal = Caller.for_user(request.user).principal
+        caller = Caller.for_user(request.user)
+        principal = caller.principal
         stored = Resource.objects.filter(pk=obj.pk).first() if change else None
         changes = {name: form.cleaned_data[name] for name in form.changed_data
                    if name in form.cleaned_data and (stored is None or form.cleaned_data[name] != getattr(stored, name))}
@@ -78,14 +78,14 @@ class ResourceAdmin(RevealInAdmin, admin.ModelAdmin):
             if change:
                 if not changes:
                     return
-                resource_change_fields(resource_id=obj.pk, changed_by=principal, changes=changes)
+                resource_change_fields(caller, resource_id=obj.pk, changes=changes)
             else:
                 super().save_model(request, obj, form, change)
             audit_record(principal=principal, operation="admin_resource_change" if change else "admin_resource_add",
                          target=obj.pk, args=changes)
 
-    def reveal(self, obj, **who):
-        return resource_reveal(resource=obj, **who)
+    def reveal(self, caller, obj, **request_info):
+        return resource_reveal(caller, resource=obj, **request_info)
 
     @admin.display(description="used by")
     def dependent_knowledge(self, obj):
@@ -111,8 +111,8 @@ class ResourceVersionAdmin(RevealInAdmin, AppendOnlyAdmin):
     readonly_fields = ["resource", "number", "title", "body", "content_type", "metadata", "expires_at", "replaced_by",
                        "created_at", "reveal_link"]
 
-    def reveal(self, obj, **who):
-        return resource_version_reveal(version=obj, **who)
+    def reveal(self, caller, obj, **request_info):
+        return resource_version_reveal(caller, version=obj, **request_info)
 
 
 @admin.register(RevealEvent)

@@ -27,9 +27,9 @@ def resource_save(caller: Caller, **data) -> Resource:
         if not caller.may_write_any(existing.scopes):
             raise PermissionDenied(f"this caller may not write to the scopes of {existing.pk}")
         data.pop("scopes", None)  # a new version keeps who may see it
-        return resource_save_version(resource_id=data.pop("id"), replaced_by=caller.principal, **data)
+        return resource_save_version(caller, resource_id=data.pop("id"), **data)
     scopes = caller.scopes_to_write(data.pop("scopes", None))
-    return resource_create(resource_id=data.pop("id"), scopes=scopes, owner=caller.principal, **data)
+    return resource_create(caller, resource_id=data.pop("id"), scopes=scopes, **data)
 
 
 @operation("resource_get", input=ResourceGetInput, output=ResourceOutput)
@@ -46,8 +46,7 @@ def resource_get(caller: Caller, *, resource_id, reveal: bool, remote_addr: str 
     if not caller.can_read_secrets:
         raise PermissionDenied("this caller may not reveal secrets (a token with secret access, or the admin role)")
     try:
-        secret = resource_reveal(resource=resource, principal=caller.principal, remote_addr=remote_addr,
-                                 user_agent=user_agent)
+        secret = resource_reveal(caller, resource=resource, remote_addr=remote_addr, user_agent=user_agent)
     except SecretExpired as exc:
         raise Gone(f"this {resource.content_type} expired at {exc.expires_at.isoformat()}") from exc
     resource.revealed_secret = secret  # sent once, in this reply (ResourceOutput)

@@ -1,6 +1,12 @@
-"""Writes to resources."""
+"""Writes to resources, and the audited reveal of their secrets.
+
+Every function takes the caller (agents.caller.Caller) first: the owner, who replaced a version and
+who saw a secret come from it, a new resource's scopes pass its write check, and a reveal is refused
+to a caller without the right to read secrets, whichever entry point asked.
+"""
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from rest_framework.exceptions import PermissionDenied
 
 from core.errors import DomainError
 from resources.models import Resource
@@ -14,8 +20,10 @@ class ResourceExistsError(DomainError):
         super().__init__(f"a resource with id {resource_id} already exists", field="id")
 
 
-def resource_create(*, resource_id: str, title: str, scopes: list[str], owner: str, body: str = "", secure_body: str = "",
+def resource_create(caller, *, resource_id: str, title: str, scopes: list[str], body: str = "", secure_body: str = "",
                     content_type: str = "text", metadata: dict | None = None, expires_at=None) -> Resource:
+    caller.require_write(scopes)
+    owner = caller.principal
     try:
         with transaction.atomic():
             return Resource.objects.create(
@@ -29,7 +37,7 @@ def resource_create(*, resource_id: str, title: str, scopes: list[str], owner: s
 
 
 @transaction.atomic
-def resource_save_version(*, resource_id: str, replaced_by: str, title: str, body: str = "", secure_body: str = "",
+def resource_save_version(caller, *, resource_id: str, title: str, body: str = "", secure_body: str = "",
                           content_type: str = "text", metadata: dict | None = None, expires_at=None) -> Resource:
     """Save an existing id again (seed resource_save): the previous state becomes a version, secret still encrypted."""
     from resources.models import ResourceVersion
@@ -38,7 +46,8 @@ def resource_save_version(*, resource_id: str, replaced_by: str, title: str, bod
     last = resource.versions.order_by("-number").values_list("number", flat=True).first() or 0
     ResourceVersion.objects.create(
         resource=resource, number=last + 1, title=resource.title, body=resource.body, secure_body=resource.secure_body,
-        content_type=resource.content_type, metadata=resource.metadata, expires_at=resource.expires_at, replaced_by=replaced_by,
+        content_type=resource.content_type, metadata=resource.metadata, expires_at=resource.expires_at,
+        replaced_by=caller.principal,
     )
     resource.title, resource.body, resource.secure_body = title, body, secure_body
     resource.content_type, resource.metadata, resource.expires_at = content_type, metadata or {}, expires_at
@@ -53,7 +62,7 @@ PLAIN_FIELDS = ("scopes", "owner")
 
 
 @transaction.atomic
-def resource_change_fields(*, resource_id: str, changed_by: str, changes: dict) -> Resource:
+def resource_change_fields(caller, *, resource_id: str, changes: dict) -> Resource:
     """A curator's change (the admin): content through `resource_save_version` (the secret kept as it is),
     scopes and owner in place. Raises Resource.DoesNotExist; ValueError for a field that is not editable."""
     unknown = set(changes) - set(CONTENT_FIELDS) - set(PLAIN_FIELDS)
@@ -62,7 +71,7 @@ def resource_change_fields(*, resource_id: str, changed_by: str, changes: dict) 
     resource = Resource.objects.select_for_update().get(pk=resource_id)
     if set(changes) & set(CONTENT_FIELDS):
         current = {name: getattr(resource, name) for name in CONTENT_FIELDS}
-        resource = resource_save_version(resource_id=resource_id, replaced_by=changed_by, secure_body=resource.secure_body,
+        resource = resource_save_version(caller, resource_id=resource_id, secure_body=resource.secure_body,
                                          **{**current, **{k: v for k, v in changes.items() if k in CONTENT_FIELDS}})
     plain = {name: changes[name] for name in PLAIN_FIELDS if name in changes}
     if plain:
@@ -83,25 +92,31 @@ def secret_expired(obj) -> bool:
     return bool(obj.expires_at and obj.expires_at <= timezone.now())
 
 
-def resource_reveal(*, resource: Resource, principal: str, remote_addr: str | None, user_agent: str = "") -> str:
-    """The secret, with a RevealEvent written first: no reveal goes unrecorded. Raises SecretExpired."""
-    return _audited_reveal(resource, resource_id=resource.pk, version=None, principal=principal,
+SECRETS_REFUSED = "this caller may not read secrets"
+
+
+def resource_reveal(caller, *, resource: Resource, remote_addr: str | None, user_agent: str = "") -> str:
+    """The secret, with a RevealEvent written first: no reveal goes unrecorded. Raises SecretExpired, or
+    PermissionDenied for a caller without the right to read secrets."""
+    return _audited_reveal(caller, resource, resource_id=resource.pk, version=None, remote_addr=remote_addr,
+                           user_agent=user_agent)
+
+
+def resource_version_reveal(caller, *, version, remote_addr: str | None, user_agent: str = "") -> str:
+    """An earlier version's secret (the admin's), audited like every reveal. Raises SecretExpired or PermissionDenied."""
+    return _audited_reveal(caller, version, resource_id=version.resource_id, version=version.number,
                            remote_addr=remote_addr, user_agent=user_agent)
 
 
-def resource_version_reveal(*, version, principal: str, remote_addr: str | None, user_agent: str = "") -> str:
-    """An earlier version's secret (admins only: callers check), audited like every reveal. Raises SecretExpired."""
-    return _audited_reveal(version, resource_id=version.resource_id, version=version.number, principal=principal,
-                           remote_addr=remote_addr, user_agent=user_agent)
-
-
-def _audited_reveal(obj, *, resource_id: str, version: int | None, principal: str, remote_addr: str | None,
+def _audited_reveal(caller, obj, *, resource_id: str, version: int | None, remote_addr: str | None,
                     user_agent: str) -> str:
     from resources.models import RevealEvent
 
+    if not caller.can_read_secrets:
+        raise PermissionDenied(SECRETS_REFUSED)
     if secret_expired(obj):
         raise SecretExpired(obj.expires_at)
-    RevealEvent.objects.create(principal=principal, resource_id=resource_id, version=version,
+    RevealEvent.objects.create(principal=caller.principal, resource_id=resource_id, version=version,
                                remote_addr=remote_addr or None, user_agent=user_agent[:300])
     return obj.secure_body
 

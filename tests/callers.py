@@ -3,15 +3,22 @@
 Plain functions (import them anywhere); the fixtures built on them (`owner`, `peer`, `outsider`,
 `curator_token`, `person`) are in tests/conftest.py.
 """
+import dataclasses
 import importlib
 
 from django.apps import apps
 from django.contrib.auth.models import Group
 from rest_framework.test import APIClient
 
+from agents.caller import Caller
 from agents.services import agent_token_create
 
 PASSWORD = "pw-for-tests"
+
+
+def acting(principal: str = "agent:research_agent", **rights) -> Caller:
+    """A caller for calling services directly: writes anywhere, recorded as `principal` (rights as Caller takes them)."""
+    return dataclasses.replace(Caller.system(principal), **rights)
 
 
 def agent_key(agent_id: str = "research_agent", scopes=("org:acme",), **token_options) -> str:

@@ -1,6 +1,7 @@
 """Small builders for test data, going through the real services."""
 from knowledge import services
 from resources.models import Resource
+from tests.callers import acting
 
 SEED_EXAMPLE = {
     "id": "knowledge-20260305-a1b2",
@@ -46,7 +47,7 @@ def make_knowledge(**fields):
     fields.setdefault("types", ["tool"])
     fields.setdefault("scopes", ["org:acme"])
     fields.setdefault("owner", "agent:research_agent")
-    return services.knowledge_create(**fields)
+    return services.knowledge_create(acting(), **fields)
 
 
 def embed_saved():

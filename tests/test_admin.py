@@ -1,6 +1,7 @@
 import pytest
 
 from tests.factories import make_knowledge, make_resource
+from tests.callers import acting
 
 pytestmark = pytest.mark.django_db
 
@@ -203,5 +204,5 @@ def test_an_admin_resource_edit_keeps_the_old_state_and_its_secret(client, curat
     assert resource.title == "new title" and resource.secure_body == "pw-1"
     version = resource.versions.get()
     assert version.title == "old title"
-    assert resource_version_reveal(version=version, principal="user:alice", remote_addr=None) == "pw-1"
+    assert resource_version_reveal(acting("user:alice", can_read_secrets=True), version=version, remote_addr=None) == "pw-1"
     assert AuditEvent.objects.get().operation == "admin_resource_change"

@@ -1,13 +1,15 @@
-"""Resources: list and detail with secrets masked; an admin's reveal is permission-checked and audited."""
+"""Resources: list and detail with secrets masked; an admin's reveal runs the API's resource_get operation
+(through the filter chain, permission-checked and audited like any reveal)."""
 from django.db.models import Q
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
+from agents import operations
 from curation import permissions
-from curation.views.common import paginate, principal
+from curation.views.common import caller_of, paginate
 from resources.models import Resource, RevealEvent
-from resources.services import SecretExpired, resource_reveal as reveal_secret
+from resources.operations import Gone
 
 DETAIL = "curation/resource_detail.html"
 
@@ -43,10 +45,11 @@ def resource_reveal(request, resource_id):
     if not resource.has_secret:
         return render(request, f"{DETAIL}#secret", {"resource": resource, "reveal_error": "This resource has no secret."}, status=404)
     try:
-        secret = reveal_secret(resource=resource, principal=principal(request), remote_addr=request.META.get("REMOTE_ADDR"),
-                               user_agent=request.META.get("HTTP_USER_AGENT", ""))
-    except SecretExpired as exc:
+        revealed = operations.call("resource_get", caller_of(request), resource_id=resource.pk, data={"reveal": True},
+                                   remote_addr=request.META.get("REMOTE_ADDR"),
+                                   user_agent=request.META.get("HTTP_USER_AGENT", ""))
+    except Gone:
         return render(request, f"{DETAIL}#secret", {"resource": resource, "reveal_error":
-                      f"This {resource.content_type} expired at {exc.expires_at:%Y-%m-%d %H:%M} UTC: save a fresh one."},
+                      f"This {resource.content_type} expired at {resource.expires_at:%Y-%m-%d %H:%M} UTC: save a fresh one."},
                       status=410)
-    return render(request, f"{DETAIL}#secret", {"resource": resource, "secret": secret})
+    return render(request, f"{DETAIL}#secret", {"resource": resource, "secret": revealed.revealed_secret})

@@ -145,9 +145,7 @@ def knowledge_save(caller: Caller, **data) -> Knowledge:
     """Save a new item; scopes default to the caller's first writable scope, owner to the caller."""
     scopes = caller.scopes_to_write(data.pop("scopes", None))
     source = {"agent_id": caller.agent_id, **data.pop("source", {})}
-    owner = data.pop("owner", None) or caller.principal
-    item = services.knowledge_create(scopes=scopes, owner=owner, source=source,
-                                     reader_scopes=caller.readable_scopes, **data)
+    item = services.knowledge_create(caller, scopes=scopes, source=source, **data)
     return selectors.knowledge_get(knowledge_id=item.id)
 
 
@@ -170,14 +168,11 @@ def knowledge_update(caller: Caller, *, knowledge_id, add_helpful_case=None, add
         raise PermissionDenied("changing the score or evolving needs write access to one of the item's scopes")
     search_id = cited_search(caller, search_id)
     with transaction.atomic():
-        job = evolve.evolve_request(knowledge_id=item.id, feedback=evolve_feedback,
-                                    requested_by=caller.principal) if evolve_feedback else None
+        job = evolve.evolve_request(caller, knowledge_id=item.id, feedback=evolve_feedback) if evolve_feedback else None
         if add_helpful_case is not None:
-            feedback.feedback_record(knowledge_id=item.id, helpful=True, case=add_helpful_case,
-                                     reported_by=caller.principal, search_id=search_id)
+            feedback.feedback_record(caller, knowledge_id=item.id, helpful=True, case=add_helpful_case, search_id=search_id)
         if add_harmful_case is not None:
-            feedback.feedback_record(knowledge_id=item.id, helpful=False, case=add_harmful_case,
-                                     reported_by=caller.principal, search_id=search_id)
+            feedback.feedback_record(caller, knowledge_id=item.id, helpful=False, case=add_harmful_case, search_id=search_id)
         if update_score is not None:
             feedback.score_set(knowledge_id=item.id, score=update_score)
     body = KnowledgeSerializer(selectors.knowledge_get(knowledge_id=item.id)).data
@@ -216,8 +211,8 @@ def knowledge_batch_update(caller: Caller, *, feedback_list) -> dict:
             continue
         try:
             with transaction.atomic():  # a savepoint: an entry the database refuses leaves the others standing
-                feedback.feedback_record(knowledge_id=data["knowledge_id"], helpful=data["is_helpful"],
-                                         case=data["case"], reported_by=caller.principal, search_id=search_id)
+                feedback.feedback_record(caller, knowledge_id=data["knowledge_id"], helpful=data["is_helpful"],
+                                         case=data["case"], search_id=search_id)
         except (DataError, IntegrityError):
             results.append(_entry_failed(position, knowledge_id, "invalid",
                                          "the database refused this entry; it was not stored", {}))
@@ -232,7 +227,7 @@ def knowledge_batch_update(caller: Caller, *, feedback_list) -> dict:
 def knowledge_edit(caller: Caller, *, knowledge_id, reason, **changes) -> Knowledge:
     """Edit an item's text, tags or types (its owner, or a curator); the old text is kept as a version."""
     item = changeable_item(caller, knowledge_id)
-    services.knowledge_edit(knowledge_id=item.id, changed_by=caller.principal, reason=reason, **changes)
+    services.knowledge_edit(caller, knowledge_id=item.id, reason=reason, **changes)
     return selectors.knowledge_get(knowledge_id=item.id)
 
 
@@ -240,6 +235,5 @@ def knowledge_edit(caller: Caller, *, knowledge_id, reason, **changes) -> Knowle
            status=202)
 def knowledge_slim(caller: Caller, *, model, dry_run) -> dict:
     """Queue a merge of near-duplicates within the caller's writable scopes (a job)."""
-    job = slim.slim_request(model=model or None, dry_run=dry_run, requested_by=caller.principal,
-                            writable_scopes=None if caller.writable_scopes is None else list(caller.writable_scopes))
+    job = slim.slim_request(caller, model=model or None, dry_run=dry_run)
     return {"job": job_link(job)}

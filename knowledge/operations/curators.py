@@ -73,7 +73,7 @@ def knowledge_restore_version(caller: Caller, *, knowledge_id, version) -> Knowl
     """Put an earlier version's text back; the text it replaces becomes a new version (nothing is lost)."""
     item = changeable_item(caller, knowledge_id)
     try:
-        services.knowledge_restore_version(knowledge_id=item.id, number=version, changed_by=caller.principal)
+        services.knowledge_restore_version(caller, knowledge_id=item.id, number=version)
     except KnowledgeVersion.DoesNotExist:
         raise serializers.ValidationError({"version": [f"{item.id} has no version {version}"]}) from None
     return selectors.knowledge_get(knowledge_id=item.id)
@@ -125,7 +125,7 @@ def merge_approve(caller: Caller, *, ids, task=None, content=None) -> Knowledge:
             raise serializers.ValidationError({"ids": ["no pending proposal for this group: give task and content"]})
         task, content = task or proposal.get("task", ""), content or proposal.get("content", "")
     try:
-        merged = slim.slim_approve(ids=list(ids), task=task, content=content, approved_by=caller.principal)
+        merged = slim.slim_approve(caller, ids=list(ids), task=task, content=content)
     except ValueError as exc:
         raise KnowledgeStateError(str(exc), field="ids") from None
     return selectors.knowledge_get(knowledge_id=merged.id)
@@ -135,7 +135,7 @@ def merge_approve(caller: Caller, *, ids, task=None, content=None) -> Knowledge:
 def merge_reject(caller: Caller, *, ids) -> dict:
     """Reject a proposed group: none of its pairs is proposed again."""
     _curated_items(caller, ids)
-    slim.slim_reject_group(ids=list(ids), rejected_by=caller.principal)
+    slim.slim_reject_group(caller, ids=list(ids))
     return {"ids": list(ids), "rejected": True}
 
 
@@ -146,7 +146,7 @@ def evolve_rollback(caller: Caller, *, job_id) -> Knowledge:
     if job is None:
         raise Http404
     changeable_item(caller, job.subject)
-    evolve.evolve_rollback(job=job, changed_by=caller.principal)
+    evolve.evolve_rollback(caller, job=job)
     return selectors.knowledge_get(knowledge_id=job.subject)
 
 

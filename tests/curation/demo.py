@@ -9,6 +9,7 @@ from knowledge import feedback, services
 from knowledge.models import FeedbackCase
 from knowledge.search.indexing import embed_items
 from tests.factories import make_knowledge, make_resource
+from tests.callers import acting
 
 ITEMS = [
     ("Log in to site A with Selenium", "Use undetected_chromedriver to avoid bot detection; add random 1-3 s delays between actions.",
@@ -38,11 +39,10 @@ def make_demo() -> dict:
     embed_items(items=items)
     for day, (item, helpful) in enumerate([(0, True), (0, True), (2, False), (3, True), (4, True), (4, False),
                                            (0, True), (2, False), (3, True), (1, True)] * 2):
-        feedback.feedback_record(knowledge_id=items[item].id, helpful=helpful, case={"note": "demo report"},
-                                 reported_by="agent:research_agent")
+        feedback.feedback_record(acting("agent:research_agent"), knowledge_id=items[item].id, helpful=helpful, case={"note": "demo report"})
     for n, case in enumerate(FeedbackCase.objects.order_by("id")):
         FeedbackCase.objects.filter(pk=case.pk).update(created_at=now - timedelta(days=(n * 3) % 27))
-    services.knowledge_edit(knowledge_id=items[0].id, changed_by="user:carl", reason="clearer delays",
+    services.knowledge_edit(acting("user:carl"), knowledge_id=items[0].id, reason="clearer delays",
                             content=items[0].content + " Log in once per session.")
     proposal = Job.objects.create(kind="slim", status="succeeded", requested_by="user:carl",
                                   params={"dry_run": True, "model": "demo", "writable_scopes": None},

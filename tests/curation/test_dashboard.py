@@ -10,6 +10,7 @@ from jobs.models import Job
 from knowledge.feedback import feedback_record
 from knowledge.models import Knowledge
 from tests.factories import make_knowledge, make_resource
+from tests.callers import acting
 
 pytestmark = pytest.mark.django_db
 
@@ -30,13 +31,14 @@ def test_dashboard_counts_and_attention(viewer_client):
     lowest = body.split("<h3>Lowest quality</h3>")[1].split("</section>")[0]
     assert lowest.index("Harmful advice") < lowest.index("Good advice")
     assert "cookies/site" in body and "LLM said no" in body and "evolve job failed" in body
+    assert f'evolve <a href="/knowledge/{bad.id}/">{bad.id}</a> · LLM said no' in body  # a failed job links to its item
 
 
 def test_feedback_chart_counts_reports_per_day(viewer_client):
     item = make_knowledge(embed=False)
-    feedback_record(knowledge_id=item.id, helpful=True)
-    feedback_record(knowledge_id=item.id, helpful=True)
-    feedback_record(knowledge_id=item.id, helpful=False)
+    feedback_record(acting(), knowledge_id=item.id, helpful=True)
+    feedback_record(acting(), knowledge_id=item.id, helpful=True)
+    feedback_record(acting(), knowledge_id=item.id, helpful=False)
     days = feedback_per_day(days=30)
     assert len(days) == 30 and days[-1]["day"] == timezone.now().date()
     assert (days[-1]["helpful"], days[-1]["harmful"]) == (2, 1) and sum(d["helpful"] for d in days) == 2
@@ -61,7 +63,7 @@ def _judged_search(*, result_ids, helpful_id, days_ago=0):
     log = search_log_record(principal="agent:a", readable_scopes=["org:acme"], query="q", top_k=5, min_score=3,
                             types=None, scopes=None, rank="quality", filters=None, result_ids=result_ids)
     SearchLog.objects.filter(pk=log.pk).update(created_at=timezone.now() - timedelta(days=days_ago))
-    feedback_record(knowledge_id=helpful_id, helpful=True, search_id=log.pk)
+    feedback_record(acting(), knowledge_id=helpful_id, helpful=True, search_id=log.pk)
     return log
 
 

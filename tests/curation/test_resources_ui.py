@@ -8,6 +8,7 @@ from knowledge.models import Knowledge
 from resources.models import RevealEvent
 from resources.services import resource_save_version
 from tests.factories import make_knowledge, make_resource
+from tests.callers import acting
 
 pytestmark = pytest.mark.django_db
 SECRET = "s3cr3t-PASSWORD-do-not-show"
@@ -16,7 +17,7 @@ SECRET = "s3cr3t-PASSWORD-do-not-show"
 @pytest.fixture
 def secret_resource():
     resource = make_resource("credentials/site_a", secure_body=SECRET, body="login form at /login", content_type="credential")
-    resource_save_version(resource_id=resource.id, replaced_by="agent:x", title="site A", body="login form at /login", secure_body=SECRET + "-v2",
+    resource_save_version(acting("agent:x"), resource_id=resource.id, title="site A", body="login form at /login", secure_body=SECRET + "-v2",
                           content_type="credential")
     item = make_knowledge(task="Log in to site A", resource_ids=[resource.id], embed=False)
     return resource, item

@@ -8,6 +8,7 @@ from knowledge.feedback import feedback_record
 from knowledge.models import FeedbackCase, Knowledge
 from tests.factories import make_knowledge
 from tests.knowledge.test_api_knowledge import client_for
+from tests.callers import acting
 
 SEED_PUT_BODY = {
     "add_helpful_case": {"task": "任务描述", "outcome": "成功", "timestamp": "2026-03-05T12:00:00Z"},
@@ -105,7 +106,7 @@ def test_fifty_threads_of_twenty_cases_lose_nothing():
     def report(worker):
         try:
             for n in range(20):
-                feedback_record(knowledge_id=item.id, helpful=True, case={"worker": worker, "n": n}, reported_by=f"agent:w{worker}")
+                feedback_record(acting(f"agent:w{worker}"), knowledge_id=item.id, helpful=True, case={"worker": worker, "n": n})
         except Exception as exc:  # noqa: BLE001 - surfaced below
             errors.append(exc)
         finally:

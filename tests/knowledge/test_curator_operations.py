@@ -11,7 +11,7 @@ from agents.models import AuditEvent
 from jobs.models import Job
 from knowledge import services, slim
 from knowledge.models import Knowledge
-from tests.callers import agent_client, agent_key, person_in, session_client
+from tests.callers import acting, agent_client, agent_key, person_in, session_client
 from tests.curation.test_review import proposed
 from tests.factories import make_knowledge
 
@@ -44,7 +44,7 @@ def person(django_user_model, role: str | None, name: str) -> APIClient:
 
 def edited_item():
     item = make_knowledge(task="Rotate keys", content="monthly", owner="agent:research_agent")
-    services.knowledge_edit(knowledge_id=item.id, changed_by="agent:research_agent", content="weekly")
+    services.knowledge_edit(acting("agent:research_agent"), knowledge_id=item.id, content="weekly")
     return item
 
 
@@ -81,7 +81,7 @@ def test_archive_hides_an_item_from_search_and_activate_brings_it_back(owner, pe
 
 def test_unmerge_is_for_curators_within_their_scopes(owner, curator_token, far_curator):
     a, b = make_knowledge(task="Tabs please"), make_knowledge(task="Use tabs")
-    merged = slim.slim_approve(ids=[a.id, b.id], task="Tabs", content="Indent with tabs", approved_by="user:carl")
+    merged = slim.slim_approve(acting("user:carl"), ids=[a.id, b.id], task="Tabs", content="Indent with tabs")
 
     refused = owner.post(f"/api/knowledge/{merged.id}/unmerge", format="json")
     assert refused.status_code == 403 and "curator" in refused.json()["error"]["message"]
@@ -119,7 +119,7 @@ def test_merge_review_lists_approves_as_proposed_or_edited_and_rejects(curator_t
 def test_evolve_rollback_puts_the_old_text_back_for_curators(curator_token, owner):
     item = make_knowledge(task="Rotate keys", content="monthly")
     job = Job.objects.create(kind="evolve", status="succeeded", subject=item.id, requested_by="agent:research_agent")
-    services.knowledge_edit(knowledge_id=item.id, changed_by=f"job:evolve:{job.id}", content="weekly (evolved)", job=job)
+    services.knowledge_edit(acting(f"job:evolve:{job.id}"), knowledge_id=item.id, content="weekly (evolved)", job=job)
     unchanged = Job.objects.create(kind="evolve", status="failed", subject=item.id, requested_by="agent:research_agent")
 
     assert owner.post(f"/api/jobs/{job.id}/rollback").status_code == 403

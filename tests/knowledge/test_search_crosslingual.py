@@ -10,6 +10,7 @@ from knowledge.search.indexing import store_embeddings
 from knowledge.search.text import script_of
 from knowledge.search.vector import vector_candidates
 from tests.factories import make_knowledge
+from tests.callers import acting
 
 
 @pytest.mark.parametrize(
@@ -138,7 +139,7 @@ def test_the_script_follows_edits():
 
     item = make_knowledge(task="Deploy notes", content="Roll back with the previous tag", embed=False)
     assert Knowledge.objects.get(pk=item.pk).script == "latin"
-    knowledge_edit(knowledge_id=item.pk, task="部署说明", content="用上一个标签回滚", changed_by="test", reason="translate")
+    knowledge_edit(acting("test"), knowledge_id=item.pk, task="部署说明", content="用上一个标签回滚", reason="translate")
     assert Knowledge.objects.get(pk=item.pk).script == "han"
 
 
@@ -166,7 +167,7 @@ def test_script_groups_are_counted_within_the_base_only_as_far_as_the_cap(monkey
     texts = [("Rotate proxies", "a"), ("Retry later", "a"), ("Use a pool", "a"), ("Back off", "a"),
              ("导出订单", "a"), ("1234", "a"), ("Other team's tip", "b"), ("另一个团队", "b")]
     entries = [{"task": t, "content": "", "types": ["tool"], "scopes": [scope]} for t, scope in texts]
-    bulk.knowledge_bulk_create(entries, owner="x", vectors=np.eye(len(texts), 8), model_name="bench-8")
+    bulk.knowledge_bulk_create(acting("x"), entries, vectors=np.eye(len(texts), 8), model_name="bench-8")
     counts = crosslingual.scripts_present(visible(readable_scopes=["a"]), model_name="bench-8")
     assert counts == {"latin": 3, "han": 1, "": 1}
     assert crosslingual.scripts_present(visible(readable_scopes=["b"]), model_name="bench-8") == {"latin": 1, "han": 1}

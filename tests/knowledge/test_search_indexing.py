@@ -16,6 +16,7 @@ from knowledge.serializers import KnowledgeSerializer
 RETRIEVAL_ONLY = Gate(answer=0.0, floor=0.0, relative=0.0)  # these tests are about the vectors, not the gate
 from tests.conftest import wait_for
 from tests.factories import embed_saved, make_knowledge
+from tests.callers import acting
 
 
 @pytest.mark.django_db(transaction=True)
@@ -35,7 +36,7 @@ def test_a_save_is_keyword_searchable_at_once_and_the_worker_embeds_it(celery_wo
 def test_an_edit_of_the_text_drops_the_stale_vector_until_it_is_embedded_again():
     item = make_knowledge(task="Rotate proxies", content="Use a pool of 20 proxies.")
     embed_saved()
-    services.knowledge_edit(knowledge_id=item.id, changed_by="user:alice", content="Slow down to one request a second.")
+    services.knowledge_edit(acting("user:alice"), knowledge_id=item.id, content="Slow down to one request a second.")
     edited = Knowledge.objects.get(pk=item.pk)
     assert edited.embedding is None and KnowledgeSerializer(edited).data["vector_status"] == "pending"
     assert embed_saved() == 1

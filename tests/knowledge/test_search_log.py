@@ -16,6 +16,7 @@ from knowledge.search_log import (
 from knowledge.tasks import forget_search_logs
 from tests.factories import make_knowledge
 from tests.knowledge.test_api_knowledge import client_for
+from tests.callers import acting
 
 pytestmark = pytest.mark.django_db
 
@@ -116,7 +117,7 @@ def test_judgments_count_helpful_cases_and_mark_harmful_items_not_relevant():
     a, b, c = item("a thing"), item("b thing"), item("c thing")
     log = logged(scopes=["org:acme"], result_ids=[a.id, b.id, c.id])
     for knowledge_id, helpful in [(a.id, False), (b.id, True), (b.id, True), (c.id, True), (c.id, False)]:
-        feedback_record(knowledge_id=knowledge_id, helpful=helpful, search_id=log.pk)
+        feedback_record(acting(), knowledge_id=knowledge_id, helpful=helpful, search_id=log.pk)
     assert judgments(log) == {a.id: 0, b.id: 2, c.id: 0}
 
 
@@ -128,14 +129,14 @@ def judged():
     """
     a, b, c = item("Deploy the staging proxy with docker"), item("Deploy the staging proxy with ansible"), item("Brew coffee")
     first = logged(scopes=["org:acme"], result_ids=[a.id, b.id, c.id])
-    feedback_record(knowledge_id=a.id, helpful=False, search_id=first.pk)
-    feedback_record(knowledge_id=b.id, helpful=True, search_id=first.pk)
+    feedback_record(acting(), knowledge_id=a.id, helpful=False, search_id=first.pk)
+    feedback_record(acting(), knowledge_id=b.id, helpful=True, search_id=first.pk)
     Knowledge.objects.filter(pk=a.pk).update(status="archived")
     only_harmful = logged(scopes=["org:acme"], result_ids=[c.id], query="coffee")
-    feedback_record(knowledge_id=c.id, helpful=False, search_id=only_harmful.pk)
+    feedback_record(acting(), knowledge_id=c.id, helpful=False, search_id=only_harmful.pk)
     e, f, g = (item(f"{name} beta runbook", scopes=["org:beta"]) for name in ("Eggs", "Figs", "Grapes"))
     beta = logged(scopes=["org:beta"], result_ids=[e.id, f.id, g.id], query="beta runbook")
-    feedback_record(knowledge_id=g.id, helpful=True, search_id=beta.pk)
+    feedback_record(acting(), knowledge_id=g.id, helpful=True, search_id=beta.pk)
     logged(scopes=["org:acme"], result_ids=[b.id])  # never judged: not counted
 
 
@@ -161,7 +162,7 @@ def test_another_orgs_agent_never_sees_a_scopes_searches_in_the_eval(judged):
 def test_a_shared_search_counts_only_under_the_scopes_the_caller_reads():
     b = item("Deploy the staging proxy", scopes=["org:acme", "org:beta"])
     shared = logged(scopes=["org:acme", "org:beta"], result_ids=[b.id])
-    feedback_record(knowledge_id=b.id, helpful=True, search_id=shared.pk)
+    feedback_record(acting(), knowledge_id=b.id, helpful=True, search_id=shared.pk)
     assert [r.scope for r in evaluate(rerun=False)] == ["org:acme", "org:beta"]
     assert [r.scope for r in evaluate(readable_scopes=["org:beta"], rerun=False)] == ["org:beta"]
 
@@ -169,7 +170,7 @@ def test_a_shared_search_counts_only_under_the_scopes_the_caller_reads():
 def test_people_searches_are_reported_under_every_scope():
     b = item("Deploy the staging proxy")
     log = logged(scopes=None, result_ids=[b.id])
-    feedback_record(knowledge_id=b.id, helpful=True, search_id=log.pk)
+    feedback_record(acting(), knowledge_id=b.id, helpful=True, search_id=log.pk)
     [report] = evaluate(rerun=False)
     assert (report.scope, report.ndcg_logged) == (EVERY_SCOPE, 1.0)
     assert evaluate(readable_scopes=["org:acme"], rerun=False) == []
@@ -207,7 +208,7 @@ def test_retention_deletes_old_logs_and_keeps_their_feedback(settings):
     b = item("Deploy the staging proxy")
     old = logged(scopes=["org:acme"], result_ids=[b.id], created_at=timezone.now() - timedelta(days=31))
     recent = logged(scopes=["org:acme"], result_ids=[b.id], created_at=timezone.now() - timedelta(days=29))
-    feedback_record(knowledge_id=b.id, helpful=True, search_id=old.pk)
+    feedback_record(acting(), knowledge_id=b.id, helpful=True, search_id=old.pk)
     assert forget_search_logs() == 1
     assert list(SearchLog.objects.all()) == [recent]
     case = FeedbackCase.objects.get()

@@ -4,6 +4,7 @@ import pytest
 
 from knowledge.search import engine
 from tests.factories import embed_saved, make_knowledge
+from tests.callers import acting
 
 pytestmark = pytest.mark.django_db
 
@@ -74,9 +75,9 @@ def test_feedback_decides_between_two_equally_good_answers_and_harm_pushes_one_o
     from knowledge import feedback
 
     for _ in range(3):
-        feedback.feedback_record(knowledge_id=twins[1].id, helpful=False, case={"outcome": "wrong"})
+        feedback.feedback_record(acting(), knowledge_id=twins[1].id, helpful=False, case={"outcome": "wrong"})
     assert found("rotate the API key", top_k=2) == [twins[0].id, twins[1].id]  # 4 + 3 - 6 = 1: down
-    feedback.feedback_record(knowledge_id=twins[1].id, helpful=False, case={"outcome": "wrong again"})
+    feedback.feedback_record(acting(), knowledge_id=twins[1].id, helpful=False, case={"outcome": "wrong again"})
     after = found("rotate the API key", top_k=5)
     assert after[0] == twins[0].id and twins[1].id not in after  # 4 + 3 - 8 < 0: out
 

@@ -4,6 +4,7 @@ import pytest
 
 from knowledge.selectors import knowledge_get
 from knowledge.serializers import KnowledgeSerializer
+from tests.callers import acting
 from tests.factories import SEED_EXAMPLE, make_knowledge, make_resource
 
 pytestmark = pytest.mark.django_db
@@ -16,7 +17,7 @@ def seed_resources():
 
 
 def save(data: dict) -> dict:
-    serializer = KnowledgeSerializer(data=data)
+    serializer = KnowledgeSerializer(data=data, context={"caller": acting()})
     assert serializer.is_valid(), serializer.errors
     item = serializer.save()
     return KnowledgeSerializer(knowledge_get(knowledge_id=item.id)).data

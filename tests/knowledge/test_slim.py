@@ -7,6 +7,7 @@ from knowledge.slim import find_groups, knowledge_unmerge, slim_reject
 from tests.conftest import wait_for
 from tests.factories import make_knowledge
 from tests.knowledge.test_api_knowledge import client_for
+from tests.callers import acting
 
 DUPLICATES = [
     ("Log in to site A with Selenium", "Use undetected_chromedriver to avoid bot detection, add random delays."),
@@ -49,7 +50,7 @@ def test_groups_never_cross_scopes_or_owners():
 @pytest.mark.django_db
 def test_a_rejected_pair_is_not_proposed_again():
     ids = seed(rows=TABS)
-    slim_reject(first_id=ids[1], second_id=ids[0], rejected_by="user:alice")
+    slim_reject(acting("user:alice"), first_id=ids[1], second_id=ids[0])
     assert find_groups() == []
 
 
@@ -109,8 +110,8 @@ def test_a_curator_approves_an_edited_proposal():
     from knowledge.slim import slim_approve
 
     ids = seed(rows=TABS)
-    merged = slim_approve(ids=ids, task="Tabs, edited", content="Edited by a curator", approved_by="user:alice")
+    merged = slim_approve(acting("user:alice"), ids=ids, task="Tabs, edited", content="Edited by a curator")
     assert (merged.task, merged.source["submitted_by"]) == ("Tabs, edited", "user:alice")
     assert set(Knowledge.objects.filter(pk__in=ids).values_list("status", flat=True)) == {"merged"}
     with pytest.raises(ValueError, match="no longer active"):
-        slim_approve(ids=ids, task="again", content="again", approved_by="user:alice")
+        slim_approve(acting("user:alice"), ids=ids, task="again", content="again")

@@ -3,7 +3,7 @@
 import pytest
 from rest_framework.test import APIClient
 
-from tests.callers import agent_client, agent_key, ensure_roles, person_in, session_client  # noqa: F401 - shared names
+from tests.callers import acting, agent_client, agent_key, ensure_roles, person_in, session_client  # noqa: F401 - shared names
 from tests.curation.conftest import admin_client_, admin_user, roles, viewer, viewer_client  # noqa: F401 - autouse roles
 
 ROLE_USERS = {"viewer": "vera", "curator": "carl", "admin": "ada"}
@@ -50,7 +50,7 @@ def _seed_org(scope: str, owner: str):
 
     item = make_knowledge(task="Deploy to the staging site", content=f"first draft {MARKERS[scope]}",
                           scopes=[scope], owner=owner, tags={"marker": MARKERS[scope]})
-    services.knowledge_edit(knowledge_id=item.id, changed_by=owner, reason="seed",
+    services.knowledge_edit(acting(owner), knowledge_id=item.id, reason="seed",
                             content=f"Run the deploy script {MARKERS[scope]}")
     name = scope.split(":")[1]
     make_resource(f"credentials/{name}-site", scopes=[scope], body=MARKERS[scope], secure_body=SECRETS[scope],
