@@ -127,22 +127,22 @@ SLOW_TESTS = [
     # Schemathesis: every operation against the live server (`make fuzz` runs its heavier pass).
     "tests/api/test_schemathesis.py",
     # The MCP server as subprocesses: `manage.py mcp` over stdio and uvicorn serving /mcp (~70 s).
-    "tests/agents/test_mcp.py",
-    "tests/client/test_examples.py::test_mcp_example_over_stdio",
+    "tests/api/test_mcp.py",
+    "tests/clients/test_examples.py::test_mcp_example_over_stdio",
     # A subprocess importing the web entry point, loading the models at boot and without.
     "tests/knowhub_site/test_warmup.py",
     # Load and heavy computation: ten thousand inserts; embedding a 16,000-character item chunk by chunk (~25 s).
     "tests/knowledge/test_ids.py::test_ten_thousand_inserts_get_unique_well_formed_ids",
-    "tests/knowledge/test_search_indexing.py::test_a_long_item_gets_one_unit_vector_pooled_from_its_chunks_and_is_found_by_its_opening",
+    "tests/knowledge/search/test_indexing.py::test_a_long_item_gets_one_unit_vector_pooled_from_its_chunks_and_is_found_by_its_opening",
     # The client waiting out the live server's real Retry-After (5 s per 503); the 429 case, giving up, the
     # loopback Retry-After and the async client's retries stay fast.
-    "tests/client/test_client_retries.py::test_a_search_is_retried_through_429_and_503_until_it_succeeds[503]",
-    "tests/client/test_client_retries.py::test_a_save_is_retried_with_its_idempotency_key_and_stored_once",
+    "tests/clients/test_client_retries.py::test_a_search_is_retried_through_429_and_503_until_it_succeeds[503]",
+    "tests/clients/test_client_retries.py::test_a_save_is_retried_with_its_idempotency_key_and_stored_once",
     # The benches (bench/) on generated bases; the retrieval, fusion, halves and keyword-budget ones stay fast.
-    "tests/test_bench.py::test_the_ranking_bench_simulates_feedback_and_runs_queries_against_a_scope_with_no_answer",
-    "tests/test_bench.py::test_the_scale_seed_fills_a_base_of_the_seeds_shape_and_the_latency_bench_times_it_beside_the_floor",
-    "tests/test_bench.py::test_the_ingest_bench_measures_single_saves_the_bulk_path_and_the_workers_embedding",
-    "tests/test_bench.py::test_the_slim_bench_times_the_group_finding_of_a_dry_run",
+    "tests/bench/test_bench.py::test_the_ranking_bench_simulates_feedback_and_runs_queries_against_a_scope_with_no_answer",
+    "tests/bench/test_bench.py::test_the_scale_seed_fills_a_base_of_the_seeds_shape_and_the_latency_bench_times_it_beside_the_floor",
+    "tests/bench/test_bench.py::test_the_ingest_bench_measures_single_saves_the_bulk_path_and_the_workers_embedding",
+    "tests/bench/test_bench.py::test_the_slim_bench_times_the_group_finding_of_a_dry_run",
     # A real Celery worker process (celery_worker, llm_worker or CeleryWorker): 10-70 s each, most of it
     # starting, waiting for and stopping the worker; the services they drive run in-process in the fast suite.
     # None of them stays fast: the first worker of a run also works off the embedding messages the in-process
@@ -156,8 +156,8 @@ SLOW_TESTS = [
     "tests/knowledge/test_slim.py::test_slim_merges_groups_through_the_worker_and_unmerge_restores_exactly",
     "tests/knowledge/test_slim.py::test_dry_run_proposes_without_writing",
     "tests/knowledge/test_bulk.py::test_bulk_items_are_embedded_by_the_worker_in_batches",
-    "tests/knowledge/test_search_indexing.py::test_a_save_is_keyword_searchable_at_once_and_the_worker_embeds_it",
-    "tests/client/test_client_jobs.py::test_wait_for_job_returns_a_finished_job_and_raises_for_a_failed_one",
+    "tests/knowledge/search/test_indexing.py::test_a_save_is_keyword_searchable_at_once_and_the_worker_embeds_it",
+    "tests/clients/test_client_jobs.py::test_wait_for_job_returns_a_finished_job_and_raises_for_a_failed_one",
     "tests/curation/test_evolve_ui.py::test_evolve_queues_polls_then_compares_and_rolls_back",
     "tests/curation/test_review.py::test_find_duplicates_runs_a_dry_run_job_whose_proposals_appear",
     "tests/knowhub_site/test_healthz.py::test_healthz_is_ok_with_a_real_worker_running",

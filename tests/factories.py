@@ -53,7 +53,7 @@ def make_knowledge(**fields):
 def embed_saved():
     """What the worker does after saves (embed every item still without a vector), done here and now.
 
-    For tests about search quality, not about the worker; tests/knowledge/test_search_indexing.py
+    For tests about search quality, not about the worker; tests/knowledge/search/test_indexing.py
     checks that the real worker does it.
     """
     from knowledge.search.indexing import embed_pending

@@ -3,7 +3,7 @@ import anyio
 from openai import OpenAI
 
 from examples import agno_agent, client_quickstart, mcp_client, openai_tools
-from tests.agents.test_mcp import subprocess_env
+from tests.api.test_mcp import subprocess_env
 
 
 def test_client_quickstart_runs(live_server, token_for, capsys):

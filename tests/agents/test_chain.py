@@ -82,7 +82,7 @@ def test_unknown_filter_type_is_refused():
 
 
 def test_filters_listed_in_settings_are_applied(settings):
-    settings.KNOWHUB_FILTERS = ["tests.test_chain.TRIPLE"]
+    settings.KNOWHUB_FILTERS = ["tests.agents.test_chain.TRIPLE"]
     assert invoke("add", add, {"a": 1, "b": 2}, CTX) == 9
 
 

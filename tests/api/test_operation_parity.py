@@ -18,7 +18,7 @@ from tests.api.conftest import client_with, token
 from tests.callers import person_in, session_client
 from tests.factories import make_knowledge, make_resource
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 
 # Operations deliberately not offered as OpenAI tools, with the reason (the parity test holds this list to account).
 NOT_AN_OPENAI_TOOL = {
