@@ -166,6 +166,13 @@ async def knowledge_batch_update(ctx: Context, feedback_list: list[dict[str, Any
 
 
 @server.tool()
+async def knowledge_bulk_save(ctx: Context, items: list[dict[str, Any]]) -> dict[str, Any]:
+    """Save up to 500 new items at once, each shaped as knowledge_save's REST body ({"task", "content", "types",
+    "tags", "scopes", "source": {...}, ...}); per-item results in order: good items land even when some fail."""
+    return await _call(ctx, _op("knowledge_bulk_save", {"items": items}))
+
+
+@server.tool()
 async def knowledge_list(ctx: Context, limit: int = 10, types: list[str] | None = None,
                          scopes: list[str] | None = None, cursor: str | None = None) -> dict[str, Any]:
     """Knowledge newest first; pass the reply's `next` as `cursor` for the following page."""

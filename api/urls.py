@@ -30,6 +30,7 @@ urlpatterns = [
     path("knowledge/search", views.KnowledgeSearchApi.as_view(), name="knowledge-search"),
     path("knowledge/batch_update", views.KnowledgeBatchUpdateApi.as_view(), name="knowledge-batch-update"),
     path("knowledge/slim", views.KnowledgeSlimApi.as_view(), name="knowledge-slim"),
+    path("knowledge/bulk", views.KnowledgeBulkApi.as_view(), name="knowledge-bulk"),
     path("knowledge/filters", views.KnowledgeFiltersApi.as_view(), name="knowledge-filters"),
     path("knowledge", views.KnowledgeCollectionApi.as_view(), name="knowledge-collection"),
     path("knowledge/<segment:knowledge_id>", views.KnowledgeDetailApi.as_view(), name="knowledge-detail"),

@@ -8,7 +8,7 @@ from agents.caller import NO_ROLE, Caller, caller_for_request
 from api import schema
 from api.idempotency import idempotent_response
 from knowledge.inputs import (
-    KnowledgeCreateInput, KnowledgeListInput, KnowledgePatchInput, KnowledgeUpdateInput, SearchInput, SlimInput,
+    BulkSaveInput, KnowledgeCreateInput, KnowledgeListInput, KnowledgePatchInput, KnowledgeUpdateInput, SearchInput, SlimInput,
 )
 from knowledge.serializers import KnowledgeSerializer
 
@@ -57,6 +57,14 @@ class KnowledgeCollectionApi(APIView):
     @schema.for_operation("knowledge_save", request=KnowledgeCreateInput, responses={201: KnowledgeSerializer, **schema.WRITE_ERRORS})
     def post(self, request):
         return idempotent_reply(request, "knowledge_save", data=request.data)
+
+
+class KnowledgeBulkApi(APIView):
+    """POST /api/knowledge/bulk: up to 500 new items, per-item results; `Idempotency-Key` as for single saves."""
+
+    @schema.for_operation("knowledge_bulk_save", request=BulkSaveInput, responses={200: schema.BatchOutput, **schema.WRITE_ERRORS})
+    def post(self, request):
+        return idempotent_reply(request, "knowledge_bulk_save", data=request.data)
 
 
 class KnowledgeDetailApi(APIView):

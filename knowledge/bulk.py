@@ -23,7 +23,7 @@ from knowledge.models import FeedbackCase, Knowledge, KnowledgeResource
 from knowledge.search import indexing, keyword
 from knowledge.search.embeddings import item_text
 from knowledge.search.text import script_of
-from knowledge.services import _check_resources, _is_primary_key_violation, normalize_source
+from knowledge.services import _is_primary_key_violation, check_new_item, normalize_source
 
 INSERT_BATCH = 1_000
 # Longer random suffixes than a single save's: a day's bulk import of 100k
@@ -55,8 +55,8 @@ def knowledge_bulk_create(
     for position, entry in enumerate(entries):
         resource_ids = list(dict.fromkeys(entry.get("resource_ids", ())))
         scopes = list(dict.fromkeys(entry["scopes"]))
-        caller.require_write(scopes)
-        _check_resources(resource_ids, item_scopes=scopes, reader_scopes=caller.readable_scopes)
+        check_new_item(caller, scopes=scopes, resource_ids=resource_ids,
+                       secure_resource_id=entry.get("secure_resource_id", ""))
         item = _new_item(entry, scopes=scopes, owner=entry.get("owner") or caller.principal, now=now)
         if vectors is not None:
             item.embedding = list(map(float, vectors[position]))
@@ -86,6 +86,7 @@ def _new_item(entry: Mapping, *, scopes: list[str], owner: str, now) -> Knowledg
     item = Knowledge(
         id=entry.get("knowledge_id") or "",
         message_id=entry.get("message_id", ""),
+        secure_resource_id=entry.get("secure_resource_id", ""),
         types=list(dict.fromkeys(entry["types"])),
         task=task,
         content=content,

@@ -6,7 +6,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core.safe_json import MAX_DEPTH, json_problem
-from knowledge.limits import CONTENT_MAX, EVOLVE_FEEDBACK_MAX, REASON_MAX, TAG_VALUE_MAX, TASK_MAX
+from knowledge.limits import BULK_SAVE_MAX, CONTENT_MAX, EVOLVE_FEEDBACK_MAX, REASON_MAX, TAG_VALUE_MAX, TASK_MAX
 from knowledge.models import KNOWLEDGE_TYPES
 from knowledge.search.filters import FilterError, parse_filter
 from knowledge.search.rerank import ANSWER_FLOOR, RANK_MODES, RELATIVE_FLOOR, RELEVANCE_FLOOR
@@ -213,6 +213,13 @@ class FeedbackEntry(NoUnknownFields, serializers.Serializer):
 
 class BatchUpdateInput(NoUnknownFields, serializers.Serializer):
     feedback_list = serializers.ListField(child=serializers.DictField(), min_length=1, max_length=500)
+
+
+class BulkSaveInput(NoUnknownFields, serializers.Serializer):
+    """POST /api/knowledge/bulk: up to BULK_SAVE_MAX new items, each the body of POST /api/knowledge."""
+
+    items = serializers.ListField(child=serializers.DictField(), min_length=1, max_length=BULK_SAVE_MAX,
+                                  help_text="each item as POST /api/knowledge takes it; checked one by one")
 
 
 class SlimInput(NoUnknownFields, serializers.Serializer):

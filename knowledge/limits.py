@@ -6,3 +6,4 @@ TAG_VALUE_MAX = 500
 SCOPE_MAX = 200
 EVOLVE_FEEDBACK_MAX = 10_000
 NOTE_MAX = 2_000  # a curator's note on a feedback case
+BULK_SAVE_MAX = 500  # items in one POST /api/knowledge/bulk

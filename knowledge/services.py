@@ -70,18 +70,10 @@ def knowledge_create(
     all of the item's.
     """
     scopes = list(dict.fromkeys(scopes))
-    caller.require_write(scopes)
-    reader_scopes = caller.readable_scopes
+    resource_ids = list(dict.fromkeys(resource_ids))
+    check_new_item(caller, scopes=scopes, resource_ids=resource_ids, secure_resource_id=secure_resource_id)
     now = timezone.now()
     created_at = created_at or now
-    resource_ids = list(dict.fromkeys(resource_ids))
-    _check_resources(resource_ids, item_scopes=list(scopes), reader_scopes=reader_scopes)
-    if secure_resource_id:
-        try:
-            _check_resources([secure_resource_id], item_scopes=list(scopes), reader_scopes=reader_scopes)
-        except (UnknownResourceError, ResourceScopeError) as exc:
-            exc.field = "secure_resource_id"
-            raise
 
     item = Knowledge(
         message_id=message_id,
@@ -113,6 +105,20 @@ def knowledge_create(
     if embed:
         transaction.on_commit(lambda: indexing.embed_later(knowledge_ids=[item.id]))
     return item
+
+
+def check_new_item(caller, *, scopes: list[str], resource_ids=(), secure_resource_id: str = "") -> None:
+    """What a new item must pass before it is stored: `caller` may write every one of its scopes
+    (PermissionDenied), and the resources it links, `secure_resource_id` included, are readable by the
+    caller and by everyone who can read the item (UnknownResourceError, ResourceScopeError)."""
+    caller.require_write(scopes)
+    _check_resources(list(resource_ids), item_scopes=list(scopes), reader_scopes=caller.readable_scopes)
+    if secure_resource_id:
+        try:
+            _check_resources([secure_resource_id], item_scopes=list(scopes), reader_scopes=caller.readable_scopes)
+        except (UnknownResourceError, ResourceScopeError) as exc:
+            exc.field = "secure_resource_id"
+            raise
 
 
 def _check_resources(resource_ids: list[str], *, item_scopes: list[str], reader_scopes) -> None:

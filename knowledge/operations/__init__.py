@@ -1,7 +1,8 @@
 """The knowledge operations, declared once for REST, MCP, the client and the audit (agents.operations).
 
 `agents.py`: what working agents call (seed 003: search, save, get, feedback, list, slim, edit).
+`bulk.py`: many new items in one call, each checked on its own.
 `curators.py`: what the curation UI does, for people with the curator role and curator tokens
 (restore a version, archive, unmerge, review merge proposals, roll back an evolve job).
 """
-from knowledge.operations import agents, curators  # noqa: F401 - importing declares them
+from knowledge.operations import agents, bulk, curators  # noqa: F401 - importing declares them

@@ -23,6 +23,7 @@ README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 # Operations deliberately not offered as OpenAI tools, with the reason (the parity test holds this list to account).
 NOT_AN_OPENAI_TOOL = {
     "knowledge_filters": "the filter keys go into the agent's instructions (KnowHub.build_context), not a tool call",
+    "knowledge_bulk_save": "many items come from an importer or the agent's own code, not from one model turn",
     "job_get": "a job is waited for by the code around the model (KnowHub.wait_for_job), not polled by the model",
     **{name: "a curator's operation: reviewed by a person or a curator agent's own code, not offered to a working "
              "agent's model" for name in ("knowledge_versions", "knowledge_restore_version", "knowledge_archive",

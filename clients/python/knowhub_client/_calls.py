@@ -72,6 +72,10 @@ def knowledge_batch_update(feedback_list: list[dict[str, Any]], search_id: str |
     return Call("POST", "/api/knowledge/batch_update", json={"feedback_list": entries})
 
 
+def knowledge_bulk_save(items: list[dict[str, Any]], idempotency_key: str | None) -> Call:
+    return _keyed(Call("POST", "/api/knowledge/bulk", json={"items": list(items)}), idempotency_key)
+
+
 def knowledge_list(limit: int, types: list[str] | None, scopes: list[str] | None, cursor: str | None) -> Call:
     return Call("GET", "/api/knowledge", params={"limit": limit, "types": types, "scopes": scopes, "cursor": cursor},
                 idempotent=True)

@@ -166,6 +166,16 @@ class KnowHub(_Base):
         """
         return self._request(_calls.knowledge_batch_update(feedback_list, search_id))
 
+    def knowledge_bulk_save(self, items: list[dict[str, Any]], *, idempotency_key: str | None = None) -> Json:
+        """Save up to 500 new items at once (POST /api/knowledge/bulk), each shaped as the REST body of a
+        single save; per-item ``ok`` with its ``knowledge_id``, or ``error``: the good ones land even when
+        some fail. Carries an Idempotency-Key like ``knowledge_save``, so a retry stores nothing twice.
+
+        >>> hub.knowledge_bulk_save([{"task": "Rotate keys", "content": "Monthly", "types": ["strategy"]}])
+        {'results': [{'index': 0, 'knowledge_id': 'knowledge-...', 'ok': True}], 'succeeded': 1, 'failed': 0}
+        """
+        return self._request(_calls.knowledge_bulk_save(items, idempotency_key))
+
     def knowledge_list(self, limit: int = 10, types: list[str] | None = None, scopes: list[str] | None = None, *,
                        cursor: str | None = None) -> Json:
         """Newest first (GET /api/knowledge); pass the reply's ``next`` as ``cursor`` for the next page.
@@ -367,6 +377,10 @@ class AsyncKnowHub(_Base):
     async def knowledge_batch_update(self, feedback_list: list[dict[str, Any]], *, search_id: str | None = None) -> Json:
         """See `KnowHub.knowledge_batch_update`."""
         return await self._request(_calls.knowledge_batch_update(feedback_list, search_id))
+
+    async def knowledge_bulk_save(self, items: list[dict[str, Any]], *, idempotency_key: str | None = None) -> Json:
+        """See `KnowHub.knowledge_bulk_save`."""
+        return await self._request(_calls.knowledge_bulk_save(items, idempotency_key))
 
     async def knowledge_list(self, limit: int = 10, types: list[str] | None = None, scopes: list[str] | None = None,
                              *, cursor: str | None = None) -> Json:
