@@ -6,7 +6,7 @@ elsewhere (the admin) call `audit_record` themselves.
 from agents.models import AuditEvent
 from core.safe_json import UNSAFE_CHARACTERS
 
-SECRET_ARGS = {"secure_body"}
+SECRET_ARGS = {"secure_body", "passphrase", "file_bytes"}  # never stored: secrets, and the bytes of an imported file
 MAX_ARG_CHARS = 500
 MAX_ITEMS = 50  # per object or list
 MAX_SUMMARY_DEPTH = 6

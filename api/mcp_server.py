@@ -172,6 +172,44 @@ async def knowledge_bulk_save(ctx: Context, items: list[dict[str, Any]]) -> dict
     return await _call(ctx, _op("knowledge_bulk_save", {"items": items}))
 
 
+MCP_EXPORT_MAX_CHARS = 20_000_000
+
+
+def _export_text(data: dict):
+    """The export as one JSON Lines text (a tool answers at once; GET /api/export streams a big one)."""
+    from api.transfer import jsonl
+
+    def run(caller):
+        text, size = [], 0
+        for line in jsonl(operations.call("knowledge_export", caller, data=data)):
+            size += len(line)
+            if size > MCP_EXPORT_MAX_CHARS:
+                raise _Refused(413, "too_large", f"the export is larger than {MCP_EXPORT_MAX_CHARS:,} characters: "
+                                                 "narrow it with `scopes`, or stream it from GET /api/export")
+            text.append(line)
+        return {"jsonl": "".join(text), "records": len(text)}
+
+    return run
+
+
+@server.tool()
+async def knowledge_export(ctx: Context, scopes: list[str] | None = None, passphrase: str | None = None) -> dict[str, Any]:
+    """Everything this token may read as JSON Lines (`jsonl`): a header, resources with their versions (secrets
+    encrypted; `passphrase` seals them for another installation), knowledge items with versions, feedback, merge
+    links and vectors. For a large hub use GET /api/export, which streams."""
+    return await _call(ctx, _export_text(_given(scopes=scopes, passphrase=passphrase)))
+
+
+@server.tool()
+async def knowledge_import(ctx: Context, filename: str, content: str, scopes: list[str] | None = None,
+                           types: list[str] | None = None, passphrase: str | None = None) -> dict[str, Any]:
+    """Import a file's text (curator tokens): our export (`filename` ending .jsonl), a CSV (.csv, one item per row)
+    or Markdown (.md, chunked by headings). `scopes` for records that name none. Returns imported, updated,
+    skipped (unchanged) and failed (line and reason); importing the same file again changes nothing."""
+    data = _given(filename=filename, content=content, scopes=scopes, types=types, passphrase=passphrase)
+    return await _call(ctx, _op("knowledge_import", data))
+
+
 @server.tool()
 async def knowledge_list(ctx: Context, limit: int = 10, types: list[str] | None = None,
                          scopes: list[str] | None = None, cursor: str | None = None) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from api import views
 from core.errors import api_not_found
 from api.jobs import JobDetailApi
 from api.resources import ResourceCollectionApi, ResourceDetailApi
+from api.transfer import ExportApi, ImportApi
 
 
 class SegmentConverter:
@@ -44,6 +45,8 @@ urlpatterns = [
     path("merges/reject", curation.MergeRejectApi.as_view(), name="merge-reject"),
     path("jobs/<uuid:job_id>", JobDetailApi.as_view(), name="job-detail"),
     path("jobs/<uuid:job_id>/rollback", curation.EvolveRollbackApi.as_view(), name="evolve-rollback"),
+    path("export", ExportApi.as_view(), name="export"),
+    path("import", ImportApi.as_view(), name="import"),
     path("resource", ResourceCollectionApi.as_view(), name="resource-collection"),
     path("resource/<nulfree_path:resource_id>", ResourceDetailApi.as_view(), name="resource-detail"),
     # Last: any other /api/ path is a JSON 404 (/api/schema and /api/docs keep their slash redirect).

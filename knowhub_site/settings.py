@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "knowledge",
     "resources",
     "jobs",
+    "ingest",
     "curation",
     "api",
 ]
@@ -155,6 +156,15 @@ KNOWHUB_RETRY_BACKOFF_SECONDS = env_int("KNOWHUB_RETRY_BACKOFF_SECONDS", 5)
 KNOWHUB_JOB_RESEND_SECONDS = env_int("KNOWHUB_JOB_RESEND_SECONDS", 120)
 # Agents' logged searches (knowledge.search_log) are deleted after this many days; feedback stays.
 KNOWHUB_SEARCH_LOG_RETENTION_DAYS = env_int("KNOWHUB_SEARCH_LOG_RETENTION_DAYS", 30)
+
+# --- Documents in, knowledge out (ingest) ------------------------------------
+# The largest file an import or a document upload takes, and the largest page a URL may return.
+KNOWHUB_IMPORT_MAX_BYTES = env_int("KNOWHUB_IMPORT_MAX_BYTES", 50 * 1024 * 1024)
+KNOWHUB_DOCUMENT_MAX_BYTES = env_int("KNOWHUB_DOCUMENT_MAX_BYTES", 20 * 1024 * 1024)
+KNOWHUB_FETCH_TIMEOUT_SECONDS = env_int("KNOWHUB_FETCH_TIMEOUT_SECONDS", 20)
+# Hosts, addresses or networks a document URL may point at although they are private or loopback
+# (e.g. "wiki.internal,10.1.0.0/16"); none by default.
+KNOWHUB_FETCH_ALLOW = env_list("KNOWHUB_FETCH_ALLOW", [])
 
 # --- LLM and embeddings -------------------------------------------------------
 OPENAI_API_KEY = env_str("OPENAI_API_KEY")

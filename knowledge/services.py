@@ -16,11 +16,14 @@ from knowledge.models import FeedbackCase, Knowledge, KnowledgeResource, Knowled
 from knowledge.search import indexing
 
 SOURCE_KEYS = ("name", "category", "urls", "agent_id", "submitted_by", "timestamp", "message_id")
+# Set by the hub, never by an agent's save: the document an ingested or imported item came from
+# ({"kind", "uri", "content_hash", "chunk", ...}, see ingest).
+DOCUMENT_KEY = "document"
 ID_ATTEMPTS_PER_LENGTH = 3
 
 
 def normalize_source(source: Mapping | None, *, now: datetime) -> dict:
-    """All seven of the seed's source keys, defaults filled in, nothing else."""
+    """All seven of the seed's source keys, defaults filled in, and the document an item came from, if any."""
     defaults = {
         "name": "",
         "category": "exp",
@@ -30,7 +33,8 @@ def normalize_source(source: Mapping | None, *, now: datetime) -> dict:
         "timestamp": now.isoformat().replace("+00:00", "Z"),
         "message_id": "",
     }
-    given = {key: value for key, value in (source or {}).items() if key in SOURCE_KEYS and value is not None}
+    given = {key: value for key, value in (source or {}).items()
+             if key in (*SOURCE_KEYS, DOCUMENT_KEY) and value is not None}
     return {**defaults, **given}
 
 

@@ -127,3 +127,36 @@ def resources_mark_expired() -> list[str]:
     ids = list(due.values_list("id", flat=True))
     Resource.objects.filter(pk__in=ids).update(is_expired=True)
     return ids
+
+
+@transaction.atomic
+def resource_restore(caller, record: dict, *, secret, version_secret) -> Resource:
+    """Store an exported resource and its versions exactly (ingest.importer). `secret()` and
+    `version_secret(version)` give each secret as a `(text, ciphertext)` pair, one of them empty: the
+    plaintext to encrypt (an export under a passphrase) or the installation's own ciphertext, stored as it is."""
+    from django.db.models import TextField, Value
+    from django.utils.dateparse import parse_datetime
+
+    from resources.models import ResourceVersion
+
+    caller.require_write(record.get("scopes") or [])
+    when = lambda value: parse_datetime(value) if value else None  # noqa: E731
+    plain, sealed = secret()
+    resource = Resource.objects.create(
+        id=record["id"], title=record["title"], body=record.get("body", ""), secure_body=plain,
+        content_type=record.get("content_type", "text"), metadata=record.get("metadata") or {},
+        scopes=record.get("scopes") or [], owner=record.get("owner") or caller.principal,
+        expires_at=when(record.get("expires_at")), is_expired=bool(record.get("is_expired")),
+        created_at=when(record.get("created_at")) or timezone.now(), updated_at=when(record.get("updated_at")) or timezone.now())
+    if sealed:
+        Resource.objects.filter(pk=resource.pk).update(secure_body=Value(sealed, output_field=TextField()))
+    for v in record.get("versions") or []:
+        plain, sealed = version_secret(v)
+        version = ResourceVersion.objects.create(
+            resource=resource, number=v["number"], title=v["title"], body=v.get("body", ""), secure_body=plain,
+            content_type=v.get("content_type", "text"), metadata=v.get("metadata") or {},
+            expires_at=when(v.get("expires_at")), replaced_by=v.get("replaced_by", ""),
+            created_at=when(v.get("created_at")) or resource.created_at)
+        if sealed:
+            ResourceVersion.objects.filter(pk=version.pk).update(secure_body=Value(sealed, output_field=TextField()))
+    return resource

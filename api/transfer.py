@@ -1,0 +1,63 @@
+"""GET /api/export (streamed JSON Lines) and POST /api/import: ingest.operations over HTTP."""
+import json
+
+from django.core.serializers.json import DjangoJSONEncoder
+from django.http import StreamingHttpResponse
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.views import APIView
+
+from agents import operations
+from api import schema
+from api.views import caller_of, reply
+from ingest.inputs import ImportInput
+from ingest.outputs import ImportOutput
+
+PASSPHRASE_HEADER = "X-KnowHub-Passphrase"
+
+
+def jsonl(records):
+    for record in records:
+        yield json.dumps(record, ensure_ascii=False, cls=DjangoJSONEncoder) + "\n"
+
+
+class ExportApi(APIView):
+    @schema.for_operation(
+        "knowledge_export", operation_id="knowledge_export",
+        parameters=[OpenApiParameter("scopes", str, many=True, description="only these scopes"),
+                    OpenApiParameter(PASSPHRASE_HEADER, str, OpenApiParameter.HEADER,
+                                     description="seal the secrets under this passphrase (a header, never the URL)")],
+        responses={(200, "application/x-ndjson"): OpenApiResponse(description="JSON Lines: a header, then resources, "
+                                                                  "knowledge items and rejected merge pairs"),
+                   **schema.ERRORS})
+    def get(self, request):
+        data = {"scopes": request.query_params.getlist("scopes") or [],
+                "passphrase": request.headers.get(PASSPHRASE_HEADER, "")}
+        data["scopes"] = [s for value in data["scopes"] for s in value.split(",") if s]
+        records = operations.call("knowledge_export", caller_of(request), data=data)
+        first = next(records)  # the header: errors before it surface as a JSON error, not a cut stream
+        response = StreamingHttpResponse(jsonl(_chain(first, records)), content_type="application/x-ndjson")
+        response["Content-Disposition"] = 'attachment; filename="knowhub-export.jsonl"'
+        response["Cache-Control"] = "no-store"
+        return response
+
+
+def _chain(first, rest):
+    yield first
+    yield from rest
+
+
+class ImportApi(APIView):
+    parser_classes = [MultiPartParser, FormParser, JSONParser]
+
+    @schema.for_operation("knowledge_import", request={"multipart/form-data": ImportInput, "application/json": ImportInput},
+                          responses={200: ImportOutput, **schema.WRITE_ERRORS})
+    def post(self, request):
+        data = request.data
+        if hasattr(data, "getlist"):  # a form: lists come as repeated fields or one comma-separated value
+            data = {key: data.get(key) for key in data}
+            for name in ("scopes", "types"):
+                values = request.data.getlist(name)
+                if values:
+                    data[name] = [v for value in values for v in value.split(",") if v]
+        return reply(request, "knowledge_import", data=data)

@@ -1,0 +1,102 @@
+"""A document's chunks as knowledge items, kept in step when the document is read again.
+
+Each item's `source.document` names where it came from: `{"kind", "uri", "content_hash", "chunk",
+"chunk_hash"}` (the document's and the chunk's SHA-256). Reading a document again:
+
+- unchanged document (same content hash): nothing is written;
+- a chunk whose text is still in the document keeps its item (id, feedback, score), whatever its new position;
+- a chunk whose text changed takes over the item that was at its position, as a new version (nothing lost);
+- a chunk that is new becomes a new item; an item whose chunk is gone is archived (restorable).
+"""
+import hashlib
+from dataclasses import dataclass, field
+
+from django.db import transaction
+
+from knowledge import services
+from knowledge.models import Knowledge, KnowledgeStatus
+
+DOCUMENT = "document"
+
+
+def sha256(data: bytes | str) -> str:
+    return hashlib.sha256(data.encode() if isinstance(data, str) else data).hexdigest()
+
+
+@dataclass
+class ChunkOutcome:
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    archived: list[str] = field(default_factory=list)
+    unchanged_document: bool = False
+
+    @property
+    def item_ids(self) -> list[str]:
+        return [*self.kept, *self.updated, *self.created]
+
+
+def items_of(uri: str, kind: str):
+    """The items that came from the document at `uri`."""
+    return Knowledge.objects.filter(**{f"source__{DOCUMENT}__uri": uri, f"source__{DOCUMENT}__kind": kind})
+
+
+@transaction.atomic
+def apply_chunks(caller, *, kind: str, uri: str, content_hash: str, chunks, scopes: list[str], types: list[str],
+                 source_name: str = "", extra: dict | None = None, progress=None) -> ChunkOutcome:
+    """Make the items of document `uri` match `chunks` (ingest.chunking.Chunk), as `caller`."""
+    outcome = ChunkOutcome()
+    existing = list(items_of(uri, kind).exclude(status=KnowledgeStatus.MERGED).select_for_update().order_by("created_at", "id"))
+    active = [k for k in existing if k.status == KnowledgeStatus.ACTIVE]
+    if active and all(k.source[DOCUMENT].get("content_hash") == content_hash for k in active):
+        outcome.unchanged_document = True
+        outcome.kept = [k.id for k in sorted(active, key=lambda k: k.source[DOCUMENT].get("chunk", 0))]
+        return outcome
+    by_hash = {}
+    for k in existing:
+        by_hash.setdefault(k.source[DOCUMENT].get("chunk_hash"), k)
+    claimed: set[str] = set()
+    pending = []  # chunks whose text is new: matched by position below
+    for chunk in chunks:
+        item = by_hash.get(sha256(chunk.text))
+        if item is not None and item.id not in claimed:
+            claimed.add(item.id)
+            _point(item, document=_document(kind, uri, content_hash, chunk, extra), active=True)
+            outcome.kept.append(item.id)
+        else:
+            pending.append(chunk)
+    by_position = {k.source[DOCUMENT].get("chunk"): k for k in existing if k.id not in claimed}
+    for n, chunk in enumerate(pending):
+        document = _document(kind, uri, content_hash, chunk, extra)
+        item = by_position.get(chunk.index)
+        if item is not None and item.id not in claimed:
+            claimed.add(item.id)
+            services.knowledge_edit(caller, knowledge_id=item.id, task=chunk.title[:10_000], content=chunk.text,
+                                    reason=f"{uri} changed (chunk {chunk.index + 1})")
+            _point(Knowledge.objects.get(pk=item.id), document=document, active=True)
+            outcome.updated.append(item.id)
+        else:
+            created = services.knowledge_create(
+                caller, task=chunk.title[:10_000], content=chunk.text, types=types, scopes=scopes,
+                source={"name": source_name or uri, "category": "document", DOCUMENT: document})
+            outcome.created.append(created.id)
+        if progress:
+            progress(n + 1, len(pending))
+    for item in existing:
+        if item.id not in claimed and item.status == KnowledgeStatus.ACTIVE:
+            services.knowledge_set_status(knowledge_id=item.id, status=KnowledgeStatus.ARCHIVED)
+            outcome.archived.append(item.id)
+    return outcome
+
+
+def _document(kind: str, uri: str, content_hash: str, chunk, extra: dict | None) -> dict:
+    return {"kind": kind, "uri": uri, "content_hash": content_hash, "chunk": chunk.index,
+            "chunk_hash": sha256(chunk.text), **(extra or {})}
+
+
+def _point(item: Knowledge, *, document: dict, active: bool) -> None:
+    """Record the item's (possibly new) place in the document; an archived item whose text came back is active."""
+    changes = {"source": {**item.source, DOCUMENT: document}}
+    if active and item.status == KnowledgeStatus.ARCHIVED:
+        changes["status"] = KnowledgeStatus.ACTIVE
+    Knowledge.objects.filter(pk=item.pk).update(**changes)

@@ -1,0 +1,124 @@
+"""Export: everything a caller may read, as JSON Lines that `ingest.importer` reads back losslessly.
+
+The first line is a header; then one line per resource (with its versions), then one per knowledge
+item (with its versions, feedback history, resource links, merge link and vector), then one per
+rejected merge pair. Resources come first so that an import can link items to them as it goes.
+
+Secrets stay encrypted. By default a secret is the installation's own ciphertext, exactly as stored
+(an import into a hub with the same KNOWHUB_ENCRYPTION_KEYS reads it); with a passphrase each one is
+decrypted and encrypted again under a key derived from the passphrase (`ingest.passphrase`), for a move
+to another installation. A caller without secret access gets no secrets at all (the header says so).
+
+Vectors go out with their model's name, so a hub with the same embedder imports them without
+re-embedding.
+"""
+import base64
+from collections.abc import Iterator
+
+from django.db.models import Prefetch, TextField
+from django.db.models.functions import Cast
+from django.utils import timezone
+
+from agents.caller import Caller
+from ingest import passphrase as sealed
+from knowledge.models import FeedbackCase, Knowledge, KnowledgeVersion, SlimRejection
+from resources import crypto
+from resources.models import Resource, ResourceVersion
+
+FORMAT = "knowhub-export"
+VERSION = 1
+BATCH = 500
+
+
+def _iso(value) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+class _Secrets:
+    """How the secrets of this export are written: as stored, under a passphrase, or not at all."""
+
+    def __init__(self, caller: Caller, passphrase: str | None):
+        self.included = caller.can_read_secrets
+        self.salt = sealed.new_salt() if passphrase and self.included else None
+        self.key = sealed.derive_key(passphrase, self.salt) if self.salt else None
+
+    def header(self) -> dict:
+        if not self.included:
+            return {"mode": "omitted"}
+        if self.key is None:
+            return {"mode": "installation"}
+        return {"mode": "passphrase", **sealed.KDF, "salt": base64.b64encode(self.salt).decode()}
+
+    def write(self, stored: str) -> str:
+        """A secret as exported, from its stored ciphertext."""
+        if not stored or not self.included:
+            return ""
+        if self.key is None:
+            return stored
+        return sealed.seal(crypto.decrypt(stored), self.key)
+
+
+def _raw_secrets(model) -> dict:
+    """pk → the secret's stored ciphertext (read without decrypting it)."""
+    return dict(model.objects.annotate(raw=Cast("secure_body", TextField())).values_list("pk", "raw"))
+
+
+def export_records(caller: Caller, *, scopes: list[str] | None = None, passphrase: str | None = None,
+                   embedding_model: str = "") -> Iterator[dict]:
+    """The records of an export of what `caller` may read (narrowed to `scopes` when given), header first."""
+    secrets = _Secrets(caller, passphrase)
+    knowledge = Knowledge.objects.visible_to(caller)
+    resources = Resource.objects.visible_to(caller)
+    if scopes:
+        knowledge, resources = knowledge.filter(scopes__overlap=scopes), resources.filter(scopes__overlap=scopes)
+    yield {"kind": FORMAT, "version": VERSION, "exported_at": _iso(timezone.now()), "exported_by": caller.principal,
+           "scopes": scopes or None, "secrets": secrets.header(), "embedding_model": embedding_model,
+           "counts": {"resources": resources.count(), "knowledge": knowledge.count()}}
+    yield from _resources(resources, secrets)
+    yield from _knowledge(knowledge)
+    ids = knowledge.values("id")
+    for first, second, by, at in (SlimRejection.objects.filter(first__in=ids, second__in=ids).order_by("id")
+                                  .values_list("first_id", "second_id", "rejected_by", "created_at")):
+        yield {"kind": "slim_rejection", "first": first, "second": second, "rejected_by": by, "created_at": _iso(at)}
+
+
+def _resources(resources, secrets: _Secrets) -> Iterator[dict]:
+    raw = _raw_secrets(Resource) if secrets.included else {}
+    raw_versions = _raw_secrets(ResourceVersion) if secrets.included else {}
+    versions = Prefetch("versions", queryset=ResourceVersion.objects.defer("secure_body").order_by("number"))
+    for r in resources.defer("secure_body").order_by("id").prefetch_related(versions).iterator(chunk_size=BATCH):
+        yield {
+            "kind": "resource", "id": r.id, "title": r.title, "body": r.body, "secure_body": secrets.write(raw.get(r.id)),
+            "content_type": r.content_type, "metadata": r.metadata, "scopes": list(r.scopes), "owner": r.owner,
+            "expires_at": _iso(r.expires_at), "is_expired": r.is_expired,
+            "created_at": _iso(r.created_at), "updated_at": _iso(r.updated_at),
+            "versions": [{"number": v.number, "title": v.title, "body": v.body,
+                          "secure_body": secrets.write(raw_versions.get(v.pk)), "content_type": v.content_type,
+                          "metadata": v.metadata, "expires_at": _iso(v.expires_at), "replaced_by": v.replaced_by,
+                          "created_at": _iso(v.created_at)} for v in r.versions.all()],
+        }
+
+
+def _knowledge(knowledge) -> Iterator[dict]:
+    related = (
+        Prefetch("versions", queryset=KnowledgeVersion.objects.order_by("number")),
+        Prefetch("feedback_cases", queryset=FeedbackCase.objects.order_by("id")),
+        "resource_links",
+    )
+    items = knowledge.order_by("created_at", "id").prefetch_related(*related)
+    for k in items.iterator(chunk_size=BATCH):
+        yield {
+            "kind": "knowledge", "id": k.id, "message_id": k.message_id, "types": list(k.types), "task": k.task,
+            "content": k.content, "tags": k.tags, "scopes": list(k.scopes), "owner": k.owner, "source": k.source,
+            "resource_ids": k.resource_ids, "secure_resource_id": k.secure_resource_id,
+            "score": k.score, "helpful": k.helpful, "harmful": k.harmful, "confidence": k.confidence,
+            "status": k.status, "merged_into": k.merged_into_id,
+            "created_at": _iso(k.created_at), "updated_at": _iso(k.updated_at),
+            "feedback": [{"kind": c.kind, "case": c.case, "reported_by": c.reported_by, "created_at": _iso(c.created_at)}
+                         for c in k.feedback_cases.all()],
+            "versions": [{"number": v.number, "task": v.task, "content": v.content, "tags": v.tags,
+                          "changed_by": v.changed_by, "reason": v.reason, "created_at": _iso(v.created_at)}
+                         for v in k.versions.all()],
+            "embedding": [float(x) for x in k.embedding] if k.embedding is not None else None,
+            "embedding_model": k.embedding_model,
+        }

@@ -1,0 +1,272 @@
+"""Fetching a document by URL without letting the URL reach into our own network (SSRF).
+
+Owns the rules for URL ingestion: http and https only, no credentials in the URL; every address the host
+resolves to must be public unless the host, the address or its network is allow-listed; the connection
+goes to the very address that was checked; redirects are followed by hand and checked again at every hop;
+the body is capped in bytes and the whole fetch (DNS, connect, TLS, redirects, body) has one deadline.
+Every refusal is a FetchRefused whose message says why.
+"""
+from __future__ import annotations
+
+import email.message
+import ipaddress
+import os
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+
+import certifi
+import httpx
+
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+USER_AGENT = "KnowHub-ingest/1"
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+class FetchRefused(ValueError):
+    """The URL was not fetched; the message says why (the API answers 400 naming `field`)."""
+
+    def __init__(self, message: str, field: str = "url"):
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True)
+class Fetched:
+    url: str  # the final URL, after redirects
+    data: bytes
+    content_type: str | None
+    filename: str  # from Content-Disposition, else the final URL's last path segment, else its host
+
+
+def fetch(url: str, *, max_bytes: int, timeout: float, max_redirects: int = 5, allow: Iterable[str] = ()) -> Fetched:
+    """GET `url` under the rules above; FetchRefused when any of them says no.
+
+    `allow` holds host names (exact, case-insensitive), IP addresses and CIDR networks that may be
+    fetched although not public (e.g. ["127.0.0.1"] in tests, or an intranet wiki's host).
+    """
+    if max_bytes <= 0 or timeout <= 0 or max_redirects < 0:
+        raise ValueError("max_bytes and timeout must be positive and max_redirects at least 0")
+    hosts, networks = _parse_allow([allow] if isinstance(allow, str) else list(allow))
+    # The deadline holds whatever the server does: the fetch runs in a daemon thread the caller waits for
+    # at most `timeout` seconds. httpx's own timeouts apply per operation (a server trickling one byte a
+    # second never trips them) and getaddrinfo has none; the thread, abandoned at the deadline, stops at its
+    # next chunk (`cancelled`) or when its own per-operation timeout, set to the time that was left, expires.
+    cancelled = threading.Event()
+    outcome: dict[str, object] = {}
+
+    deadline = time.monotonic() + timeout
+
+    def run() -> None:
+        try:
+            outcome["fetched"] = _fetch(url, max_bytes, deadline, max_redirects, hosts, networks, cancelled)
+        except BaseException as exc:  # handed to the caller below
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=run, name="ingest-fetch", daemon=True)
+    worker.start()
+    worker.join(max(deadline - time.monotonic(), 0))
+    if worker.is_alive():
+        cancelled.set()
+        raise FetchRefused(f"fetching {url} timed out after {timeout:g} seconds")
+    if "error" in outcome:
+        raise outcome["error"]  # type: ignore[misc]
+    return outcome["fetched"]  # type: ignore[return-value]
+
+
+def _parse_allow(entries: list[str]) -> tuple[set[str], list[Network]]:
+    hosts: set[str] = set()
+    networks: list[Network] = []
+    for entry in entries:
+        entry = entry.strip()
+        try:
+            networks.append(ipaddress.ip_network(entry.strip("[]"), strict=False))
+        except ValueError:
+            hosts.add(entry.lower().rstrip("."))
+    return hosts, networks
+
+
+def _fetch(url: str, max_bytes: int, deadline: float, max_redirects: int, hosts: set[str],
+           networks: list[Network], cancelled: threading.Event) -> Fetched:
+    current = _checked_url(url)
+    redirects = 0
+    with httpx.Client(verify=_ssl_context(os.environ.get("SSL_CERT_FILE") or certifi.where()),
+                      trust_env=False, follow_redirects=False) as client:
+        while True:
+            host = current.raw_host.decode("ascii")
+            port = current.port or (443 if current.scheme == "https" else 80)
+            addresses = _resolve(host, port, networks, checked=host.lower().rstrip(".") not in hosts)
+            response = _send(client, current, addresses, deadline)
+            try:
+                location = response.headers.get("location")
+                if response.status_code in REDIRECT_STATUSES and location:
+                    redirects += 1
+                    if redirects > max_redirects:
+                        raise FetchRefused(f"fetching {url} took more than {max_redirects} redirects")
+                    try:
+                        current = _checked_url(current.join(location.strip()))
+                    except httpx.InvalidURL as exc:
+                        raise FetchRefused(f"{current} redirects to an invalid URL {location!r}: {exc}") from None
+                    continue
+                if not 200 <= response.status_code < 300:
+                    status = f"{response.status_code} {response.reason_phrase}".rstrip()
+                    raise FetchRefused(f"{current} answered HTTP {status}")
+                data = _read(response, current, max_bytes, deadline, cancelled)
+                return Fetched(url=str(current), data=data, content_type=response.headers.get("content-type"),
+                               filename=_filename(response.headers.get("content-disposition"), current))
+            finally:
+                response.close()
+
+
+def _checked_url(url: str | httpx.URL) -> httpx.URL:
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError) as exc:
+        raise FetchRefused(f"{url!r} is not a valid URL: {exc}") from None
+    if parsed.scheme not in ("http", "https"):
+        shown = f"the {parsed.scheme}: scheme" if parsed.scheme else "a URL without a scheme"
+        raise FetchRefused(f"only http and https URLs can be fetched, not {shown} ({url})")
+    if parsed.userinfo:
+        raise FetchRefused("a URL with credentials (user:password@) cannot be fetched")
+    if not parsed.raw_host:
+        raise FetchRefused(f"{url} has no host")
+    return parsed
+
+
+@lru_cache(maxsize=4)
+def _ssl_context(cafile: str) -> ssl.SSLContext:
+    return ssl.create_default_context(cafile=cafile)
+
+
+def _resolve(host: str, port: int, networks: list[Network], *, checked: bool) -> list[Address]:
+    """The addresses `host` resolves to, in resolver order; FetchRefused if any is not public and not allowed
+    (one private address among public ones is enough: which one the connection would use is not ours to say)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise FetchRefused(f"cannot resolve host {host}: {exc}") from None
+    addresses: list[Address] = []
+    for info in infos:
+        address = ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
+        if address not in addresses:
+            addresses.append(address)
+    if not addresses:
+        raise FetchRefused(f"cannot resolve host {host}")
+    for address in addresses if checked else ():
+        if any(candidate in network for candidate in _embedded(address) for network in networks
+               if candidate.version == network.version):
+            continue
+        reason = _non_public(address)
+        if reason:
+            shown = host if _is_ip(host) else f"{host} resolves to {address}, which"
+            raise FetchRefused(f"{shown} is a {reason} address: only public addresses can be fetched")
+    return addresses
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def _embedded(address: Address) -> list[Address]:
+    """The address and any IPv4 address inside it (IPv4-mapped, 6to4, Teredo, NAT64)."""
+    found: list[Address] = [address]
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped:
+            found.append(address.ipv4_mapped)
+        if address.sixtofour:
+            found.append(address.sixtofour)
+        if address.teredo:
+            found.extend(address.teredo)
+        if address in _NAT64:
+            found.append(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
+    return found
+
+
+def _non_public(address: Address) -> str | None:
+    for candidate in reversed(_embedded(address)):
+        for attribute, kind in (("is_unspecified", "unspecified"), ("is_loopback", "loopback"),
+                                ("is_link_local", "link-local"), ("is_multicast", "multicast"),
+                                ("is_private", "private"), ("is_reserved", "reserved")):
+            if getattr(candidate, attribute):
+                return kind
+        if not candidate.is_global:
+            return "non-public"
+    return None
+
+
+def _send(client: httpx.Client, url: httpx.URL, addresses: list[Address], deadline: float) -> httpx.Response:
+    """Send the GET to the checked addresses, in order, until one accepts the connection.
+
+    Pinning: the request URL names the checked IP address, so no second DNS lookup (which a rebinding DNS
+    server could answer differently) ever happens; the Host header keeps the original host[:port], and for
+    https the `sni_hostname` request extension (honoured by httpcore) makes the TLS handshake send that name
+    as SNI and verify the server's certificate against it, not against the IP.
+    """
+    host = url.raw_host.decode("ascii")
+    last_error: Exception | None = None
+    for address in addresses:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            break
+        pinned = url.copy_with(host=str(address))
+        request = httpx.Request(
+            "GET", pinned,
+            headers={"Host": url.netloc.decode("ascii"), "User-Agent": USER_AGENT, "Accept": "*/*"},
+            extensions={"timeout": httpx.Timeout(remaining).as_dict(),
+                        **({"sni_hostname": host} if url.scheme == "https" else {})},
+        )
+        try:
+            return client.send(request, stream=True)
+        except httpx.ConnectError as exc:  # refused or unreachable: try the next address
+            last_error = exc
+        except httpx.TimeoutException:
+            break
+        except httpx.HTTPError as exc:
+            raise FetchRefused(f"fetching {url} failed: {exc or type(exc).__name__}") from None
+    if last_error is not None and deadline > time.monotonic():
+        raise FetchRefused(f"cannot connect to {url.netloc.decode('ascii')}: {last_error}")
+    raise FetchRefused(f"fetching {url} timed out")
+
+
+def _read(response: httpx.Response, url: httpx.URL, max_bytes: int, deadline: float,
+          cancelled: threading.Event) -> bytes:
+    declared = response.headers.get("content-length", "").strip()
+    if declared.isdigit() and int(declared) > max_bytes:
+        raise FetchRefused(f"{url} is {int(declared)} bytes, larger than the limit of {max_bytes} bytes")
+    parts, total = [], 0
+    try:
+        for part in response.iter_bytes():  # decoded, so a small gzip bomb is stopped by its size too
+            total += len(part)
+            if total > max_bytes:
+                raise FetchRefused(f"{url} is larger than the limit of {max_bytes} bytes")
+            if cancelled.is_set() or time.monotonic() > deadline:
+                raise FetchRefused(f"fetching {url} timed out")
+            parts.append(part)
+    except httpx.TimeoutException:
+        raise FetchRefused(f"fetching {url} timed out") from None
+    except httpx.HTTPError as exc:
+        raise FetchRefused(f"reading {url} failed: {exc or type(exc).__name__}") from None
+    return b"".join(parts)
+
+
+def _filename(disposition: str | None, url: httpx.URL) -> str:
+    name = ""
+    if disposition:
+        message = email.message.Message()
+        message["content-disposition"] = disposition
+        name = message.get_filename() or ""
+    if not name:
+        name = url.path.rstrip("/").rsplit("/", 1)[-1]
+    name = "".join(ch for ch in name.replace("\\", "/").rsplit("/", 1)[-1] if ch.isprintable()).strip()
+    return name if name.strip(".") else url.host

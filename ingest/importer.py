@@ -1,0 +1,351 @@
+"""Import: our own JSON Lines export, a CSV with one item per row, or Markdown (a file, a folder or a zip).
+
+The format is taken from the file's extension. Every record is checked and stored on its own (a savepoint
+each), so a file with bad records still imports the good ones, and the report names each failure with its
+line (or file) and reason. Re-running an import changes nothing:
+
+- JSON Lines: an id that is stored already is skipped when its text is the same, or brought up to date as a
+  new version; resources likewise by id. Secrets are read as the export wrote them (`ingest.export`).
+- CSV: a row whose task and content are stored already from the same file is skipped.
+- Markdown: each file is chunked as document ingestion does (`ingest.chunks.apply_chunks`), so unchanged
+  files are skipped and changed ones update their chunks.
+
+CSV columns (a header row; `task`, `content` and `types` are required): task, content, types, tags, scopes,
+score, confidence, owner, source_name, source_category, urls, message_id. List cells (types, scopes, urls)
+separate their values with `;` or `,`; tags are `key=value; key=value` or a JSON object.
+"""
+import csv
+import io
+import json
+import zipfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from django.db import DataError, IntegrityError, transaction
+from django.conf import settings
+from rest_framework.exceptions import PermissionDenied, ValidationError
+
+from core.errors import DomainError, invalid_fields
+from ingest import chunking, extract, passphrase as sealed
+from ingest.chunks import apply_chunks, sha256
+from ingest.export import FORMAT, VERSION
+from knowledge import restore, services
+from knowledge.inputs import KnowledgeCreateInput
+from knowledge.models import Knowledge
+from resources import crypto
+from resources.models import Resource
+from resources.services import resource_restore
+
+EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".md": "markdown", ".markdown": "markdown",
+              ".zip": "zip"}
+CSV_COLUMNS = ("task", "content", "types", "tags", "scopes", "score", "confidence", "owner", "source_name",
+               "source_category", "urls", "message_id")
+DEFAULT_TYPES = ["definition"]
+
+
+class ImportRefused(DomainError):
+    """The file as a whole cannot be imported (unknown format, not our export, a missing passphrase)."""
+
+    code = "invalid"
+
+
+@dataclass
+class ImportReport:
+    format: str
+    imported: int = 0
+    updated: int = 0
+    skipped: int = 0
+    failed: list[dict] = field(default_factory=list)
+    knowledge_ids: list[str] = field(default_factory=list)
+
+    def fail(self, where, reason: str) -> None:
+        self.failed.append({"line": where, "reason": reason})
+
+    def as_dict(self) -> dict:
+        return {"format": self.format, "imported": self.imported, "updated": self.updated, "skipped": self.skipped,
+                "failed": self.failed, "knowledge_ids": self.knowledge_ids}
+
+
+def format_of(name: str) -> str:
+    suffix = PurePosixPath(name.lower()).suffix
+    try:
+        return EXTENSIONS[suffix]
+    except KeyError:
+        raise ImportRefused(f"cannot import {name!r}: the format is taken from the extension, one of "
+                            f"{', '.join(sorted(EXTENSIONS))}", field="file") from None
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return invalid_fields(exc.detail)[0]
+    if isinstance(exc, PermissionDenied):
+        return str(exc.detail)
+    if isinstance(exc, DomainError):
+        return exc.api_message() if exc.field else exc.message
+    if isinstance(exc, (IntegrityError, DataError)):
+        return "the database refused this record"
+    return f"{type(exc).__name__}: {exc}"
+
+
+RECORD_ERRORS = (DomainError, PermissionDenied, ValidationError, IntegrityError, DataError, KeyError, TypeError,
+                 ValueError, AttributeError, Knowledge.DoesNotExist)
+
+
+def _each(report: ImportReport, where, store: Callable[[], str]) -> None:
+    """Run `store` in a savepoint; it returns "imported", "updated" or "skipped"; a failure is reported."""
+    try:
+        with transaction.atomic():
+            outcome = store()
+    except RECORD_ERRORS as exc:
+        report.fail(where, _reason(exc))
+        return
+    setattr(report, outcome, getattr(report, outcome) + 1)
+
+
+def import_path(caller, path: Path, **options) -> ImportReport:
+    """A file, or a folder of Markdown files (recursively)."""
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.suffix.lower() in (".md", ".markdown") and p.is_file())
+        report = ImportReport(format="markdown")
+        for n, file in enumerate(files, start=1):
+            _markdown(caller, report, uri=file.relative_to(path).as_posix(), data=file.read_bytes(), **_md(options))
+            if options.get("progress"):
+                options["progress"](n, len(files))
+        return report
+    return import_file(caller, name=path.name, data=path.read_bytes(), **options)
+
+
+def _md(options: dict) -> dict:
+    return {"scopes": options.get("scopes"), "types": options.get("types")}
+
+
+def import_file(caller, *, name: str, data: bytes, scopes: list[str] | None = None, types: list[str] | None = None,
+                passphrase: str | None = None, progress: Callable[[int, int], None] | None = None) -> ImportReport:
+    """Import the file `name` (its bytes `data`) as `caller`; `scopes` for records that name none (CSV, Markdown)
+    or, for an export, the only scopes to take from it."""
+    kind = format_of(name)
+    if kind == "jsonl":
+        return _jsonl(caller, data, scopes=scopes, passphrase=passphrase, progress=progress)
+    if kind == "csv":
+        return _csv(caller, name, data, scopes=scopes, progress=progress)
+    report = ImportReport(format="markdown")
+    if kind == "markdown":
+        _markdown(caller, report, uri=name, data=data, scopes=scopes, types=types)
+        return report
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except zipfile.BadZipFile:
+        raise ImportRefused(f"{name} is not a zip file", field="file") from None
+    members = sorted(m for m in archive.namelist() if m.lower().endswith((".md", ".markdown")) and not m.endswith("/"))
+    for n, member in enumerate(members, start=1):
+        _markdown(caller, report, uri=member, data=archive.read(member), scopes=scopes, types=types)
+        if progress:
+            progress(n, len(members))
+    return report
+
+
+def _scopes_for(caller, given) -> list[str]:
+    return caller.scopes_to_write(given)
+
+
+# --- Markdown ---
+
+def _markdown(caller, report: ImportReport, *, uri: str, data: bytes, scopes, types) -> None:
+    def store() -> str:
+        document = extract.extract(data, "markdown")
+        pieces = chunking.chunk(document, fallback_title=PurePosixPath(uri).stem)
+        outcome = apply_chunks(caller, kind="markdown", uri=uri, content_hash=sha256(data), chunks=pieces,
+                               scopes=_scopes_for(caller, scopes), types=list(types or DEFAULT_TYPES),
+                               source_name=uri)
+        report.knowledge_ids.extend(outcome.item_ids)
+        if outcome.unchanged_document:
+            return "skipped"
+        return "updated" if (outcome.updated or outcome.archived) and not outcome.created else "imported"
+
+    _each(report, uri, store)
+
+
+# --- CSV ---
+
+def _split(cell: str) -> list[str]:
+    return [part.strip() for part in cell.replace(";", ",").split(",") if part.strip()]
+
+
+def _tags(cell: str) -> dict:
+    cell = cell.strip()
+    if not cell:
+        return {}
+    if cell.startswith("{"):
+        return json.loads(cell)
+    pairs = [part.split("=", 1) for part in cell.split(";") if part.strip()]
+    if any(len(pair) != 2 for pair in pairs):
+        raise ValueError("tags: write key=value; key=value, or a JSON object")
+    return {key.strip(): value.strip() for key, value in pairs}
+
+
+def _csv_body(row: dict) -> dict:
+    unknown = set(row) - set(CSV_COLUMNS) - {None}
+    if unknown:
+        raise ValueError(f"unknown column(s): {', '.join(sorted(unknown))} (columns: {', '.join(CSV_COLUMNS)})")
+    get = lambda name: (row.get(name) or "").strip()  # noqa: E731
+    body = {"task": get("task"), "content": get("content"), "types": _split(get("types")), "tags": _tags(get("tags"))}
+    body.update({k: v for k, v in {"scopes": _split(get("scopes")), "owner": get("owner"), "message_id": get("message_id"),
+                                    "score": int(get("score")) if get("score") else None,
+                                    "eval": {"confidence": float(get("confidence"))} if get("confidence") else None,
+                                    }.items() if v})
+    source = {"name": get("source_name"), "category": get("source_category"), "urls": _split(get("urls"))}
+    body["source"] = {k: v for k, v in source.items() if v}
+    return body
+
+
+def _csv(caller, name: str, data: bytes, *, scopes, progress) -> ImportReport:
+    report = ImportReport(format="csv")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ImportRefused(f"{name} is not UTF-8 text", field="file") from None
+    rows = list(csv.DictReader(io.StringIO(text)))
+    known = set(restore_hashes(name, "csv"))
+    for n, row in enumerate(rows, start=2):  # line 1 is the header
+        def store(row=row, line=n) -> str:
+            body = _csv_body(row)
+            entry = KnowledgeCreateInput(data=body)
+            entry.is_valid(raise_exception=True)
+            data_ = dict(entry.validated_data)
+            row_hash = sha256(f"{data_['task']}\n{data_['content']}")
+            if row_hash in known:
+                return "skipped"
+            data_["scopes"] = _scopes_for(caller, data_.pop("scopes", None) or scopes)
+            data_["source"] = {**data_.get("source", {}), "document": {"kind": "csv", "uri": name, "row": line,
+                                                                       "content_hash": row_hash}}
+            item = services.knowledge_create(caller, **data_)
+            known.add(row_hash)
+            report.knowledge_ids.append(item.id)
+            return "imported"
+
+        _each(report, n, store)
+        if progress:
+            progress(n - 1, len(rows))
+    return report
+
+
+def restore_hashes(uri: str, kind: str) -> Iterable[str]:
+    from ingest.chunks import items_of
+
+    return items_of(uri, kind).values_list("source__document__content_hash", flat=True)
+
+
+# --- our JSON Lines export ---
+
+class _SecretReader:
+    def __init__(self, header: dict, passphrase: str | None):
+        self.mode = (header.get("secrets") or {}).get("mode", "omitted")
+        self.key = None
+        if self.mode == "passphrase":
+            if not passphrase:
+                raise ImportRefused("this export's secrets are sealed under a passphrase: give it", field="passphrase")
+            self.key = sealed.key_from_header(passphrase, header["secrets"])
+
+    def __call__(self, value: str) -> tuple[str, str]:
+        """(plaintext to encrypt, installation ciphertext to store as it is), one of them empty."""
+        if not value or self.mode == "omitted":
+            return "", ""
+        if self.mode == "passphrase":
+            return sealed.unseal(value, self.key), ""
+        try:
+            crypto.decrypt(value)
+        except crypto.InvalidToken:
+            raise ImportRefused("a secret is encrypted under another installation's key: export it again with a "
+                                "passphrase", field="secure_body") from None
+        return "", value
+
+
+def _lines(data: bytes):
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ImportRefused("the export is not UTF-8 text", field="file") from None
+    for n, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            yield n, line
+
+
+def _jsonl(caller, data: bytes, *, scopes, passphrase, progress) -> ImportReport:
+    report = ImportReport(format="jsonl")
+    lines = list(_lines(data))
+    try:
+        header = json.loads(lines[0][1]) if lines else None
+    except json.JSONDecodeError:
+        header = None
+    if not isinstance(header, dict) or header.get("kind") != FORMAT:
+        raise ImportRefused(f"line 1: not a KnowHub export (its first line is a header with kind {FORMAT!r})",
+                            field="file")
+    if header.get("version") != VERSION:
+        raise ImportRefused(f"line 1: export version {header.get('version')!r}; this hub reads version {VERSION}",
+                            field="file")
+    secret = _SecretReader(header, passphrase)
+    vector_model = _embedder_name()
+    restored = []
+    for done, (n, line) in enumerate(lines[1:], start=1):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            report.fail(n, f"not JSON: {exc.msg}")
+            continue
+        kind = record.get("kind") if isinstance(record, dict) else None
+        if scopes and kind in ("resource", "knowledge") and not set(record.get("scopes") or []) & set(scopes):
+            continue
+        if kind == "resource":
+            _each(report, n, lambda record=record: _resource(caller, record, secret))
+        elif kind == "knowledge":
+            _each(report, n, lambda record=record: _knowledge(caller, record, vector_model, restored, report))
+        elif kind == "slim_rejection":
+            _each(report, n, lambda record=record: "imported" if restore.slim_rejection_restore(
+                first=record["first"], second=record["second"], rejected_by=record.get("rejected_by", ""),
+                created_at=record.get("created_at")) else "skipped")
+        else:
+            report.fail(n, f"unknown record kind {kind!r}")
+        if progress:
+            progress(done, len(lines) - 1)
+    try:
+        restore.knowledge_restore_links(restored)
+    except (IntegrityError, DataError):
+        report.fail(None, "merge links: a merged item points at an item that is not in the export")
+    return report
+
+
+def _resource(caller, record: dict, secret: _SecretReader) -> str:
+    existing = Resource.objects.filter(pk=record["id"]).first()
+    if existing is not None:
+        same = (existing.title, existing.body, existing.content_type, existing.metadata) == (
+            record["title"], record.get("body", ""), record.get("content_type", "text"), record.get("metadata") or {})
+        if same:
+            return "skipped"
+        raise ImportRefused(f"resource {record['id']} exists with other content; it was left as it is", field="id")
+    resource_restore(caller, record, secret=lambda: secret(record.get("secure_body", "")),
+                     version_secret=lambda v: secret(v.get("secure_body", "")))
+    return "imported"
+
+
+def _knowledge(caller, record: dict, vector_model: str, restored: list, report: ImportReport) -> str:
+    body = {name: record[name] for name in ("task", "content", "types", "tags", "scopes", "message_id",
+                                            "secure_resource_id", "resource_ids") if name in record}
+    entry = KnowledgeCreateInput(data={**body, "score": record.get("score", 3)})
+    entry.is_valid(raise_exception=True)
+    existing = Knowledge.objects.filter(pk=record["id"]).first()
+    if existing is not None:
+        if not Knowledge.objects.visible_to(caller).filter(pk=existing.pk).exists():
+            raise ImportRefused(f"knowledge {record['id']} exists in a scope this caller cannot read", field="id")
+        report.knowledge_ids.append(existing.id)
+        changed = restore.knowledge_update_text(caller, knowledge_id=existing.id, record=record,
+                                                reason="import: the export's text")
+        return "updated" if changed else "skipped"
+    item = restore.knowledge_restore(caller, record, vector_model=vector_model)
+    restored.append(record)
+    report.knowledge_ids.append(item.id)
+    return "imported"
+
+
+def _embedder_name() -> str:
+    return settings.KNOWHUB_EMBEDDING_MODEL

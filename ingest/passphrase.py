@@ -1,0 +1,45 @@
+"""Secrets sealed under a passphrase, for moving an export to another installation.
+
+The key is derived with scrypt (the parameters and a random salt go into the export's header), and
+each secret is a Fernet token under that key: authenticated, so a wrong passphrase is detected rather
+than producing garbage.
+"""
+import base64
+import os
+
+from cryptography.fernet import Fernet, InvalidToken
+from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
+
+KDF = {"kdf": "scrypt", "n": 2**15, "r": 8, "p": 1}
+MIN_LENGTH = 8
+
+
+class WrongPassphrase(ValueError):
+    field = "passphrase"
+
+
+def new_salt() -> bytes:
+    return os.urandom(16)
+
+
+def derive_key(passphrase: str, salt: bytes, *, n: int = KDF["n"], r: int = KDF["r"], p: int = KDF["p"]) -> Fernet:
+    if len(passphrase) < MIN_LENGTH:
+        raise WrongPassphrase(f"a passphrase has at least {MIN_LENGTH} characters")
+    raw = Scrypt(salt=salt, length=32, n=n, r=r, p=p).derive(passphrase.encode())
+    return Fernet(base64.urlsafe_b64encode(raw))
+
+
+def key_from_header(passphrase: str, header: dict) -> Fernet:
+    """The key an export's `secrets` header describes, for `passphrase`."""
+    return derive_key(passphrase, base64.b64decode(header["salt"]), n=header["n"], r=header["r"], p=header["p"])
+
+
+def seal(secret: str, key: Fernet) -> str:
+    return key.encrypt(secret.encode()).decode()
+
+
+def unseal(token: str, key: Fernet) -> str:
+    try:
+        return key.decrypt(token.encode()).decode()
+    except InvalidToken:
+        raise WrongPassphrase("the passphrase does not open this export's secrets") from None

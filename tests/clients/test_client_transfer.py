@@ -1,0 +1,52 @@
+"""The clients' bulk save, export and import against a live hub; the MCP tools of the same operations."""
+import json
+
+import anyio
+import pytest
+from knowhub_client import AsyncKnowHub
+
+from api.mcp_server import _export_text, _op, _run_sync
+from knowhub_client.errors import KnowHubError
+
+CSV = "task,content,types\nRotate keys,Every month,strategy\nDrain a node,Cordon first,tool\n"
+
+
+def test_bulk_save_export_to_a_file_and_import_as_a_curator(hub, hub_for, tmp_path):
+    saved = hub.knowledge_bulk_save([{"task": "Zebra stripes", "content": "Each one differs", "types": ["definition"]},
+                                     {"task": "", "types": []}])
+    assert [r["ok"] for r in saved["results"]] == [True, False]
+    target = tmp_path / "out.jsonl"
+    assert hub.knowledge_export(target) == {"records": 2}  # the header and the one item
+    records = [json.loads(line) for line in target.read_text().splitlines()]
+    assert records[0]["kind"] == "knowhub-export" and records[1]["task"] == "Zebra stripes"
+    assert hub.knowledge_export(scopes=["org:other"])[0]["counts"] == {"resources": 0, "knowledge": 0}
+    with pytest.raises(KnowHubError) as refused:
+        hub.knowledge_import("tips.csv", CSV)
+    assert refused.value.status == 403
+    curator = hub_for("curator_agent", can_curate=True)
+    report = curator.knowledge_import("tips.csv", CSV, scopes=["org:acme"])
+    assert (report["imported"], report["failed"]) == (2, [])
+    assert curator.knowledge_import("tips.csv", CSV.encode(), scopes=["org:acme"])["skipped"] == 2
+
+
+def test_the_async_client_exports_and_imports_alike(live_server, token_for):
+    token = token_for("curator_agent", can_curate=True)
+
+    async def run():
+        async with AsyncKnowHub(live_server.url, token=token) as hub:
+            report = await hub.knowledge_import("tips.csv", CSV, scopes=["org:acme"])
+            records = await hub.knowledge_export()
+            return report, records
+
+    report, records = anyio.run(run)
+    assert report["imported"] == 2 and {r.get("task") for r in records[1:]} == {"Rotate keys", "Drain a node"}
+
+
+@pytest.mark.django_db(transaction=True)  # _run_sync closes connections as a request's end would
+def test_mcp_export_and_import_run_the_same_operations(token_for):
+    curator = token_for("curator_agent", can_curate=True)
+    report = _run_sync(curator, _op("knowledge_import", {"filename": "tips.csv", "content": CSV, "scopes": ["org:acme"]}))
+    assert report["imported"] == 2
+    exported = _run_sync(curator, _export_text({}))
+    lines = exported["jsonl"].splitlines()
+    assert exported["records"] == len(lines) == 3 and json.loads(lines[0])["kind"] == "knowhub-export"

@@ -1,0 +1,235 @@
+"""Export and import (issue 16): a lossless round trip, sealed secrets, idempotent re-runs, scoped exports."""
+import io
+import json
+import zipfile
+
+import pytest
+from django.core.management import call_command
+
+from agents.caller import Caller
+from ingest.export import export_records
+from ingest.importer import ImportRefused, import_file, import_path
+from knowledge import feedback, services, slim
+from knowledge.models import FeedbackCase, Knowledge, KnowledgeResource, KnowledgeVersion, SlimRejection
+from resources.models import Resource, ResourceVersion, RevealEvent
+from resources.services import resource_create, resource_save_version
+from tests.callers import acting, agent_client
+from tests.factories import embed_saved
+
+pytestmark = pytest.mark.django_db
+
+OPERATOR = Caller(principal="command:export", agent_id="export", readable_scopes=None, writable_scopes=(),
+                  can_read_secrets=True, read_only=True)
+IMPORTER = Caller.system("command:import")
+
+
+def world() -> dict:
+    """Items and resources with every kind of history an export must carry."""
+    writer = acting("agent:ops")
+    resource_create(writer, resource_id="credentials/site", title="site", scopes=["team:a"], secure_body="pw-1",
+                    content_type="credential")
+    resource_save_version(writer, resource_id="credentials/site", title="site (rotated)", secure_body="pw-2",
+                          content_type="credential")
+    resource_create(writer, resource_id="code/b-only", title="b", scopes=["team:b"], body="print('b')", content_type="code")
+    a = services.knowledge_create(writer, task="Log in to the site", content="Use the shared account", types=["tool"],
+                                  scopes=["team:a"], tags={"domain": "web"}, resource_ids=["credentials/site"],
+                                  secure_resource_id="credentials/site", source={"name": "runbook", "urls": ["https://x.example"]})
+    feedback.feedback_record(acting("agent:tester"), knowledge_id=a.id, helpful=True, case={"outcome": "worked"})
+    feedback.feedback_record(acting("agent:other"), knowledge_id=a.id, helpful=False, case={"outcome": "locked out"})
+    services.knowledge_edit(acting("user:carl"), knowledge_id=a.id, content="Use the shared account; 3 tries max",
+                            reason="lockouts")
+    b = services.knowledge_create(writer, task="Indent with tabs", content="Tabs, width 4", types=["strategy"], scopes=["team:a"])
+    c = services.knowledge_create(writer, task="Use tabs to indent", content="Tab width 4", types=["strategy"], scopes=["team:a"])
+    merged = slim.merge_group(acting("user:carl"), [b.id, c.id], text={"task": "Indent with tabs", "content": "Tabs, 4 wide"})
+    slim.slim_reject(acting("user:carl"), first_id=a.id, second_id=merged.id)
+    other = services.knowledge_create(writer, task="Team B only", content="Secret plans of team b", types=["plan"],
+                                      scopes=["team:b"])
+    embed_saved()
+    return {"a": a.id, "merged": merged.id, "originals": [b.id, c.id], "other": other.id}
+
+
+def export_text(caller=OPERATOR, **options) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in export_records(caller, embedding_model=_model(), **options))
+
+
+def _model() -> str:
+    from django.conf import settings
+
+    return settings.KNOWHUB_EMBEDDING_MODEL
+
+
+def records(text: str) -> list[dict]:
+    lines = [json.loads(line) for line in text.splitlines()]
+    header = {k: v for k, v in lines[0].items() if k not in ("exported_at", "secrets")}
+    return [header, *lines[1:]]
+
+
+def wipe() -> None:
+    SlimRejection.objects.all().delete()
+    FeedbackCase.objects.all().delete()
+    KnowledgeVersion.objects.all().delete()
+    KnowledgeResource.objects.all().delete()
+    Knowledge.objects.update(merged_into=None)
+    Knowledge.objects.all().delete()
+    ResourceVersion.objects.all().delete()
+    Resource.objects.all().delete()
+    RevealEvent.objects.all().delete()
+
+
+def test_export_import_into_an_empty_hub_then_export_gives_the_same_data():
+    ids = world()
+    first = export_text()
+    wipe()
+    report = import_file(IMPORTER, name="backup.jsonl", data=first.encode())
+    assert report.failed == [] and report.imported == 2 + 5 + 1  # resources, items, the rejected pair
+    assert records(export_text()) == records(first)
+    restored = Knowledge.objects.get(pk=ids["a"])
+    assert restored.embedding is not None and restored.secure_resource_id == "credentials/site"
+    assert list(restored.feedback_cases.values_list("reported_by", flat=True)) == ["agent:tester", "agent:other"]
+    assert restored.versions.get().changed_by == "user:carl"
+    assert set(Knowledge.objects.filter(merged_into=ids["merged"]).values_list("id", flat=True)) == set(ids["originals"])
+    site = Resource.objects.get(pk="credentials/site")
+    assert site.secure_body == "pw-2" and site.versions.get().secure_body == "pw-1"
+
+
+def test_an_export_keeps_secrets_encrypted_and_a_passphrase_moves_them_to_another_installation():
+    world()
+    stored = Resource.objects.filter(pk="credentials/site").values_list("secure_body", flat=True)
+    plain_export = export_text()
+    assert "pw-2" not in plain_export and "pw-1" not in plain_export
+    sealed = export_text(passphrase="correct horse battery")
+    assert "pw-2" not in sealed and json.loads(sealed.splitlines()[0])["secrets"]["mode"] == "passphrase"
+    assert stored  # (read through the field: decrypted)
+    wipe()
+    with pytest.raises(ImportRefused, match="passphrase"):
+        import_file(IMPORTER, name="move.jsonl", data=sealed.encode())
+    wrong = import_file(IMPORTER, name="move.jsonl", data=sealed.encode(), passphrase="not the passphrase")
+    assert any("passphrase does not open" in f["reason"] for f in wrong.failed)
+    assert not Resource.objects.filter(pk="credentials/site").exists()
+    right = import_file(IMPORTER, name="move.jsonl", data=sealed.encode(), passphrase="correct horse battery")
+    assert right.failed == []
+    assert Resource.objects.get(pk="credentials/site").secure_body == "pw-2"
+
+
+def test_importing_the_same_export_again_changes_nothing_and_a_changed_text_becomes_a_version():
+    ids = world()
+    text = export_text()
+    again = import_file(IMPORTER, name="backup.jsonl", data=text.encode())
+    assert (again.imported, again.updated, again.failed) == (0, 0, []) and again.skipped == 2 + 5 + 1
+    lines = text.splitlines()
+    edited = [json.dumps({**r, "content": "Changed in the other hub"}) if r.get("id") == ids["a"] else json.dumps(r)
+              for r in map(json.loads, lines)]
+    report = import_file(IMPORTER, name="backup.jsonl", data="\n".join(edited).encode())
+    assert report.updated == 1
+    item = Knowledge.objects.get(pk=ids["a"])
+    assert item.content == "Changed in the other hub" and item.versions.count() == 2
+
+
+def test_an_export_holds_only_what_the_caller_may_read_and_no_secret_without_secret_access():
+    ids = world()
+    team_a = Caller(principal="agent:a", agent_id="a", readable_scopes=("team:a",), writable_scopes=("team:a",))
+    text = export_text(team_a)
+    ids_out = {r.get("id") for r in map(json.loads, text.splitlines())}
+    assert ids["other"] not in ids_out and "code/b-only" not in ids_out and ids["a"] in ids_out
+    assert "Secret plans" not in text
+    header = json.loads(text.splitlines()[0])
+    assert header["secrets"] == {"mode": "omitted"}
+    site = next(r for r in map(json.loads, text.splitlines()) if r.get("id") == "credentials/site")
+    assert site["secure_body"] == "" and all(v["secure_body"] == "" for v in site["versions"])
+
+
+def test_bad_records_are_reported_with_their_line_while_the_good_ones_land():
+    world()
+    text = export_text()
+    wipe()
+    lines = text.splitlines()
+    lines.insert(2, "{not json")
+    bad_item = {**json.loads(next(line for line in lines if '"kind": "knowledge"' in line)), "id": "knowledge-20260101-bad1",
+                "types": ["not-a-type"]}
+    lines.append(json.dumps(bad_item))
+    report = import_file(IMPORTER, name="backup.jsonl", data="\n".join(lines).encode())
+    assert [f["line"] for f in report.failed] == [3, len(lines)]
+    assert "not JSON" in report.failed[0]["reason"] and "types" in report.failed[1]["reason"]
+    assert Knowledge.objects.count() == 5
+
+
+def test_a_file_that_is_not_an_export_or_of_an_unknown_kind_is_refused_as_a_whole():
+    with pytest.raises(ImportRefused, match="not a KnowHub export"):
+        import_file(IMPORTER, name="x.jsonl", data=b'{"task": "x"}\n')
+    with pytest.raises(ImportRefused, match="extension"):
+        import_file(IMPORTER, name="notes.docx", data=b"x")
+
+
+CSV = (
+    "task,content,types,tags,scopes,score,urls\n"
+    "Rotate keys,Every month,strategy;tool,domain=ops; owner=sre,team:a,4,https://wiki.example/keys\n"
+    ",missing task,tool,,team:a,,\n"
+    "Bad score,x,tool,,team:a,9,\n"
+    "Restart the queue,Drain first,tool,,,,\n"
+)
+
+
+def test_a_csv_imports_its_good_rows_reports_the_bad_ones_by_line_and_is_idempotent():
+    report = import_file(IMPORTER, name="tips.csv", data=CSV.encode(), scopes=["team:ops"])
+    assert report.imported == 2 and [f["line"] for f in report.failed] == [3, 4]
+    assert report.failed[0]["reason"].startswith("task:") and "score" in report.failed[1]["reason"]
+    keys = Knowledge.objects.get(task="Rotate keys")
+    assert (keys.types, keys.tags, keys.scopes, keys.score) == (["strategy", "tool"], {"domain": "ops", "owner": "sre"},
+                                                                 ["team:a"], 4)
+    assert keys.source["urls"] == ["https://wiki.example/keys"] and keys.source["document"]["uri"] == "tips.csv"
+    assert Knowledge.objects.get(task="Restart the queue").scopes == ["team:ops"]
+    again = import_file(IMPORTER, name="tips.csv", data=CSV.encode(), scopes=["team:ops"])
+    assert (again.imported, again.skipped) == (0, 2) and Knowledge.objects.count() == 2
+
+
+RUNBOOK = "# Deploy\n\nBuild the image first.\n\n## Rollback\n\nRedeploy the previous tag.\n"
+PREFERENCES = "# 偏好\n\n## 代码风格\n\n用制表符缩进。\n"
+
+
+def test_a_markdown_folder_and_a_zip_become_items_titled_by_their_headings_and_reimport_as_no_change(tmp_path):
+    (tmp_path / "ops").mkdir()
+    (tmp_path / "ops" / "deploy.md").write_text(RUNBOOK)
+    (tmp_path / "prefs.md").write_text(PREFERENCES)
+    (tmp_path / "notes.txt").write_text("not markdown")
+    report = import_path(IMPORTER, tmp_path, scopes=["team:a"], types=["strategy"])
+    assert (report.imported, report.failed) == (2, [])
+    tasks = set(Knowledge.objects.values_list("task", flat=True))
+    assert {"Deploy", "Deploy > Rollback", "偏好 > 代码风格"} <= tasks
+    rollback = Knowledge.objects.get(task="Deploy > Rollback")
+    assert rollback.source["document"]["uri"] == "ops/deploy.md" and rollback.types == ["strategy"]
+    assert import_path(IMPORTER, tmp_path, scopes=["team:a"]).skipped == 2
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("handbook/deploy.md", RUNBOOK)
+    zipped = import_file(IMPORTER, name="handbook.zip", data=archive.getvalue(), scopes=["team:b"])
+    assert zipped.imported == 1 and Knowledge.objects.filter(scopes=["team:b"]).count() == 2
+
+
+def test_the_commands_export_to_a_file_and_import_it_back(tmp_path, capsys):
+    world()
+    target = tmp_path / "all.jsonl"
+    call_command("export", "--output", str(target))
+    exported = target.read_text().splitlines()
+    assert json.loads(exported[0])["counts"] == {"resources": 2, "knowledge": 5}
+    call_command("import", str(target), "--json")
+    report = json.loads(capsys.readouterr().out)
+    assert report["skipped"] == len(exported) - 1 and report["failed"] == []
+
+
+def test_the_api_streams_an_export_of_the_tokens_scopes_and_imports_only_for_curators():
+    ids = world()
+    agent = agent_client("reader", ["team:a"])
+    reply = agent.get("/api/export")
+    assert reply.status_code == 200 and reply["Content-Type"] == "application/x-ndjson"
+    lines = [json.loads(line) for line in b"".join(reply.streaming_content).decode().splitlines()]
+    assert ids["other"] not in {r.get("id") for r in lines} and lines[0]["secrets"] == {"mode": "omitted"}
+    refused = agent.post("/api/import", {"content": CSV, "filename": "tips.csv", "scopes": ["team:a"]}, format="json")
+    assert refused.status_code == 403
+    curator = agent_client("curator", ["team:a"], writable_scopes=["team:a"], can_curate=True)
+    upload = io.BytesIO(CSV.encode())
+    upload.name = "tips.csv"
+    done = curator.post("/api/import", {"file": upload, "scopes": "team:a"}, format="multipart")
+    assert done.status_code == 200, done.content
+    assert done.json()["imported"] == 2 and [f["line"] for f in done.json()["failed"]] == [3, 4]
+    missing = curator.post("/api/import", {"scopes": ["team:a"]}, format="json")
+    assert missing.status_code == 400 and "file" in missing.json()["error"]["fields"]
