@@ -250,6 +250,32 @@ async def job_get(ctx: Context, job_id: str) -> dict[str, Any]:
     return await _call(ctx, _op("job_get", job_id=job_id))
 
 
+@server.tool()
+async def document_ingest(ctx: Context, url: str | None = None, filename: str | None = None, content: str | None = None,
+                          content_base64: str | None = None, scopes: list[str] | None = None,
+                          types: list[str] | None = None, chunk_size: int | None = None,
+                          chunk_overlap: int | None = None) -> dict[str, Any]:
+    """Read a document into knowledge items, by a job: a `url` (http/https), or a file's `filename` with its text
+    (`content`: Markdown, text, HTML) or bytes (`content_base64`: also PDF, DOCX). Chunks follow headings and
+    paragraphs (`chunk_size`, `chunk_overlap` in characters); each item's task is its section's heading. Returns
+    the document (status queued); poll document_get or job_get. The same file again does nothing."""
+    data = _given(url=url, filename=filename, content=content, content_base64=content_base64, scopes=scopes,
+                  types=types, chunk_size=chunk_size, chunk_overlap=chunk_overlap)
+    return await _call(ctx, _op("document_ingest", data))
+
+
+@server.tool()
+async def document_list(ctx: Context, status: str | None = None, limit: int = 20, offset: int = 0) -> dict[str, Any]:
+    """Documents you may read, newest first, with status (queued, processing, done, failed) and progress."""
+    return await _call(ctx, _op("document_list", _given(status=status, limit=limit, offset=offset)))
+
+
+@server.tool()
+async def document_get(ctx: Context, document_id: str) -> dict[str, Any]:
+    """One document: status, progress, error, and the ids of the knowledge items it became."""
+    return await _call(ctx, _op("document_get", document_id=document_id))
+
+
 # Curators' operations (knowledge.operations.curators): the curator role's work, for curator tokens.
 
 @server.tool()

@@ -21,6 +21,7 @@ ERROR_TEXTS = {
     409: "conflict: the id or Idempotency-Key is taken by another request, or no LLM is configured",
     410: "the resource expired",
     413: "the request body is too large",
+    415: "a file of a type this operation cannot read",
     429: "too many requests; retry after `Retry-After` seconds",
     503: "the database is unavailable or a deployment filter failed; retry after `Retry-After` seconds",
 }

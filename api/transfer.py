@@ -9,6 +9,7 @@ from rest_framework.views import APIView
 
 from agents import operations
 from api import schema
+from api.documents import form_data
 from api.views import caller_of, reply
 from ingest.inputs import ImportInput
 from ingest.outputs import ImportOutput
@@ -53,11 +54,4 @@ class ImportApi(APIView):
     @schema.for_operation("knowledge_import", request={"multipart/form-data": ImportInput, "application/json": ImportInput},
                           responses={200: ImportOutput, **schema.WRITE_ERRORS})
     def post(self, request):
-        data = request.data
-        if hasattr(data, "getlist"):  # a form: lists come as repeated fields or one comma-separated value
-            data = {key: data.get(key) for key in data}
-            for name in ("scopes", "types"):
-                values = request.data.getlist(name)
-                if values:
-                    data[name] = [v for value in values for v in value.split(",") if v]
-        return reply(request, "knowledge_import", data=data)
+        return reply(request, "knowledge_import", data=form_data(request))

@@ -5,6 +5,7 @@ from api import views
 from core.errors import api_not_found
 from api.jobs import JobDetailApi
 from api.resources import ResourceCollectionApi, ResourceDetailApi
+from api.documents import DocumentCollectionApi, DocumentDetailApi
 from api.transfer import ExportApi, ImportApi
 
 
@@ -45,6 +46,8 @@ urlpatterns = [
     path("merges/reject", curation.MergeRejectApi.as_view(), name="merge-reject"),
     path("jobs/<uuid:job_id>", JobDetailApi.as_view(), name="job-detail"),
     path("jobs/<uuid:job_id>/rollback", curation.EvolveRollbackApi.as_view(), name="evolve-rollback"),
+    path("documents", DocumentCollectionApi.as_view(), name="document-collection"),
+    path("documents/<segment:document_id>", DocumentDetailApi.as_view(), name="document-detail"),
     path("export", ExportApi.as_view(), name="export"),
     path("import", ImportApi.as_view(), name="import"),
     path("resource", ResourceCollectionApi.as_view(), name="resource-collection"),

@@ -15,6 +15,7 @@ from django.db import transaction
 
 from knowledge import services
 from knowledge.models import Knowledge, KnowledgeStatus
+from knowledge.search import indexing
 
 DOCUMENT = "document"
 
@@ -36,9 +37,11 @@ class ChunkOutcome:
         return [*self.kept, *self.updated, *self.created]
 
 
-def items_of(uri: str, kind: str):
-    """The items that came from the document at `uri`."""
-    return Knowledge.objects.filter(**{f"source__{DOCUMENT}__uri": uri, f"source__{DOCUMENT}__kind": kind})
+def items_of(uri: str, kind: str, scopes: list[str] | None = None):
+    """The items that came from the document at `uri` (into exactly `scopes`, when given: the same file name
+    read into another team's scopes is another document)."""
+    items = Knowledge.objects.filter(**{f"source__{DOCUMENT}__uri": uri, f"source__{DOCUMENT}__kind": kind})
+    return items if scopes is None else items.filter(scopes=list(scopes))
 
 
 @transaction.atomic
@@ -46,7 +49,9 @@ def apply_chunks(caller, *, kind: str, uri: str, content_hash: str, chunks, scop
                  source_name: str = "", extra: dict | None = None, progress=None) -> ChunkOutcome:
     """Make the items of document `uri` match `chunks` (ingest.chunking.Chunk), as `caller`."""
     outcome = ChunkOutcome()
-    existing = list(items_of(uri, kind).exclude(status=KnowledgeStatus.MERGED).select_for_update().order_by("created_at", "id"))
+    scopes = list(dict.fromkeys(scopes))
+    existing = list(items_of(uri, kind, scopes).exclude(status=KnowledgeStatus.MERGED).select_for_update()
+                    .order_by("created_at", "id"))
     active = [k for k in existing if k.status == KnowledgeStatus.ACTIVE]
     if active and all(k.source[DOCUMENT].get("content_hash") == content_hash for k in active):
         outcome.unchanged_document = True
@@ -77,7 +82,7 @@ def apply_chunks(caller, *, kind: str, uri: str, content_hash: str, chunks, scop
             outcome.updated.append(item.id)
         else:
             created = services.knowledge_create(
-                caller, task=chunk.title[:10_000], content=chunk.text, types=types, scopes=scopes,
+                caller, task=chunk.title[:10_000], content=chunk.text, types=types, scopes=scopes, embed=False,
                 source={"name": source_name or uri, "category": "document", DOCUMENT: document})
             outcome.created.append(created.id)
         if progress:
@@ -86,6 +91,8 @@ def apply_chunks(caller, *, kind: str, uri: str, content_hash: str, chunks, scop
         if item.id not in claimed and item.status == KnowledgeStatus.ACTIVE:
             services.knowledge_set_status(knowledge_id=item.id, status=KnowledgeStatus.ARCHIVED)
             outcome.archived.append(item.id)
+    if outcome.created:  # one embedding task per batch of new items, not one per item
+        transaction.on_commit(lambda: indexing.embed_later(knowledge_ids=list(outcome.created)))
     return outcome
 
 

@@ -270,3 +270,14 @@ def _filename(disposition: str | None, url: httpx.URL) -> str:
         name = url.path.rstrip("/").rsplit("/", 1)[-1]
     name = "".join(ch for ch in name.replace("\\", "/").rsplit("/", 1)[-1] if ch.isprintable()).strip()
     return name if name.strip(".") else url.host
+
+
+def check_url(url: str, *, allow: Iterable[str] = ()) -> str:
+    """Refuse at once (FetchRefused) what `fetch` would refuse before connecting: the scheme, credentials in the
+    URL, an unresolvable host or a non-public address not in `allow`. The fetch checks again at every hop."""
+    hosts, networks = _parse_allow([allow] if isinstance(allow, str) else list(allow))
+    parsed = _checked_url(url)
+    host = parsed.raw_host.decode("ascii")
+    _resolve(host, parsed.port or (443 if parsed.scheme == "https" else 80), networks,
+             checked=host.lower().rstrip(".") not in hosts)
+    return str(parsed)

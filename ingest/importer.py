@@ -206,7 +206,7 @@ def _csv(caller, name: str, data: bytes, *, scopes, progress) -> ImportReport:
     except UnicodeDecodeError:
         raise ImportRefused(f"{name} is not UTF-8 text", field="file") from None
     rows = list(csv.DictReader(io.StringIO(text)))
-    known = set(restore_hashes(name, "csv"))
+    known = set(restore_hashes(name, "csv"))  # rows read before from this file, into whichever scopes
     for n, row in enumerate(rows, start=2):  # line 1 is the header
         def store(row=row, line=n) -> str:
             body = _csv_body(row)

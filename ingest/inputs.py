@@ -1,8 +1,12 @@
-"""The bodies of the import and export operations."""
+"""The bodies of the document, import and export operations."""
+import base64
+import binascii
+
 from django.conf import settings
 from rest_framework import serializers
 
 from core.fields import SCOPE_RE, NoUnknownFields
+from ingest.chunking import DEFAULT_OVERLAP, DEFAULT_SIZE, MIN_SIZE
 from knowledge.models import KNOWLEDGE_TYPES
 
 
@@ -55,3 +59,61 @@ class ImportInput(NoUnknownFields, serializers.Serializer):
         if len(attrs["file_bytes"]) > settings.KNOWHUB_IMPORT_MAX_BYTES:
             raise serializers.ValidationError({"content": [f"larger than {settings.KNOWHUB_IMPORT_MAX_BYTES:,} bytes"]})
         return attrs
+
+
+class DocumentIngestInput(NoUnknownFields, serializers.Serializer):
+    """POST /api/documents: a file (multipart), a `url`, or (MCP) a file's `content` with its `filename`."""
+
+    file = serializers.FileField(required=False, help_text="Markdown, plain text, HTML, PDF or DOCX")
+    url = serializers.CharField(required=False, max_length=2000, help_text="an http(s) page or file to fetch")
+    content = serializers.CharField(required=False, trim_whitespace=False,
+                                    help_text="instead of `file`: the text of a Markdown, text or HTML file")
+    content_base64 = serializers.CharField(required=False, help_text="instead of `file`: any file's bytes, base64")
+    filename = serializers.CharField(required=False, max_length=300,
+                                     help_text="with `content` or `content_base64`: the file's name (its extension "
+                                               "names the type)")
+    scopes = serializers.ListField(child=serializers.CharField(max_length=200), required=False, default=list,
+                                   help_text="the scopes of the items (default: the token's first writable scope)")
+    types = serializers.ListField(child=serializers.ChoiceField(choices=KNOWLEDGE_TYPES), required=False, default=list,
+                                  help_text="the items' types (default: definition)")
+    chunk_size = serializers.IntegerField(required=False, min_value=MIN_SIZE, max_value=20_000, default=DEFAULT_SIZE,
+                                          help_text="the most characters of one item (chunks break between paragraphs)")
+    chunk_overlap = serializers.IntegerField(required=False, min_value=0, max_value=10_000, default=DEFAULT_OVERLAP,
+                                             help_text="characters of the previous chunk repeated at the start of the "
+                                                       "next, within a section")
+
+    def validate_scopes(self, value):
+        return _scopes(value)
+
+    def validate(self, attrs):
+        given = [name for name in ("file", "url", "content", "content_base64") if name in attrs]
+        if len(given) != 1:
+            raise serializers.ValidationError({"file": ["give one of `file`, `url`, `content` or `content_base64`"]})
+        if attrs["chunk_overlap"] >= attrs["chunk_size"] // 2:
+            raise serializers.ValidationError({"chunk_overlap": ["must be less than half of chunk_size"]})
+        if "url" in attrs:
+            return attrs
+        if "file" in attrs:
+            upload = attrs.pop("file")
+            if upload.size > settings.KNOWHUB_DOCUMENT_MAX_BYTES:
+                raise serializers.ValidationError({"file": [f"larger than {settings.KNOWHUB_DOCUMENT_MAX_BYTES:,} bytes"]})
+            attrs["name"], attrs["file_bytes"] = upload.name, upload.read()
+            attrs["content_type"] = getattr(upload, "content_type", None)
+            return attrs
+        if not attrs.get("filename"):
+            raise serializers.ValidationError({"filename": ["name the file (its extension names the type)"]})
+        name = attrs.pop("filename")
+        if "content" in attrs:
+            attrs["name"], attrs["file_bytes"] = name, attrs.pop("content").encode()
+        else:
+            try:
+                attrs["name"], attrs["file_bytes"] = name, base64.b64decode(attrs.pop("content_base64"), validate=True)
+            except (binascii.Error, ValueError):
+                raise serializers.ValidationError({"content_base64": ["not valid base64"]}) from None
+        return attrs
+
+
+class DocumentListInput(NoUnknownFields, serializers.Serializer):
+    status = serializers.ChoiceField(choices=["queued", "processing", "done", "failed"], required=False)
+    limit = serializers.IntegerField(min_value=1, max_value=100, default=20)
+    offset = serializers.IntegerField(min_value=0, default=0)

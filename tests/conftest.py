@@ -156,6 +156,7 @@ SLOW_TESTS = [
     "tests/knowledge/test_slim.py::test_slim_merges_groups_through_the_worker_and_unmerge_restores_exactly",
     "tests/knowledge/test_slim.py::test_dry_run_proposes_without_writing",
     "tests/knowledge/test_bulk.py::test_bulk_items_are_embedded_by_the_worker_in_batches",
+    "tests/ingest/test_documents.py::test_a_document_is_read_by_the_real_worker_and_its_items_are_embedded",
     "tests/knowledge/search/test_indexing.py::test_a_save_is_keyword_searchable_at_once_and_the_worker_embeds_it",
     "tests/clients/test_client_jobs.py::test_wait_for_job_returns_a_finished_job_and_raises_for_a_failed_one",
     "tests/curation/test_evolve_ui.py::test_evolve_queues_polls_then_compares_and_rolls_back",

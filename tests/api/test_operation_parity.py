@@ -26,6 +26,9 @@ NOT_AN_OPENAI_TOOL = {
     "knowledge_bulk_save": "many items come from an importer or the agent's own code, not from one model turn",
     "knowledge_export": "a backup or a move is the code around the model's job (KnowHub.knowledge_export)",
     "knowledge_import": "a curator's operation on files, not offered to a working agent's model",
+    "document_ingest": "documents come from files and URLs the agent's code holds, not from one model turn",
+    "document_list": "the agent's code follows its documents (KnowHub.document_list), not the model",
+    "document_get": "a document is waited for by the code around the model (KnowHub.wait_for_job), not polled by it",
     "job_get": "a job is waited for by the code around the model (KnowHub.wait_for_job), not polled by the model",
     **{name: "a curator's operation: reviewed by a person or a curator agent's own code, not offered to a working "
              "agent's model" for name in ("knowledge_versions", "knowledge_restore_version", "knowledge_archive",

@@ -189,3 +189,22 @@ def import_form(scopes: list[str] | None, types: list[str] | None, passphrase: s
     if passphrase:
         form["passphrase"] = passphrase
     return {k: v for k, v in form.items() if v}
+
+
+def document_ingest(source: Any, data: bytes | str | None, *, scopes: list[str] | None, types: list[str] | None,
+                    chunk_size: int | None, chunk_overlap: int | None) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """(the file to upload or None, the other fields): `source` is a URL, or a path to read, or a name for `data`."""
+    fields = _drop_none({"scopes": ",".join(scopes) if scopes else None, "types": ",".join(types) if types else None,
+                         "chunk_size": chunk_size, "chunk_overlap": chunk_overlap})
+    if data is None and isinstance(source, str) and source.lower().startswith(("http://", "https://")):
+        return None, {**fields, "url": source}
+    name, content = import_upload(source, data)
+    return {"file": (name, content)}, fields
+
+
+def document_list(status: str | None, limit: int, offset: int) -> Call:
+    return Call("GET", "/api/documents", params={"status": status, "limit": limit, "offset": offset}, idempotent=True)
+
+
+def document_get(document_id: str) -> Call:
+    return Call("GET", f"/api/documents/{quote(str(document_id), safe='')}", idempotent=True)

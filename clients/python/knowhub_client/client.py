@@ -212,6 +212,38 @@ class KnowHub(_Base):
             raise connection_failed(Call("POST", "/api/import"), exc, self.base_url) from exc
         return result_of(response)
 
+    def document_ingest(self, source: Any, data: bytes | str | None = None, *, scopes: list[str] | None = None,
+                        types: list[str] | None = None, chunk_size: int | None = None,
+                        chunk_overlap: int | None = None) -> Json:
+        """Read a document into knowledge items (POST /api/documents), by a job: ``source`` is a URL, a path to a
+        file (Markdown, text, HTML, PDF, DOCX), or a file name for ``data``. Returns the document (status
+        ``queued``; ``repeated`` when the same file was read into the same scopes before). Wait for it with
+        ``wait_for_job(document["job"])``, then ``document_get`` lists its ``items``.
+
+        >>> doc = hub.document_ingest("runbook.md", scopes=["org:acme"])
+        >>> hub.wait_for_job(doc["job"]); hub.document_get(doc["id"])["status"]
+        'done'
+        """
+        files, fields = _calls.document_ingest(source, data, scopes=scopes, types=types, chunk_size=chunk_size,
+                                               chunk_overlap=chunk_overlap)
+        try:
+            if files is None:
+                response = self._http.post("/api/documents", json={
+                    **fields, **{k: fields[k].split(",") for k in ("scopes", "types") if k in fields}})
+            else:
+                response = self._http.post("/api/documents", files=files, data={k: str(v) for k, v in fields.items()})
+        except httpx.TransportError as exc:
+            raise connection_failed(Call("POST", "/api/documents"), exc, self.base_url) from exc
+        return result_of(response)
+
+    def document_list(self, status: str | None = None, limit: int = 20, offset: int = 0) -> Json:
+        """Documents this token may read, newest first (GET /api/documents); ``next_offset`` pages on."""
+        return self._request(_calls.document_list(status, limit, offset))
+
+    def document_get(self, document_id: str) -> Json:
+        """One document's status, progress, error and ``items`` (GET /api/documents/{id})."""
+        return self._request(_calls.document_get(document_id))
+
     def knowledge_list(self, limit: int = 10, types: list[str] | None = None, scopes: list[str] | None = None, *,
                        cursor: str | None = None) -> Json:
         """Newest first (GET /api/knowledge); pass the reply's ``next`` as ``cursor`` for the next page.
@@ -442,6 +474,31 @@ class AsyncKnowHub(_Base):
         except httpx.TransportError as exc:
             raise connection_failed(Call("POST", "/api/import"), exc, self.base_url) from exc
         return result_of(response)
+
+    async def document_ingest(self, source: Any, data: bytes | str | None = None, *, scopes: list[str] | None = None,
+                              types: list[str] | None = None, chunk_size: int | None = None,
+                              chunk_overlap: int | None = None) -> Json:
+        """See `KnowHub.document_ingest`."""
+        files, fields = _calls.document_ingest(source, data, scopes=scopes, types=types, chunk_size=chunk_size,
+                                               chunk_overlap=chunk_overlap)
+        try:
+            if files is None:
+                response = await self._http.post("/api/documents", json={
+                    **fields, **{k: fields[k].split(",") for k in ("scopes", "types") if k in fields}})
+            else:
+                response = await self._http.post("/api/documents", files=files,
+                                                 data={k: str(v) for k, v in fields.items()})
+        except httpx.TransportError as exc:
+            raise connection_failed(Call("POST", "/api/documents"), exc, self.base_url) from exc
+        return result_of(response)
+
+    async def document_list(self, status: str | None = None, limit: int = 20, offset: int = 0) -> Json:
+        """See `KnowHub.document_list`."""
+        return await self._request(_calls.document_list(status, limit, offset))
+
+    async def document_get(self, document_id: str) -> Json:
+        """See `KnowHub.document_get`."""
+        return await self._request(_calls.document_get(document_id))
 
     async def knowledge_list(self, limit: int = 10, types: list[str] | None = None, scopes: list[str] | None = None,
                              *, cursor: str | None = None) -> Json:

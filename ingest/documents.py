@@ -1,0 +1,132 @@
+"""Document ingestion: a file or a URL becomes knowledge items through a job with visible progress.
+
+`document_ingest` (the request) checks what can be checked at once (write access, the file's type and size,
+the URL's scheme and address), stores a `Document` and queues an "ingest" job; the same file read into the
+same scopes again answers with the earlier document and does nothing. `document_run` (the worker) fetches
+a URL, extracts the text, chunks it and keeps the items in step with the chunks (`ingest.chunks`), writing
+the stage and counts to the document and its job as it goes; a failure marks both failed with the reason.
+"""
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from agents.caller import Caller
+from core.errors import DomainError
+from ingest import chunking, extract
+from ingest.chunks import apply_chunks, sha256
+from ingest.fetch import FetchRefused, check_url, fetch
+from ingest.models import Document
+from jobs.models import Job
+from jobs.services import job_claim, job_create, job_fail, job_progress, job_succeed
+
+DEFAULT_TYPES = ["definition"]
+
+
+class DocumentRefused(DomainError):
+    """A document that cannot be ingested (type, size, URL): a 4xx naming the field."""
+
+    def __init__(self, message: str, *, field: str, status: int = 400):
+        super().__init__(message, field=field)
+        self.status = status
+        self.code = "too_large" if status == 413 else "invalid"
+
+
+def document_ingest(caller: Caller, *, scopes=None, types=None, name: str | None = None, data: bytes | None = None,
+                    content_type: str | None = None, url: str | None = None, chunk_size: int = chunking.DEFAULT_SIZE,
+                    chunk_overlap: int = chunking.DEFAULT_OVERLAP) -> tuple[Document, bool]:
+    """Queue the ingestion of a file (`name`, `data`) or a `url` as `caller`; (the document, whether it is new).
+
+    Raises DocumentRefused for an unknown type, a file over KNOWHUB_DOCUMENT_MAX_BYTES or a URL that may not be
+    fetched, PermissionDenied for scopes the caller may not write."""
+    scopes = caller.scopes_to_write(scopes)
+    types = list(types or DEFAULT_TYPES)
+    try:
+        chunking.chunk(extract.Extracted(title="", blocks=[]), size=chunk_size, overlap=chunk_overlap)
+    except ValueError as exc:
+        raise DocumentRefused(str(exc), field="chunk_size" if str(exc).startswith("size") else "chunk_overlap") from None
+    fields = {"scopes": scopes, "types": types, "chunk_size": chunk_size, "chunk_overlap": chunk_overlap,
+              "requested_by": caller.principal}
+    if url is not None:
+        try:
+            uri = check_url(url, allow=settings.KNOWHUB_FETCH_ALLOW)
+        except FetchRefused as exc:
+            raise DocumentRefused(str(exc), field="url") from None
+        document = Document(origin=Document.Origin.URL, uri=uri, **fields)
+    else:
+        try:
+            kind = extract.kind_of(name, content_type)
+        except extract.UnsupportedDocument as exc:
+            raise DocumentRefused(str(exc), field="file", status=415) from None
+        if len(data) > settings.KNOWHUB_DOCUMENT_MAX_BYTES:
+            raise DocumentRefused(f"{name} is larger than {settings.KNOWHUB_DOCUMENT_MAX_BYTES:,} bytes", field="file",
+                                  status=413)
+        digest = sha256(data)
+        earlier = (Document.objects.filter(uri=name, kind=kind, content_hash=digest, scopes=scopes, types=types,
+                                           chunk_size=chunk_size, chunk_overlap=chunk_overlap)
+                   .exclude(status=Document.Status.FAILED).first())
+        if earlier is not None:
+            return earlier, False
+        document = Document(origin=Document.Origin.UPLOAD, uri=name, kind=kind, content_hash=digest, size=len(data),
+                            data=data, **fields)
+    with transaction.atomic():
+        document.save()
+        job = job_create(kind="ingest", subject=str(document.id), requested_by=caller.principal,
+                         params={"document": str(document.id)})
+        Document.objects.filter(pk=document.pk).update(job=job.id)
+        document.job = job.id
+    return document, True
+
+
+def _stage(document: Document, attempt: int, **progress) -> None:
+    document.progress = {**document.progress, **progress}
+    Document.objects.filter(pk=document.pk).update(progress=document.progress)
+    job_progress(job_id=document.job, progress=document.progress, attempt=attempt)
+
+
+INGEST_ERRORS = (FetchRefused, extract.UnsupportedDocument, extract.ExtractionError, DomainError, ValueError)
+
+
+def document_run(*, job_id: str, worker: str = "") -> None:
+    """Read the job's document into items (the worker). Safe to run again: an unchanged document writes nothing."""
+    attempt = job_claim(job_id=job_id, worker=worker)
+    if not attempt:
+        return
+    document = Document.objects.get(pk=Job.objects.values_list("subject", flat=True).get(pk=job_id))
+    Document.objects.filter(pk=document.pk).update(status=Document.Status.PROCESSING, error="")
+    try:
+        outcome = _read(document, attempt)
+    except INGEST_ERRORS as exc:
+        reason = exc.api_message() if isinstance(exc, DomainError) else str(exc)
+        Document.objects.filter(pk=document.pk).update(status=Document.Status.FAILED, error=reason[:2000],
+                                                       finished_at=timezone.now())
+        job_fail(job_id=job_id, error=reason, attempt=attempt)
+        return
+    result = {"document_id": str(document.id), "created": len(outcome.created), "updated": len(outcome.updated),
+              "kept": len(outcome.kept), "archived": len(outcome.archived), "unchanged": outcome.unchanged_document}
+    with transaction.atomic():
+        Document.objects.filter(pk=document.pk).update(
+            status=Document.Status.DONE, finished_at=timezone.now(), items=outcome.item_ids,
+            outcome={"created": outcome.created, "updated": outcome.updated, "kept": outcome.kept,
+                     "archived": outcome.archived, "unchanged": outcome.unchanged_document})
+        job_succeed(job_id=job_id, result=result, attempt=attempt)
+
+
+def _read(document: Document, attempt: int):
+    data, kind, name = bytes(document.data), document.kind, document.uri
+    if document.origin == Document.Origin.URL:
+        _stage(document, attempt, stage="fetching")
+        fetched = fetch(document.uri, max_bytes=settings.KNOWHUB_DOCUMENT_MAX_BYTES,
+                        timeout=settings.KNOWHUB_FETCH_TIMEOUT_SECONDS, allow=settings.KNOWHUB_FETCH_ALLOW)
+        data, kind, name = fetched.data, extract.kind_of(fetched.filename, fetched.content_type), fetched.filename
+        Document.objects.filter(pk=document.pk).update(kind=kind, content_hash=sha256(data), size=len(data))
+    _stage(document, attempt, stage="extracting", bytes=len(data))
+    extracted = extract.extract(data, kind)
+    title = extracted.title or name
+    Document.objects.filter(pk=document.pk).update(title=title[:500])
+    _stage(document, attempt, stage="chunking")
+    pieces = chunking.chunk(extracted, size=document.chunk_size, overlap=document.chunk_overlap, fallback_title=title)
+    _stage(document, attempt, stage="storing", chunks=len(pieces))  # then one transaction: all the chunks or none
+    return apply_chunks(
+        Caller.system(document.requested_by), kind=kind, uri=document.uri, content_hash=sha256(data), chunks=pieces,
+        scopes=list(document.scopes), types=list(document.types), source_name=title,
+        extra={"document_id": str(document.id), "origin": document.origin})
