@@ -1,6 +1,8 @@
 """GET /api/export (streamed JSON Lines) and POST /api/import: ingest.operations over HTTP."""
+import itertools
 import json
 
+from asgiref.sync import sync_to_async
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import StreamingHttpResponse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
@@ -17,9 +19,21 @@ from ingest.outputs import ImportOutput
 PASSPHRASE_HEADER = "X-KnowHub-Passphrase"
 
 
+STREAM_BATCH = 200  # records per chunk sent
+
+
 def jsonl(records):
     for record in records:
         yield json.dumps(record, ensure_ascii=False, cls=DjangoJSONEncoder) + "\n"
+
+
+async def jsonl_async(records):
+    """The same lines for an ASGI server: each batch is read in Django's sync thread (the database connection's),
+    so the export streams instead of being gathered in memory first, as Django does with a sync iterator."""
+    lines = jsonl(records)
+    take = sync_to_async(lambda: "".join(itertools.islice(lines, STREAM_BATCH)), thread_sensitive=True)
+    while chunk := await take():
+        yield chunk
 
 
 class ExportApi(APIView):
@@ -37,7 +51,9 @@ class ExportApi(APIView):
         data["scopes"] = [s for value in data["scopes"] for s in value.split(",") if s]
         records = operations.call("knowledge_export", caller_of(request), data=data)
         first = next(records)  # the header: errors before it surface as a JSON error, not a cut stream
-        response = StreamingHttpResponse(jsonl(_chain(first, records)), content_type="application/x-ndjson")
+        everything = _chain(first, records)
+        streamed = jsonl_async(everything) if hasattr(request, "scope") else jsonl(everything)  # ASGI or WSGI
+        response = StreamingHttpResponse(streamed, content_type="application/x-ndjson")
         response["Content-Disposition"] = 'attachment; filename="knowhub-export.jsonl"'
         response["Cache-Control"] = "no-store"
         return response

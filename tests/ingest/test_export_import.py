@@ -233,3 +233,23 @@ def test_the_api_streams_an_export_of_the_tokens_scopes_and_imports_only_for_cur
     assert done.json()["imported"] == 2 and [f["line"] for f in done.json()["failed"]] == [3, 4]
     missing = curator.post("/api/import", {"scopes": ["team:a"]}, format="json")
     assert missing.status_code == 400 and "file" in missing.json()["error"]["fields"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_under_asgi_the_export_streams_in_chunks_read_in_djangos_thread():
+    from asgiref.sync import async_to_sync
+    from django.test import AsyncClient
+
+    from tests.callers import agent_key
+
+    key = agent_key("reader", ["team:a"])
+    services.knowledge_create(acting("agent:ops"), task="Streamed", content="over ASGI", types=["tool"], scopes=["team:a"])
+
+    async def fetch():
+        response = await AsyncClient().get("/api/export", headers={"Authorization": f"Bearer {key}"})
+        assert response.is_async  # not gathered into memory by Django first
+        return [chunk async for chunk in response.streaming_content]
+
+    chunks = async_to_sync(fetch)()
+    lines = [json.loads(line) for line in b"".join(chunks).decode().splitlines()]
+    assert lines[0]["kind"] == "knowhub-export" and lines[1]["task"] == "Streamed"
