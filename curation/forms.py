@@ -128,3 +128,54 @@ class PlaygroundForm(forms.Form):
             raise forms.ValidationError(f"not valid JSON: {exc.msg} at character {exc.pos}") from exc
         except FilterError as exc:
             raise forms.ValidationError(str(exc)) from exc
+
+
+class DocumentForm(forms.Form):
+    """A file or a URL to read into knowledge items (the document_ingest operation checks it further)."""
+
+    file = forms.FileField(required=False, help_text="Markdown, plain text, HTML, PDF or DOCX")
+    url = forms.CharField(required=False, max_length=2000, label="URL",
+                          help_text="instead of a file: an http(s) page or file to fetch")
+    scopes = forms.CharField(max_length=500, help_text="comma-separated: the items' scopes, e.g. org:acme",
+                             widget=forms.TextInput(attrs={"list": "known-scopes", "placeholder": "org:acme"}))
+    types = forms.MultipleChoiceField(required=False, choices=KnowledgeType.choices, widget=forms.CheckboxSelectMultiple,
+                                      help_text="default: definition")
+    chunk_size = forms.IntegerField(required=False, min_value=1, label="Chunk size",
+                                    help_text="the most characters of one item (default 1200)")
+    chunk_overlap = forms.IntegerField(required=False, min_value=0, label="Chunk overlap",
+                                       help_text="characters repeated from the previous chunk (default 150)")
+
+    def clean_scopes(self):
+        scopes = split_list(self.cleaned_data["scopes"])
+        if not scopes:
+            raise forms.ValidationError("name at least one scope (a person has no default scope)")
+        return scopes
+
+    def clean(self):
+        data = super().clean()
+        if self.errors.get("file") or self.errors.get("url"):
+            return data
+        if bool(data.get("file")) == bool((data.get("url") or "").strip()):
+            self.add_error("file", "choose a file, or give a URL (one of the two)")
+        return data
+
+
+class ImportForm(forms.Form):
+    """A file to import: our JSON Lines export, a CSV, Markdown or a zip of Markdown."""
+
+    file = forms.FileField(help_text=".jsonl (a KnowHub export), .csv, .md or .zip")
+    scopes = forms.CharField(required=False, max_length=500,
+                             widget=forms.TextInput(attrs={"list": "known-scopes", "placeholder": "org:acme"}),
+                             help_text="comma-separated: for records that name none (CSV, Markdown); for an export, "
+                                       "the only scopes to take from it")
+    types = forms.MultipleChoiceField(required=False, choices=KnowledgeType.choices, widget=forms.CheckboxSelectMultiple,
+                                      help_text="types of the items made from Markdown (default: definition)")
+    passphrase = forms.CharField(required=False, max_length=1000, widget=forms.PasswordInput,
+                                 help_text="only for an export whose secrets are sealed under one")
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("auto_id", "import_%s")  # ids apart from the upload form's on the same page
+        super().__init__(*args, **kwargs)
+
+    def clean_scopes(self):
+        return split_list(self.cleaned_data["scopes"])

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from curation.views import audit, dashboard, evolve, knowledge, playground, resources, review, versions
+from curation.views import audit, dashboard, documents, evolve, knowledge, playground, resources, review, versions
 
 app_name = "curation"
 
@@ -25,6 +25,10 @@ urlpatterns = [
     path("resources/", resources.resource_list, name="resource_list"),
     path("resources/<path:resource_id>/reveal/", resources.resource_reveal, name="resource_reveal"),
     path("resources/<path:resource_id>/", resources.resource_detail, name="resource_detail"),
+    path("documents/", documents.documents, name="documents"),
+    path("documents/upload/", documents.document_upload, name="document_upload"),
+    path("documents/import/", documents.document_import, name="document_import"),
+    path("documents/<uuid:document_id>/", documents.document_detail, name="document_detail"),
     path("playground/", playground.playground, name="playground"),
     path("audit/", audit.audit, name="audit"),
 ]

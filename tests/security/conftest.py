@@ -44,6 +44,7 @@ SESSIONS = {"viewer": "viewer", "curator": "curator", "admin": "admin", "norole"
 
 
 def _seed_org(scope: str, owner: str):
+    from ingest.models import Document
     from jobs.models import Job
     from knowledge import services
     from tests.factories import make_knowledge, make_resource
@@ -56,7 +57,10 @@ def _seed_org(scope: str, owner: str):
     make_resource(f"credentials/{name}-site", scopes=[scope], body=MARKERS[scope], secure_body=SECRETS[scope],
                   content_type="credential")
     job = Job.objects.create(kind="evolve", subject=item.id, requested_by=owner, status="failed", error=MARKERS[scope])
-    return {"item": item.id, "job": str(job.id), "resource": f"credentials/{name}-site"}
+    document = Document.objects.create(origin="upload", uri=f"{name}-{MARKERS[scope]}.md", kind="markdown", scopes=[scope],
+                                       types=["tool"], chunk_size=1200, chunk_overlap=150, requested_by=owner,
+                                       title=MARKERS[scope], status="done")
+    return {"item": item.id, "job": str(job.id), "resource": f"credentials/{name}-site", "document": str(document.id)}
 
 
 @pytest.fixture(scope="module")

@@ -35,6 +35,12 @@ ENDPOINTS = {
     "filters": ("get", "/api/knowledge/filters", None),
     "slim": ("post", "/api/knowledge/slim", {"dry_run": True}),
     "job": ("get", "/api/jobs/{job}", None),
+    "bulk": ("post", "/api/knowledge/bulk", {"items": [{"task": "t", "content": "c", "types": ["tool"], "scopes": ["org:acme"]}]}),
+    "export": ("get", "/api/export", None),
+    "import": ("post", "/api/import", {"content": "task,content,types\nt,c,tool\n", "filename": "x.csv", "scopes": ["org:acme"]}),
+    "ingest": ("post", "/api/documents", {"content": "# Notes\n\nx", "filename": "notes.md", "scopes": ["org:acme"]}),
+    "documents": ("get", "/api/documents", None),
+    "document": ("get", "/api/documents/{document}", None),
     "resource_save": ("post", "/api/resource", {"id": "code/new", "title": "t", "scopes": ["org:acme"]}),
     "resource_get": ("get", "/api/resource/{resource}", None),
     "resource_reveal": ("get", "/api/resource/{resource}?reveal=true", None),
@@ -62,6 +68,10 @@ ENDPOINTS = {
     "ui_resource": ("get", "/resources/{resource}/", None),
     "ui_reveal": ("post", "/resources/{resource}/reveal/", {}),
     "ui_playground": ("get", "/playground/", None),
+    "ui_documents": ("get", "/documents/", None),
+    "ui_document": ("get", "/documents/{document}/", None),
+    "ui_doc_upload": ("post", "/documents/upload/", {}),
+    "ui_doc_import": ("post", "/documents/import/", {}),
     "ui_audit": ("get", "/audit/", None),
     "admin_index": ("get", "/admin/", None),
     "admin_knowledge": ("get", "/admin/knowledge/knowledge/", None),
@@ -86,6 +96,12 @@ EXPECTED = {  #        owner other reader nosec viewer curat admin norole anon
     "filters":         (200, 200, 200, 200, 200, 200, 200, 403, 401),
     "slim":            (409, 409, 403, 409, 403, 409, 409, 403, 401),
     "job":             (200, 404, 200, 200, 200, 200, 200, 403, 401),
+    "bulk":            (200, 200, 403, 200, 403, 200, 200, 403, 401),  # other: 200, the item refused
+    "export":          (200, 200, 200, 200, 200, 200, 200, 403, 401),  # what each may read; secrets encrypted
+    "import":          (403, 403, 403, 403, 403, 200, 200, 403, 401),  # curators only
+    "ingest":          (202, 403, 403, 202, 403, 202, 202, 403, 401),
+    "documents":       (200, 200, 200, 200, 200, 200, 200, 403, 401),
+    "document":        (200, 404, 200, 200, 200, 200, 200, 403, 401),
     "resource_save":   (201, 403, 403, 201, 403, 201, 201, 403, 401),
     "resource_get":    (200, 404, 200, 200, 200, 200, 200, 403, 401),
     "resource_reveal": (200, 404, 403, 403, 403, 403, 200, 403, 401),
@@ -115,6 +131,10 @@ EXPECTED = {  #        owner other reader nosec viewer curat admin norole anon
     "ui_reveal":       (L, L, L, L, 403, 403, 200, 403, L),
     "ui_playground":   (L, L, L, L, 200, 200, 200, 403, L),
     "ui_audit":        (L, L, L, L, 403, 403, 200, 403, L),
+    "ui_documents":    (L, L, L, L, 200, 200, 200, 403, L),
+    "ui_document":     (L, L, L, L, 200, 200, 200, 403, L),
+    "ui_doc_upload":   (L, L, L, L, 403, 422, 422, 403, L),
+    "ui_doc_import":   (L, L, L, L, 403, 422, 422, 403, L),
     # the Django admin: staff, then each model's own permission
     "admin_index":       (AL, AL, AL, AL, 200, 200, 200, 200, AL),  # norole: an empty index
     "admin_knowledge":   (AL, AL, AL, AL, 200, 200, 200, 403, AL),
@@ -137,11 +157,17 @@ MCP_TOOLS = {
     "batch_update": ("knowledge_batch_update", {"feedback_list": [{"knowledge_id": "{item}", "is_helpful": True}]}),
     "slim": ("knowledge_slim", {"dry_run": True}),
     "job": ("job_get", {"job_id": "{job}"}),
+    "bulk": ("knowledge_bulk_save", {"items": [{"task": "t", "content": "c", "types": ["tool"], "scopes": ["org:acme"]}]}),
+    "export": ("knowledge_export", {}),
+    "import": ("knowledge_import", {"filename": "x.csv", "content": "task,content,types\nt,c,tool\n", "scopes": ["org:acme"]}),
+    "ingest": ("document_ingest", {"filename": "notes.md", "content": "# Notes\n\nx", "scopes": ["org:acme"]}),
+    "documents": ("document_list", {}),
+    "document": ("document_get", {"document_id": "{document}"}),
     "resource_save": ("resource_save", {"id": "code/mcp-{caller}", "title": "t", "scopes": ["org:acme"]}),
     "resource_get": ("resource_get", {"id": "{resource}"}),
     "resource_reveal": ("resource_get", {"id": "{resource}", "reveal": True}),
 }
-EXPECTED.update({f"mcp_{name}": tuple(200 if status == 201 else status for status in EXPECTED[name][:len(AGENTS)])
+EXPECTED.update({f"mcp_{name}": tuple(200 if status in (201, 202) else status for status in EXPECTED[name][:len(AGENTS)])
                  + (401,) * (len(SESSIONS) + 1) for name in MCP_TOOLS})
 
 CELLS = [(endpoint, caller) for endpoint in EXPECTED for caller in CALLERS]
@@ -168,7 +194,8 @@ def forbidden_markers(endpoint: str, caller: str) -> set[str]:
 
 def visible_markers(endpoint: str, caller: str) -> set[str]:
     """Search and list must show what the caller may read (so the leak check above is not vacuous)."""
-    if endpoint not in ("search_get", "search_post", "list", "mcp_search_get", "mcp_list"):
+    if endpoint not in ("search_get", "search_post", "list", "export", "documents", "mcp_search_get", "mcp_list",
+                        "mcp_export", "mcp_documents"):
         return set()
     if caller in ("norole", "anon") or (endpoint.startswith("mcp_") and caller in SESSIONS):
         return set()
@@ -228,6 +255,7 @@ def test_the_table_covers_every_caller_and_every_curation_url():
     assert all(len(row) == len(CALLERS) for row in EXPECTED.values())
     ui_paths = {ENDPOINTS[e][1].split("?")[0] for e in ENDPOINTS if e.startswith("ui_")}
     placeholders = {"<str:knowledge_id>": "{item}", "<int:number>": "1", "<uuid:job_id>": "{job}",
+                    "<uuid:document_id>": "{document}",
                     "<path:resource_id>": "{resource}"}
     for pattern in urlpatterns:
         route = "/" + str(pattern.pattern)

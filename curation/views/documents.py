@@ -1,0 +1,117 @@
+"""Documents: upload a file or a URL to be read into knowledge items, follow it while it is read; import a file
+(an export, CSV, Markdown, zip) and link to the export. The views call the registered operations, as the API does."""
+from django.shortcuts import render
+from django.views.decorators.http import require_GET, require_POST
+from rest_framework.exceptions import PermissionDenied as OperationRefused
+from rest_framework.exceptions import ValidationError
+
+from agents import operations
+from core.errors import DomainError, first_message
+from curation import permissions
+from curation.browse import known_scopes
+from curation.forms import DocumentForm, ImportForm
+from curation.views.common import PAGE_SIZE, caller_of, render_parts
+from ingest.models import Document
+from knowledge.models import Knowledge
+
+DOCUMENTS = "curation/documents.html"
+DETAIL = "curation/document_detail.html"
+STATUSES = [s for s, _ in Document.Status.choices]
+ACTIVE = (Document.Status.QUEUED, Document.Status.PROCESSING)  # a panel or list showing one polls
+
+
+def refuse(form, exc) -> None:
+    """An operation's refusal as errors in `form`: each on its field when the form has it, else above the form."""
+    if isinstance(exc, ValidationError):
+        fields = exc.detail if isinstance(exc.detail, dict) else {None: exc.detail}
+    elif isinstance(exc, DomainError):
+        fields = exc.api_fields() or {None: [exc.message]}
+    else:  # the operation's PermissionDenied (e.g. a scope this person may not write)
+        fields = {None: [str(exc.detail)]}
+    for path, messages in fields.items():
+        name = str(path).split(".")[0] if path else None
+        form.add_error(name if name in form.fields else None, first_message(messages))
+
+
+def document_page(request) -> dict:
+    """One page of the documents the person may read (the document_list operation's limit and offset)."""
+    status = request.GET.get("status") if request.GET.get("status") in STATUSES else ""
+    try:
+        number = max(1, int(request.GET.get("page") or 1))
+    except ValueError:
+        number = 1
+    data = {"limit": PAGE_SIZE, "offset": (number - 1) * PAGE_SIZE, **({"status": status} if status else {})}
+    found = operations.call("document_list", caller_of(request), data=data)
+    pages = max(1, -(-found["count"] // PAGE_SIZE))
+    return {"documents": found["results"], "count": found["count"], "status": status, "statuses": STATUSES,
+            "page": {"number": number, "num_pages": pages, "has_previous": number > 1,
+                     "has_next": found["next_offset"] is not None},
+            "active": any(d.status in ACTIVE for d in found["results"])}
+
+
+def panel_context(document: Document) -> dict:
+    """One document's status panel: polling while it is queued or being read, then the items it became."""
+    found = Knowledge.objects.in_bulk(document.items)
+    return {"document": document, "polling": document.status in ACTIVE,
+            "document_items": [found[i] for i in document.items if i in found]}
+
+
+def page_context(request, **extra) -> dict:
+    context = {**document_page(request), "scopes": known_scopes(), **extra}
+    if request.user.has_perm(permissions.CURATE):
+        context.setdefault("form", DocumentForm())
+        context.setdefault("import_form", ImportForm())
+    return context
+
+
+@permissions.require(permissions.VIEW)
+@require_GET
+def documents(request):
+    if request.htmx:
+        return render(request, f"{DOCUMENTS}#rows", document_page(request))
+    return render(request, DOCUMENTS, page_context(request))
+
+
+@permissions.require(permissions.CURATE)
+@require_POST
+def document_upload(request):
+    form = DocumentForm(request.POST, request.FILES)
+    if form.is_valid():
+        data = form.cleaned_data
+        given = {"file": data["file"]} if data["file"] else {"url": data["url"].strip()}
+        options = {k: data[k] for k in ("chunk_size", "chunk_overlap") if data[k] is not None}
+        try:
+            document = operations.call("document_ingest", caller_of(request), data={
+                **given, "scopes": data["scopes"], "types": data["types"], **options})
+        except (DomainError, ValidationError, OperationRefused) as exc:
+            refuse(form, exc)
+        else:
+            context = page_context(request, form=DocumentForm(), oob=True,
+                                   repeated=getattr(document, "repeated", False), **panel_context(document))
+            return render_parts(request, DOCUMENTS, ["upload", "rows"], context)
+    return render(request, f"{DOCUMENTS}#upload", {"form": form}, status=422)
+
+
+@permissions.require(permissions.VIEW)
+@require_GET
+def document_detail(request, document_id):
+    # Http404 unless the person may read it
+    document = operations.call("document_get", caller_of(request), document_id=str(document_id))
+    template = f"{DOCUMENTS}#document" if request.htmx else DETAIL
+    return render(request, template, panel_context(document))
+
+
+@permissions.require(permissions.CURATE)
+@require_POST
+def document_import(request):
+    form = ImportForm(request.POST, request.FILES)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            report = operations.call("knowledge_import", caller_of(request), data={
+                name: data[name] for name in ("file", "scopes", "types", "passphrase")})
+        except (DomainError, ValidationError, OperationRefused) as exc:
+            refuse(form, exc)
+        else:
+            return render(request, f"{DOCUMENTS}#import", {"import_form": ImportForm(), "report": report})
+    return render(request, f"{DOCUMENTS}#import", {"import_form": form}, status=422)
