@@ -89,7 +89,7 @@ def apply_chunks(caller, *, kind: str, uri: str, content_hash: str, chunks, scop
             progress(n + 1, len(pending))
     for item in existing:
         if item.id not in claimed and item.status == KnowledgeStatus.ACTIVE:
-            services.knowledge_set_status(knowledge_id=item.id, status=KnowledgeStatus.ARCHIVED)
+            services.knowledge_set_status(caller, knowledge_id=item.id, status=KnowledgeStatus.ARCHIVED)
             outcome.archived.append(item.id)
     if outcome.created:  # one embedding task per batch of new items, not one per item
         transaction.on_commit(lambda: indexing.embed_later(knowledge_ids=list(outcome.created)))

@@ -102,12 +102,13 @@ class KnowledgeAdmin(admin.ModelAdmin):
             audit_record(principal=caller.principal, operation="admin_knowledge_change", target=obj.pk, args=changes)
 
     def _set_status(self, request, queryset, status: str, verb: str):
-        principal = Caller.for_user(request.user).principal
+        caller = Caller.for_user(request.user)
+        principal = caller.principal
         done, refused = [], []
         for knowledge_id in queryset.values_list("pk", flat=True):
             try:
                 with transaction.atomic():
-                    services.knowledge_set_status(knowledge_id=knowledge_id, status=status)
+                    services.knowledge_set_status(caller, knowledge_id=knowledge_id, status=status)
                     audit_record(principal=principal, operation=f"admin_knowledge_{verb}", target=knowledge_id,
                                  args={"status": status})
                 done.append(knowledge_id)

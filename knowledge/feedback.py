@@ -38,6 +38,12 @@ def feedback_record(caller, *, knowledge_id: str, helpful: bool, case: dict | No
     )
 
 
-def score_set(*, knowledge_id: str, score: int) -> None:
-    if not Knowledge.objects.filter(pk=knowledge_id).update(score=score, updated_at=timezone.now()):
+def score_set(caller, *, knowledge_id: str, score: int) -> None:
+    """Set the item's score; PermissionDenied unless `caller` may write one of its scopes."""
+    from knowledge.services import require_write_any
+
+    item = Knowledge.objects.filter(pk=knowledge_id).only("id", "scopes").first()
+    if item is None:
         raise Knowledge.DoesNotExist(knowledge_id)
+    require_write_any(caller, item)
+    Knowledge.objects.filter(pk=knowledge_id).update(score=score, updated_at=timezone.now())

@@ -9,6 +9,7 @@ from datetime import datetime
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from rest_framework.exceptions import PermissionDenied
 
 from knowledge.errors import KnowledgeIdConflictError, KnowledgeStateError, ResourceScopeError, UnknownResourceError
 from knowledge.ids import MAX_SUFFIX_LENGTH, SUFFIX_LENGTH, new_knowledge_id
@@ -237,13 +238,21 @@ def knowledge_restore_version(caller, *, knowledge_id: str, number: int) -> Know
 STATUS_CHANGES = {Knowledge.Status.ARCHIVED: {Knowledge.Status.ACTIVE}, Knowledge.Status.ACTIVE: {Knowledge.Status.ARCHIVED}}
 
 
+def require_write_any(caller, item: Knowledge) -> None:
+    """PermissionDenied unless `caller` may write one of the item's scopes (a change to an existing item)."""
+    if not caller.may_write_any(item.scopes):
+        raise PermissionDenied(f"this caller may not write to any scope of {item.id}")
+
+
 @transaction.atomic
-def knowledge_set_status(*, knowledge_id: str, status: str) -> Knowledge:
+def knowledge_set_status(caller, *, knowledge_id: str, status: str) -> Knowledge:
     """Archive an active item, or make an archived one active again; rows are never deleted.
 
-    Raises Knowledge.DoesNotExist, or KnowledgeStateError for any other change (a merged item).
+    Raises Knowledge.DoesNotExist, PermissionDenied unless `caller` may write one of its scopes, or
+    KnowledgeStateError for any other change (a merged item).
     """
     item = Knowledge.objects.select_for_update().get(pk=knowledge_id)
+    require_write_any(caller, item)
     if item.status == status:
         return item
     if item.status not in STATUS_CHANGES.get(status, ()):

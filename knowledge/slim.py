@@ -127,9 +127,11 @@ def merge_group(caller, ids: list[str], *, text: dict) -> Knowledge:
 
 
 @transaction.atomic
-def knowledge_unmerge(*, merged_id: str) -> list[str]:
-    """Restore the originals of a merged item and archive it. Returns the restored ids."""
+def knowledge_unmerge(caller, *, merged_id: str) -> list[str]:
+    """Restore the originals of a merged item and archive it. Returns the restored ids. PermissionDenied unless
+    `caller` may write one of its scopes."""
     merged = Knowledge.objects.select_for_update().get(pk=merged_id)
+    services.require_write_any(caller, merged)
     originals = list(Knowledge.objects.filter(merged_into=merged).values_list("id", flat=True))
     if not originals:
         raise ValueError(f"{merged_id} is not the result of a merge")

@@ -174,7 +174,7 @@ def knowledge_update(caller: Caller, *, knowledge_id, add_helpful_case=None, add
         if add_harmful_case is not None:
             feedback.feedback_record(caller, knowledge_id=item.id, helpful=False, case=add_harmful_case, search_id=search_id)
         if update_score is not None:
-            feedback.score_set(knowledge_id=item.id, score=update_score)
+            feedback.score_set(caller, knowledge_id=item.id, score=update_score)
     body = KnowledgeSerializer(selectors.knowledge_get(knowledge_id=item.id)).data
     if job is not None:
         body["job"] = job_link(job)

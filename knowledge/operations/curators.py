@@ -83,7 +83,7 @@ def knowledge_restore_version(caller: Caller, *, knowledge_id, version) -> Knowl
 def knowledge_archive(caller: Caller, *, knowledge_id, reason) -> Knowledge:
     """Archive an active item: search and the list skip it; `knowledge_activate` brings it back."""
     item = changeable_item(caller, knowledge_id)
-    services.knowledge_set_status(knowledge_id=item.id, status=Knowledge.Status.ARCHIVED)
+    services.knowledge_set_status(caller, knowledge_id=item.id, status=Knowledge.Status.ARCHIVED)
     return selectors.knowledge_get(knowledge_id=item.id)
 
 
@@ -91,7 +91,7 @@ def knowledge_archive(caller: Caller, *, knowledge_id, reason) -> Knowledge:
 def knowledge_activate(caller: Caller, *, knowledge_id, reason) -> Knowledge:
     """Make an archived item active again (a merged one comes back through knowledge_unmerge)."""
     item = changeable_item(caller, knowledge_id)
-    services.knowledge_set_status(knowledge_id=item.id, status=Knowledge.Status.ACTIVE)
+    services.knowledge_set_status(caller, knowledge_id=item.id, status=Knowledge.Status.ACTIVE)
     return selectors.knowledge_get(knowledge_id=item.id)
 
 
@@ -101,7 +101,7 @@ def knowledge_unmerge(caller: Caller, *, knowledge_id) -> dict:
     item = visible_item(caller, knowledge_id)
     _curated_items(caller, [item.id, *Knowledge.objects.filter(merged_into=item).values_list("id", flat=True)])
     try:
-        restored = slim.knowledge_unmerge(merged_id=item.id)
+        restored = slim.knowledge_unmerge(caller, merged_id=item.id)
     except ValueError as exc:
         raise KnowledgeStateError(str(exc), field="knowledge_id") from None
     return {"knowledge_id": item.id, "status": "archived", "restored": restored}

@@ -56,3 +56,20 @@ def test_the_hubs_own_writes_are_recorded_under_their_name():
     services.knowledge_edit(Caller.system("job:evolve:42"), knowledge_id=item.id, content="evolved")
     assert item.versions.get().changed_by == "job:evolve:42"
     assert not Caller.system("job:evolve:42").can_read_secrets
+
+
+def test_archiving_scoring_or_unmerging_an_item_needs_write_access_to_one_of_its_scopes():
+    from knowledge import slim
+
+    item = make_knowledge(embed=False, scopes=["team:a"])
+    outsider = agent(writable=("team:b",))
+    with pytest.raises(PermissionDenied):
+        services.knowledge_set_status(outsider, knowledge_id=item.id, status="archived")
+    with pytest.raises(PermissionDenied):
+        feedback.score_set(outsider, knowledge_id=item.id, score=5)
+    with pytest.raises(PermissionDenied):
+        slim.knowledge_unmerge(outsider, merged_id=item.id)
+    item.refresh_from_db()
+    assert (item.status, item.score) == ("active", 3)
+    services.knowledge_set_status(agent(), knowledge_id=item.id, status="archived")
+    assert Knowledge.objects.get(pk=item.id).status == "archived"

@@ -81,7 +81,7 @@ def test_slim_merges_groups_through_the_worker_and_unmerge_restores_exactly(fake
     assert acme.get("/api/knowledge/search", {"q": "Merged task", "min_score": 1}).json()["results"][0]["id"] in merged_ids
 
     for merged_id in merged_ids:
-        knowledge_unmerge(merged_id=merged_id)
+        knowledge_unmerge(acting(), merged_id=merged_id)
     after = {k.id: (k.task, k.content, k.status, k.helpful) for k in Knowledge.objects.filter(pk__in=before)}
     assert after == before
     assert set(Knowledge.objects.filter(pk__in=merged_ids).values_list("status", flat=True)) == {"archived"}
