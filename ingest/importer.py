@@ -17,7 +17,6 @@ separate their values with `;` or `,`; tags are `key=value; key=value` or a JSON
 import csv
 import io
 import json
-import zipfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -29,6 +28,7 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 from core.errors import DomainError, invalid_fields
 from ingest import chunking, extract, passphrase as sealed
 from ingest.chunks import apply_chunks, sha256
+from ingest.readers.archives import ArchiveRefused, open_bounded
 from ingest.export import FORMAT, VERSION
 from knowledge import restore, services
 from knowledge.inputs import KnowledgeCreateInput
@@ -134,9 +134,9 @@ def import_file(caller, *, name: str, data: bytes, scopes: list[str] | None = No
         _markdown(caller, report, uri=name, data=data, scopes=scopes, types=types)
         return report
     try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile:
-        raise ImportRefused(f"{name} is not a zip file", field="file") from None
+        archive = open_bounded(data, name)
+    except ArchiveRefused as exc:
+        raise ImportRefused(str(exc), field="file") from None
     members = sorted(m for m in archive.namelist() if m.lower().endswith((".md", ".markdown")) and not m.endswith("/"))
     for n, member in enumerate(members, start=1):
         _markdown(caller, report, uri=member, data=archive.read(member), scopes=scopes, types=types)

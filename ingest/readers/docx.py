@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import re
 
+from ingest.readers.archives import ArchiveRefused, open_bounded
 from ingest.readers.base import Extracted, ExtractionError
 from ingest.readers.text import _clean, _inline, _Outline
 
@@ -32,6 +33,10 @@ def read(data: bytes) -> Extracted:
     import docx
     from docx.table import Table
 
+    try:
+        open_bounded(data, "the DOCX file")
+    except ArchiveRefused as exc:
+        raise ExtractionError(str(exc)) from None
     try:
         document = docx.Document(io.BytesIO(data))
         core_title = document.core_properties.title or ""

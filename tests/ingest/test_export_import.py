@@ -253,3 +253,11 @@ def test_under_asgi_the_export_streams_in_chunks_read_in_djangos_thread():
     chunks = async_to_sync(fetch)()
     lines = [json.loads(line) for line in b"".join(chunks).decode().splitlines()]
     assert lines[0]["kind"] == "knowhub-export" and lines[1]["task"] == "Streamed"
+
+
+def test_a_zip_bomb_is_refused_before_anything_is_unpacked():
+    bomb = io.BytesIO()
+    with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr("huge.md", b"#" * (64 * 1024 * 1024))  # 64 MB of one byte packs into ~64 kB
+    with pytest.raises(ImportRefused, match="zip bomb"):
+        import_file(IMPORTER, name="bomb.zip", data=bomb.getvalue(), scopes=["team:a"])

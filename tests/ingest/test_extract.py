@@ -351,3 +351,11 @@ def test_corrupt_docx_bytes_are_an_extraction_error(data):
     with pytest.raises(ExtractionError, match="not a readable DOCX") as raised:
         extract(data, "docx")
     assert raised.value.field == "file"
+
+
+def test_a_docx_that_unpacks_far_beyond_its_size_is_refused_unread():
+    bomb = io.BytesIO()
+    with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr("word/document.xml", b" " * (64 * 1024 * 1024))
+    with pytest.raises(ExtractionError, match="zip bomb"):
+        extract(bomb.getvalue(), "docx")
