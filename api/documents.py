@@ -18,8 +18,8 @@ def form_data(request, lists=("scopes", "types")) -> dict:
         values = data.getlist(name)
         if values:
             plain[name] = [v.strip() for value in values for v in value.split(",") if v.strip()]
-    for name in ("chunk_size", "chunk_overlap"):
-        if isinstance(plain.get(name), str) and plain[name].strip().isdigit():
+    for name in ("chunk_size", "chunk_overlap"):  # a number, or left for the serializer to refuse naming the field
+        if isinstance(plain.get(name), str) and plain[name].strip().isascii() and plain[name].strip().isdecimal():
             plain[name] = int(plain[name])
     return plain
 

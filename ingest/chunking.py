@@ -23,7 +23,10 @@ MIN_SIZE = 200
 
 # A sentence ends after . ! ? (and closing quotes or brackets) before whitespace, after 。！？； (and closers),
 # or at a line break; the separator stays with the sentence before it, so the pieces concatenate back.
-_SENTENCE_END = re.compile(r"""[.!?]+["'”’)\]]*(?:[ \t]*\n+|[ \t]+)|[。！？；]+[”’」』）)]*[ \t]*\n*|\n+""")
+# Each alternative starts only at the first mark of a run (the lookbehinds) and never gives back what it took
+# (possessive quantifiers), so a long run of dots or blanks costs linear time, not quadratic.
+_SENTENCE_END = re.compile(
+    r"""(?<![.!?])[.!?]++["'”’)\]]*+(?:[ \t]*+\n++|[ \t]++)|(?<![。！？；])[。！？；]++[”’」』）)]*+[ \t]*+\n*+|(?<!\n)\n++""")
 _FENCE = re.compile(r"^(`{3,}|~{3,})[^\n]*$")
 
 

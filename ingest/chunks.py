@@ -18,6 +18,8 @@ from knowledge.models import Knowledge, KnowledgeStatus
 from knowledge.search import indexing
 
 DOCUMENT = "document"
+# Keys of `extra` that make a reading differ although the bytes did not (a new chunk size cuts other chunks).
+UNCHANGED_KEYS = ("chunk_size", "chunk_overlap")
 
 
 def sha256(data: bytes | str) -> str:
@@ -31,10 +33,12 @@ class ChunkOutcome:
     kept: list[str] = field(default_factory=list)
     archived: list[str] = field(default_factory=list)
     unchanged_document: bool = False
+    by_chunk: dict[int, str] = field(default_factory=dict)  # chunk index -> the item holding it
 
     @property
     def item_ids(self) -> list[str]:
-        return [*self.kept, *self.updated, *self.created]
+        """The document's items in the order of their chunks."""
+        return [self.by_chunk[index] for index in sorted(self.by_chunk)]
 
 
 def items_of(uri: str, kind: str, scopes: list[str] | None = None):
@@ -44,30 +48,54 @@ def items_of(uri: str, kind: str, scopes: list[str] | None = None):
     return items if scopes is None else items.filter(scopes=list(scopes))
 
 
+def _lock_document(kind: str, uri: str, scopes: list[str]) -> None:
+    """Serialise the readings of one document (two runs of a job, two uploads at once): until this transaction
+    ends, another reading of the same document waits here, then sees what this one stored."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", ["\x1f".join([kind, uri, *scopes])])
+
+
 @transaction.atomic
 def apply_chunks(caller, *, kind: str, uri: str, content_hash: str, chunks, scopes: list[str], types: list[str],
                  source_name: str = "", extra: dict | None = None, progress=None) -> ChunkOutcome:
-    """Make the items of document `uri` match `chunks` (ingest.chunking.Chunk), as `caller`."""
+    """Make the items of document `uri` match `chunks` (ingest.chunking.Chunk), as `caller`. `extra` goes into
+    each item's `source.document`; it is part of what makes a reading "unchanged" (the chunk size, say)."""
     outcome = ChunkOutcome()
-    scopes = list(dict.fromkeys(scopes))
-    existing = list(items_of(uri, kind, scopes).exclude(status=KnowledgeStatus.MERGED).select_for_update()
-                    .order_by("created_at", "id"))
+    scopes = sorted(set(scopes))
+    _lock_document(kind, uri, scopes)
+    in_document = list(items_of(uri, kind, scopes).select_for_update().order_by("created_at", "id"))
+    # an item slim merged away keeps its chunk: matched by its text it is neither re-created nor archived
+    merged_hashes = {k.source[DOCUMENT].get("chunk_hash") for k in in_document if k.status == KnowledgeStatus.MERGED}
+    existing = [k for k in in_document if k.status != KnowledgeStatus.MERGED]
     active = [k for k in existing if k.status == KnowledgeStatus.ACTIVE]
-    if active and all(k.source[DOCUMENT].get("content_hash") == content_hash for k in active):
+    settings = {key: value for key, value in (extra or {}).items() if key in UNCHANGED_KEYS}
+    if active and all(k.source[DOCUMENT].get("content_hash") == content_hash
+                      and all(k.source[DOCUMENT].get(key) == value for key, value in settings.items()) for k in active):
         outcome.unchanged_document = True
         outcome.kept = [k.id for k in sorted(active, key=lambda k: k.source[DOCUMENT].get("chunk", 0))]
+        outcome.by_chunk = {k.source[DOCUMENT].get("chunk", n): k.id for n, k in enumerate(active)}
         return outcome
-    by_hash = {}
-    for k in existing:
-        by_hash.setdefault(k.source[DOCUMENT].get("chunk_hash"), k)
+    by_hash: dict[str, list[Knowledge]] = {}
+    for k in existing:  # identical chunks in one document: one item each, in order
+        by_hash.setdefault(k.source[DOCUMENT].get("chunk_hash"), []).append(k)
     claimed: set[str] = set()
     pending = []  # chunks whose text is new: matched by position below
     for chunk in chunks:
-        item = by_hash.get(sha256(chunk.text))
-        if item is not None and item.id not in claimed:
+        candidates = [k for k in by_hash.get(sha256(chunk.text), []) if k.id not in claimed]
+        if candidates:
+            item = candidates[0]
             claimed.add(item.id)
+            if item.task != chunk.title[:10_000]:  # the text stayed, its section was renamed
+                services.knowledge_edit(caller, knowledge_id=item.id, task=chunk.title[:10_000],
+                                        reason=f"{uri}: its section's heading changed")
+                item = Knowledge.objects.get(pk=item.id)
             _point(item, document=_document(kind, uri, content_hash, chunk, extra), active=True)
             outcome.kept.append(item.id)
+            outcome.by_chunk[chunk.index] = item.id
+        elif sha256(chunk.text) in merged_hashes:
+            continue
         else:
             pending.append(chunk)
     by_position = {k.source[DOCUMENT].get("chunk"): k for k in existing if k.id not in claimed}
@@ -80,11 +108,13 @@ def apply_chunks(caller, *, kind: str, uri: str, content_hash: str, chunks, scop
                                     reason=f"{uri} changed (chunk {chunk.index + 1})")
             _point(Knowledge.objects.get(pk=item.id), document=document, active=True)
             outcome.updated.append(item.id)
+            outcome.by_chunk[chunk.index] = item.id
         else:
             created = services.knowledge_create(
                 caller, task=chunk.title[:10_000], content=chunk.text, types=types, scopes=scopes, embed=False,
                 source={"name": source_name or uri, "category": "document", DOCUMENT: document})
             outcome.created.append(created.id)
+            outcome.by_chunk[chunk.index] = created.id
         if progress:
             progress(n + 1, len(pending))
     for item in existing:

@@ -38,7 +38,7 @@ def document_ingest(caller: Caller, *, scopes=None, types=None, name: str | None
 
     Raises DocumentRefused for an unknown type, a file over KNOWHUB_DOCUMENT_MAX_BYTES or a URL that may not be
     fetched, PermissionDenied for scopes the caller may not write."""
-    scopes = caller.scopes_to_write(scopes)
+    scopes = sorted(set(caller.scopes_to_write(scopes)))  # one document in ["a", "b"] and ["b", "a"]
     types = list(types or DEFAULT_TYPES)
     try:
         chunking.chunk(extract.Extracted(title="", blocks=[]), size=chunk_size, overlap=chunk_overlap)
@@ -61,11 +61,13 @@ def document_ingest(caller: Caller, *, scopes=None, types=None, name: str | None
             raise DocumentRefused(f"{name} is larger than {settings.KNOWHUB_DOCUMENT_MAX_BYTES:,} bytes", field="file",
                                   status=413)
         digest = sha256(data)
-        earlier = (Document.objects.filter(uri=name, kind=kind, content_hash=digest, scopes=scopes, types=types,
-                                           chunk_size=chunk_size, chunk_overlap=chunk_overlap)
-                   .exclude(status=Document.Status.FAILED).first())
-        if earlier is not None:
-            return earlier, False
+        # the latest reading of this file into these scopes: the same bytes, read the same way, change nothing
+        # (an older reading of the same bytes does not count: a version in between may have replaced them)
+        latest = (Document.objects.filter(uri=name, kind=kind, scopes=scopes).exclude(status=Document.Status.FAILED)
+                  .order_by("-created_at").first())
+        if latest is not None and (latest.content_hash, list(latest.types), latest.chunk_size, latest.chunk_overlap) \
+                == (digest, types, chunk_size, chunk_overlap):
+            return latest, False
         document = Document(origin=Document.Origin.UPLOAD, uri=name, kind=kind, content_hash=digest, size=len(data),
                             data=data, **fields)
     with transaction.atomic():
@@ -86,32 +88,45 @@ def _stage(document: Document, attempt: int, **progress) -> None:
 INGEST_ERRORS = (FetchRefused, extract.UnsupportedDocument, extract.ExtractionError, DomainError, ValueError)
 
 
+def _latest_claim(job_id, attempt: int) -> bool:
+    """Lock the job's row for this transaction; whether `attempt` is still its latest claim (a copy of the job
+    re-sent while this one ran has claimed it since: then only that copy writes)."""
+    return Job.objects.select_for_update().filter(pk=job_id, attempts=attempt, status=Job.Status.RUNNING).exists()
+
+
 def document_run(*, job_id: str, worker: str = "") -> None:
-    """Read the job's document into items (the worker). Safe to run again: an unchanged document writes nothing."""
+    """Read the job's document into items (the worker). Safe to run again: an unchanged document writes nothing,
+    and of two runs of one job only the latest claim stores anything."""
     attempt = job_claim(job_id=job_id, worker=worker)
     if not attempt:
         return
     document = Document.objects.get(pk=Job.objects.values_list("subject", flat=True).get(pk=job_id))
     Document.objects.filter(pk=document.pk).update(status=Document.Status.PROCESSING, error="")
     try:
-        outcome = _read(document, attempt)
+        prepared = _prepare(document, attempt)  # each stage visible as it starts
+        with transaction.atomic():  # then the items, the document and the job together, for the latest claim only
+            if not _latest_claim(job_id, attempt):
+                return
+            outcome = _store(document, prepared)
+            Document.objects.filter(pk=document.pk).update(
+                status=Document.Status.DONE, finished_at=timezone.now(), items=outcome.item_ids,
+                outcome={"created": outcome.created, "updated": outcome.updated, "kept": outcome.kept,
+                         "archived": outcome.archived, "unchanged": outcome.unchanged_document})
+            job_succeed(job_id=job_id, attempt=attempt, result={
+                "document_id": str(document.id), "created": len(outcome.created), "updated": len(outcome.updated),
+                "kept": len(outcome.kept), "archived": len(outcome.archived), "unchanged": outcome.unchanged_document})
     except INGEST_ERRORS as exc:
         reason = exc.api_message() if isinstance(exc, DomainError) else str(exc)
-        Document.objects.filter(pk=document.pk).update(status=Document.Status.FAILED, error=reason[:2000],
-                                                       finished_at=timezone.now())
-        job_fail(job_id=job_id, error=reason, attempt=attempt)
-        return
-    result = {"document_id": str(document.id), "created": len(outcome.created), "updated": len(outcome.updated),
-              "kept": len(outcome.kept), "archived": len(outcome.archived), "unchanged": outcome.unchanged_document}
-    with transaction.atomic():
-        Document.objects.filter(pk=document.pk).update(
-            status=Document.Status.DONE, finished_at=timezone.now(), items=outcome.item_ids,
-            outcome={"created": outcome.created, "updated": outcome.updated, "kept": outcome.kept,
-                     "archived": outcome.archived, "unchanged": outcome.unchanged_document})
-        job_succeed(job_id=job_id, result=result, attempt=attempt)
+        with transaction.atomic():
+            if not _latest_claim(job_id, attempt):
+                return
+            Document.objects.filter(pk=document.pk).update(status=Document.Status.FAILED, error=reason[:2000],
+                                                           finished_at=timezone.now())
+            job_fail(job_id=job_id, error=reason, attempt=attempt)
 
 
-def _read(document: Document, attempt: int):
+def _prepare(document: Document, attempt: int) -> dict:
+    """Fetch (a URL), extract and chunk the document, writing each stage as it starts."""
     data, kind, name = bytes(document.data), document.kind, document.uri
     if document.origin == Document.Origin.URL:
         _stage(document, attempt, stage="fetching")
@@ -126,7 +141,13 @@ def _read(document: Document, attempt: int):
     _stage(document, attempt, stage="chunking")
     pieces = chunking.chunk(extracted, size=document.chunk_size, overlap=document.chunk_overlap, fallback_title=title)
     _stage(document, attempt, stage="storing", chunks=len(pieces))  # then one transaction: all the chunks or none
+    return {"kind": kind, "content_hash": sha256(data), "title": title, "pieces": pieces}
+
+
+def _store(document: Document, prepared: dict):
     return apply_chunks(
-        Caller.system(document.requested_by), kind=kind, uri=document.uri, content_hash=sha256(data), chunks=pieces,
-        scopes=list(document.scopes), types=list(document.types), source_name=title,
-        extra={"document_id": str(document.id), "origin": document.origin})
+        Caller.system(document.requested_by), kind=prepared["kind"], uri=document.uri,
+        content_hash=prepared["content_hash"], chunks=prepared["pieces"], scopes=list(document.scopes),
+        types=list(document.types), source_name=prepared["title"],
+        extra={"document_id": str(document.id), "origin": document.origin, "chunk_size": document.chunk_size,
+               "chunk_overlap": document.chunk_overlap})

@@ -23,7 +23,8 @@ from agents.caller import Caller
 from ingest import passphrase as sealed
 from knowledge.models import FeedbackCase, Knowledge, KnowledgeVersion, SlimRejection
 from resources import crypto
-from resources.models import Resource, ResourceVersion
+from resources.models import Resource, ResourceVersion, RevealEvent
+from resources.services import secret_expired
 
 FORMAT = "knowhub-export"
 VERSION = 1
@@ -35,9 +36,14 @@ def _iso(value) -> str | None:
 
 
 class _Secrets:
-    """How the secrets of this export are written: as stored, under a passphrase, or not at all."""
+    """How the secrets of this export are written: as stored, under a passphrase, or not at all.
+
+    Sealing under a passphrase hands the secret to whoever holds the passphrase, so each one is recorded as a
+    reveal (RevealEvent), like any other; and, as a reveal never does, an expired secret is left out, except
+    for the operator's command (a backup of the whole installation)."""
 
     def __init__(self, caller: Caller, passphrase: str | None):
+        self.caller = caller
         self.included = caller.can_read_secrets
         self.salt = sealed.new_salt() if passphrase and self.included else None
         self.key = sealed.derive_key(passphrase, self.salt) if self.salt else None
@@ -49,12 +55,16 @@ class _Secrets:
             return {"mode": "installation"}
         return {"mode": "passphrase", **sealed.KDF, "salt": base64.b64encode(self.salt).decode()}
 
-    def write(self, stored: str) -> str:
-        """A secret as exported, from its stored ciphertext."""
+    def write(self, stored: str, owner, *, resource_id: str, version: int | None = None) -> str:
+        """A secret as exported, from its stored ciphertext (`owner`: the resource or version it belongs to)."""
         if not stored or not self.included:
             return ""
         if self.key is None:
             return stored
+        if secret_expired(owner) and not self.caller.principal.startswith("command:"):
+            return ""
+        RevealEvent.objects.create(principal=self.caller.principal, resource_id=resource_id, version=version,
+                                   user_agent="export sealed under a passphrase")
         return sealed.seal(crypto.decrypt(stored), self.key)
 
 
@@ -80,6 +90,8 @@ def export_records(caller: Caller, *, scopes: list[str] | None = None, passphras
     for first, second, by, at in (SlimRejection.objects.filter(first__in=ids, second__in=ids).order_by("id")
                                   .values_list("first_id", "second_id", "rejected_by", "created_at")):
         yield {"kind": "slim_rejection", "first": first, "second": second, "rejected_by": by, "created_at": _iso(at)}
+    # the last line: an export without it was cut short (the importer says so)
+    yield {"kind": "end"}
 
 
 def _resources(resources, secrets: _Secrets) -> Iterator[dict]:
@@ -88,12 +100,14 @@ def _resources(resources, secrets: _Secrets) -> Iterator[dict]:
     versions = Prefetch("versions", queryset=ResourceVersion.objects.defer("secure_body").order_by("number"))
     for r in resources.defer("secure_body").order_by("id").prefetch_related(versions).iterator(chunk_size=BATCH):
         yield {
-            "kind": "resource", "id": r.id, "title": r.title, "body": r.body, "secure_body": secrets.write(raw.get(r.id)),
+            "kind": "resource", "id": r.id, "title": r.title, "body": r.body,
+            "secure_body": secrets.write(raw.get(r.id), r, resource_id=r.id),
             "content_type": r.content_type, "metadata": r.metadata, "scopes": list(r.scopes), "owner": r.owner,
             "expires_at": _iso(r.expires_at), "is_expired": r.is_expired,
             "created_at": _iso(r.created_at), "updated_at": _iso(r.updated_at),
             "versions": [{"number": v.number, "title": v.title, "body": v.body,
-                          "secure_body": secrets.write(raw_versions.get(v.pk)), "content_type": v.content_type,
+                          "secure_body": secrets.write(raw_versions.get(v.pk), v, resource_id=r.id, version=v.number),
+                          "content_type": v.content_type,
                           "metadata": v.metadata, "expires_at": _iso(v.expires_at), "replaced_by": v.replaced_by,
                           "created_at": _iso(v.created_at)} for v in r.versions.all()],
         }

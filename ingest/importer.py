@@ -17,6 +17,7 @@ separate their values with `;` or `,`; tags are `key=value; key=value` or a JSON
 import csv
 import io
 import json
+import zipfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -139,7 +140,12 @@ def import_file(caller, *, name: str, data: bytes, scopes: list[str] | None = No
         raise ImportRefused(str(exc), field="file") from None
     members = sorted(m for m in archive.namelist() if m.lower().endswith((".md", ".markdown")) and not m.endswith("/"))
     for n, member in enumerate(members, start=1):
-        _markdown(caller, report, uri=member, data=archive.read(member), scopes=scopes, types=types)
+        try:
+            content = archive.read(member)
+        except (zipfile.BadZipFile, RuntimeError, NotImplementedError, ValueError, OSError) as exc:
+            report.fail(member, f"cannot be read from the zip: {exc}")
+            continue
+        _markdown(caller, report, uri=member, data=content, scopes=scopes, types=types)
         if progress:
             progress(n, len(members))
     return report
@@ -205,8 +211,12 @@ def _csv(caller, name: str, data: bytes, *, scopes, progress) -> ImportReport:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise ImportRefused(f"{name} is not UTF-8 text", field="file") from None
-    rows = list(csv.DictReader(io.StringIO(text)))
-    known = set(restore_hashes(name, "csv"))  # rows read before from this file, into whichever scopes
+    csv.field_size_limit(max(csv.field_size_limit(), 4 * 100_000 + 1))  # a cell may hold a whole item's content
+    try:
+        rows = list(csv.DictReader(io.StringIO(text)))
+    except csv.Error as exc:
+        raise ImportRefused(f"{name} is not a readable CSV file: {exc}", field="file") from None
+    known: dict[tuple, set] = {}  # (scopes) -> content hashes of rows read before from this file into them
     for n, row in enumerate(rows, start=2):  # line 1 is the header
         def store(row=row, line=n) -> str:
             body = _csv_body(row)
@@ -214,13 +224,14 @@ def _csv(caller, name: str, data: bytes, *, scopes, progress) -> ImportReport:
             entry.is_valid(raise_exception=True)
             data_ = dict(entry.validated_data)
             row_hash = sha256(f"{data_['task']}\n{data_['content']}")
-            if row_hash in known:
+            data_["scopes"] = sorted(set(_scopes_for(caller, data_.pop("scopes", None) or scopes)))
+            seen = known.setdefault(tuple(data_["scopes"]), set(restore_hashes(caller, name, "csv", data_["scopes"])))
+            if row_hash in seen:
                 return "skipped"
-            data_["scopes"] = _scopes_for(caller, data_.pop("scopes", None) or scopes)
             data_["source"] = {**data_.get("source", {}), "document": {"kind": "csv", "uri": name, "row": line,
                                                                        "content_hash": row_hash}}
             item = services.knowledge_create(caller, **data_)
-            known.add(row_hash)
+            seen.add(row_hash)
             report.knowledge_ids.append(item.id)
             return "imported"
 
@@ -230,10 +241,11 @@ def _csv(caller, name: str, data: bytes, *, scopes, progress) -> ImportReport:
     return report
 
 
-def restore_hashes(uri: str, kind: str) -> Iterable[str]:
+def restore_hashes(caller, uri: str, kind: str, scopes: list[str]) -> Iterable[str]:
+    """The content hashes of the rows imported before from file `uri` into `scopes`, among what `caller` can read."""
     from ingest.chunks import items_of
 
-    return items_of(uri, kind).values_list("source__document__content_hash", flat=True)
+    return items_of(uri, kind, scopes).visible_to(caller).values_list("source__document__content_hash", flat=True)
 
 
 # --- our JSON Lines export ---
@@ -266,7 +278,9 @@ def _lines(data: bytes):
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise ImportRefused("the export is not UTF-8 text", field="file") from None
-    for n, line in enumerate(text.splitlines(), start=1):
+    # only "\n" ends a line: the export writes U+2028 and its kin raw inside strings, and splitlines() would cut there
+    for n, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")
         if line.strip():
             yield n, line
 
@@ -276,7 +290,7 @@ def _jsonl(caller, data: bytes, *, scopes, passphrase, progress) -> ImportReport
     lines = list(_lines(data))
     try:
         header = json.loads(lines[0][1]) if lines else None
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         header = None
     if not isinstance(header, dict) or header.get("kind") != FORMAT:
         raise ImportRefused(f"line 1: not a KnowHub export (its first line is a header with kind {FORMAT!r})",
@@ -286,15 +300,20 @@ def _jsonl(caller, data: bytes, *, scopes, passphrase, progress) -> ImportReport
                             field="file")
     secret = _SecretReader(header, passphrase)
     vector_model = _embedder_name()
-    restored = []
+    restored, ended = [], False
     for done, (n, line) in enumerate(lines[1:], start=1):
         try:
             record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            report.fail(n, f"not JSON: {exc.msg}")
+        except (json.JSONDecodeError, RecursionError) as exc:
+            report.fail(n, f"not JSON: {getattr(exc, 'msg', 'nested too deeply')}")
             continue
         kind = record.get("kind") if isinstance(record, dict) else None
-        if scopes and kind in ("resource", "knowledge") and not set(record.get("scopes") or []) & set(scopes):
+        record_scopes = record.get("scopes") if isinstance(record, dict) else None
+        if scopes and kind in ("resource", "knowledge") and isinstance(record_scopes, list) \
+                and not set(map(str, record_scopes)) & set(scopes):
+            continue
+        if kind == "end":
+            ended = True
             continue
         if kind == "resource":
             _each(report, n, lambda record=record: _resource(caller, record, secret))
@@ -302,21 +321,23 @@ def _jsonl(caller, data: bytes, *, scopes, passphrase, progress) -> ImportReport
             _each(report, n, lambda record=record: _knowledge(caller, record, vector_model, restored, report))
         elif kind == "slim_rejection":
             _each(report, n, lambda record=record: "imported" if restore.slim_rejection_restore(
-                first=record["first"], second=record["second"], rejected_by=record.get("rejected_by", ""),
+                caller, first=record["first"], second=record["second"], rejected_by=record.get("rejected_by", ""),
                 created_at=record.get("created_at")) else "skipped")
         else:
             report.fail(n, f"unknown record kind {kind!r}")
         if progress:
             progress(done, len(lines) - 1)
-    try:
-        restore.knowledge_restore_links(restored)
-    except (IntegrityError, DataError):
-        report.fail(None, "merge links: a merged item points at an item that is not in the export")
+    for record, problem in restore.knowledge_restore_links(caller, restored):
+        report.fail(record.get("id"), problem)
+    if not ended:
+        report.fail(None, "the export has no end record: it was cut short, and what follows the last line is missing")
     return report
 
 
 def _resource(caller, record: dict, secret: _SecretReader) -> str:
     existing = Resource.objects.filter(pk=record["id"]).first()
+    if existing is not None and not Resource.objects.visible_to(caller).filter(pk=existing.pk).exists():
+        raise ImportRefused(f"the resource id {record['id']} is taken", field="id")  # say no more about it
     if existing is not None:
         same = (existing.title, existing.body, existing.content_type, existing.metadata) == (
             record["title"], record.get("body", ""), record.get("content_type", "text"), record.get("metadata") or {})

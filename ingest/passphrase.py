@@ -5,17 +5,23 @@ each secret is a Fernet token under that key: authenticated, so a wrong passphra
 than producing garbage.
 """
 import base64
+import binascii
 import os
 
 from cryptography.fernet import Fernet, InvalidToken
 from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 
+from core.errors import DomainError
+
 KDF = {"kdf": "scrypt", "n": 2**15, "r": 8, "p": 1}
 MIN_LENGTH = 8
 
 
-class WrongPassphrase(ValueError):
-    field = "passphrase"
+class WrongPassphrase(DomainError):
+    """A passphrase too short, or not the one the export was sealed with (400 naming `passphrase`)."""
+
+    def __init__(self, message: str):
+        super().__init__(message, field="passphrase")
 
 
 def new_salt() -> bytes:
@@ -30,8 +36,15 @@ def derive_key(passphrase: str, salt: bytes, *, n: int = KDF["n"], r: int = KDF[
 
 
 def key_from_header(passphrase: str, header: dict) -> Fernet:
-    """The key an export's `secrets` header describes, for `passphrase`."""
-    return derive_key(passphrase, base64.b64decode(header["salt"]), n=header["n"], r=header["r"], p=header["p"])
+    """The key an export's `secrets` header describes, for `passphrase`. Only our own parameters are taken: a
+    header asking for more memory or time than they cost is refused, not obeyed."""
+    if any(header.get(name) != value for name, value in KDF.items()):
+        raise WrongPassphrase(f"the export's key parameters are not this hub's ({KDF}): it cannot be opened here")
+    try:
+        salt = base64.b64decode(header["salt"], validate=True)
+    except (KeyError, TypeError, binascii.Error):
+        raise WrongPassphrase("the export's header has no valid salt for its passphrase") from None
+    return derive_key(passphrase, salt)
 
 
 def seal(secret: str, key: Fernet) -> str:

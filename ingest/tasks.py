@@ -2,7 +2,12 @@
 from celery import shared_task
 
 
-@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True)
+# A document's reading is bounded in time as well as in size: past the soft limit the job fails with the reason.
+SOFT_TIME_LIMIT_SECONDS = 15 * 60
+
+
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, soft_time_limit=SOFT_TIME_LIMIT_SECONDS,
+             time_limit=SOFT_TIME_LIMIT_SECONDS + 60)
 def run_ingest(self, job_id: str) -> None:
     from ingest.documents import document_run
     from jobs.instance import worker_instance

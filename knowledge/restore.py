@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils.dateparse import parse_datetime
 
 from knowledge import services
+from knowledge.errors import KnowledgeStateError
 from knowledge.models import FeedbackCase, Knowledge, KnowledgeStatus, KnowledgeVersion, SlimRejection
 from knowledge.search.vector import ensure_index
 
@@ -56,17 +57,32 @@ def knowledge_restore(caller, record: Mapping, *, vector_model: str) -> Knowledg
     return item
 
 
-@transaction.atomic
-def knowledge_restore_links(records: list[Mapping]) -> None:
-    """The status and merge link of each restored item (every item of the export is stored by now)."""
+def knowledge_restore_links(caller, records: list[Mapping]) -> list[tuple[Mapping, str]]:
+    """The status and merge link of each restored item, once every item of the export is stored; each in its
+    own savepoint. A link to an item that is not here (or that `caller` cannot read) is not made: the item
+    keeps its status only if that needs no link, and the (record, problem) pairs say what was left out."""
+    problems = []
+    visible = Knowledge.objects.visible_to(caller)
     for record in records:
-        status = record.get("status") or KnowledgeStatus.ACTIVE
-        if status != KnowledgeStatus.ACTIVE or record.get("merged_into"):
-            Knowledge.objects.filter(pk=record["id"]).update(status=status, merged_into_id=record.get("merged_into"))
+        status, target = record.get("status") or KnowledgeStatus.ACTIVE, record.get("merged_into")
+        if status == KnowledgeStatus.ACTIVE and not target:
+            continue
+        if target and not visible.filter(pk=target).exists():
+            problems.append((record, f"merged_into: {target} is not in this hub (or not readable): the item stays active"))
+            continue
+        if (status == KnowledgeStatus.MERGED) != bool(target):
+            problems.append((record, f"status: {status!r} with merged_into {target!r} do not go together"))
+            continue
+        with transaction.atomic():
+            Knowledge.objects.filter(pk=record["id"]).update(status=status, merged_into_id=target)
+    return problems
 
 
-def slim_rejection_restore(*, first: str, second: str, rejected_by: str, created_at=None) -> bool:
-    """A rejected merge pair; False when it was known already."""
+def slim_rejection_restore(caller, *, first: str, second: str, rejected_by: str, created_at=None) -> bool:
+    """A rejected merge pair; False when it was known already. KnowledgeStateError when either item is not here
+    (or not readable by `caller`)."""
+    if Knowledge.objects.visible_to(caller).filter(pk__in=[first, second]).count() != len({first, second}):
+        raise KnowledgeStateError("the pair names an item that is not in this hub", field="first")
     _, created = SlimRejection.objects.get_or_create(
         first_id=min(first, second), second_id=max(first, second),
         defaults={"rejected_by": rejected_by, **({"created_at": _when(created_at)} if created_at else {})})

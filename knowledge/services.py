@@ -193,10 +193,12 @@ def knowledge_edit(
 ) -> Knowledge:
     """Change an item's text, tags or types, keeping the previous task/content/tags as a version.
 
-    Raises Knowledge.DoesNotExist. The row lock serialises concurrent edits,
+    Raises Knowledge.DoesNotExist, or PermissionDenied unless `caller` may write one of its scopes (who may
+    edit whose item is the operation's rule, `changeable_item`). The row lock serialises concurrent edits,
     so version numbers never collide and no edit is silently overwritten.
     """
     item = Knowledge.objects.select_for_update().get(pk=knowledge_id)
+    require_write_any(caller, item)
     changes = {
         name: value for name, value in (("task", task), ("content", content), ("tags", None if tags is None else dict(tags)),
                                         ("types", None if types is None else list(dict.fromkeys(types))))

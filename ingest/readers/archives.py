@@ -10,6 +10,10 @@ MAX_RATIO = 200  # unpacked ÷ packed size of any one member of more than a mega
 class ArchiveRefused(ValueError):
     field = "file"
 
+    def __init__(self, message: str, *, not_a_zip: bool = False):
+        super().__init__(message)
+        self.not_a_zip = not_a_zip
+
 
 def open_bounded(data: bytes, name: str = "the file") -> zipfile.ZipFile:
     """The archive, once its declared sizes pass the bounds; ArchiveRefused otherwise, or when it is not a zip.
@@ -19,7 +23,7 @@ def open_bounded(data: bytes, name: str = "the file") -> zipfile.ZipFile:
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
     except (zipfile.BadZipFile, ValueError) as exc:
-        raise ArchiveRefused(f"{name} is not a zip file ({exc})") from None
+        raise ArchiveRefused(f"{name} is not a zip file ({exc})", not_a_zip=True) from None
     members = archive.infolist()
     total = sum(member.file_size for member in members)
     if total > UNPACKED_MAX_BYTES:

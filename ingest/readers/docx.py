@@ -36,6 +36,8 @@ def read(data: bytes) -> Extracted:
     try:
         open_bounded(data, "the DOCX file")
     except ArchiveRefused as exc:
+        if exc.not_a_zip:
+            raise ExtractionError(f"the file is not a readable DOCX document ({exc})") from None
         raise ExtractionError(str(exc)) from None
     try:
         document = docx.Document(io.BytesIO(data))

@@ -18,7 +18,37 @@ from ingest.readers.text import (
 )
 
 _FENCE = re.compile(r"^([ \t]*)(`{3,}|~{3,})(.*)$")
-_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+# Matched against a line without trailing blanks, and the closing #s are stripped in `_atx_text`: one
+# pattern doing both backtracks quadratically on a long run of blanks.
+_ATX_LINE = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]++(.*))?$")
+
+
+class _Atx:
+    """A match of an ATX heading line: group(1) the #s, group(2) its text without the closing #s."""
+
+    def __init__(self, marks: str, text: str):
+        self._groups = (marks, text)
+
+    def group(self, number: int) -> str:
+        return self._groups[number - 1]
+
+
+def _atx_match(line: str):
+    found = _ATX_LINE.match(line.rstrip(" \t"))
+    if not found:
+        return None
+    text = found.group(2) or ""
+    closed = text.rstrip("#")
+    if closed != text and (not closed or closed[-1] in " \t"):
+        text = closed
+    return _Atx(found.group(1), text.rstrip(" \t"))
+
+
+class _AtxPattern:
+    match = staticmethod(_atx_match)
+
+
+_ATX = _AtxPattern()
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _THEMATIC = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
 _QUOTE = re.compile(r"^ {0,3}>[ \t]?(.*)$")

@@ -10,6 +10,9 @@ import io
 from ingest.readers.base import Extracted, ExtractionError
 from ingest.readers.text import _CJK, _clean, _inline, _Outline
 
+# A few kilobytes of PDF can declare thousands of pages sharing one content stream: what is read is bounded.
+MAX_PAGES = 2_000
+MAX_CHARACTERS = 20_000_000
 _PLACEHOLDER_TITLES = {"untitled", "(untitled)", "(unspecified)", "(anonymous)"}
 _FINAL_PUNCTUATION = ".!?,;:。！？，；：、"
 
@@ -76,12 +79,19 @@ def read(data: bytes) -> Extracted:
         raise ExtractionError(f"the PDF cannot be read, it may be corrupt or truncated ({reason})") from None
     if title.lower() in _PLACEHOLDER_TITLES:
         title = ""
+    if len(pages) > MAX_PAGES:
+        raise ExtractionError(f"the PDF has {len(pages):,} pages, more than {MAX_PAGES:,}: split it")
     paragraphs: list[list[str]] = []
+    characters = 0
     for number, page in enumerate(pages, start=1):
         try:
             text = page.extract_text() or ""
         except Exception as exc:
             raise ExtractionError(f"page {number} of the PDF cannot be read ({exc or type(exc).__name__})") from None
+        characters += len(text)
+        if characters > MAX_CHARACTERS:
+            raise ExtractionError(f"the PDF holds more than {MAX_CHARACTERS:,} characters of text (by page {number}): "
+                                  "split it")
         paragraphs.extend(_pdf_paragraphs(_clean(text).replace("\r", "\n")))
 
     def heading_like(lines: list[str]) -> bool:

@@ -13,7 +13,7 @@ from ingest.readers.base import Block, Extracted
 _SURROGATES = re.compile("[\ud800-\udfff]")
 _CJK = re.compile("[\u2e80-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
 _LIST_ITEM = re.compile(r"^([ \t]*)([-*+•]|\d{1,9}[.)])(?:[ \t]+(.*))?$")
-_TABLE_DELIMITER = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
+_TABLE_DELIMITER = re.compile(r"^[ \t]*+\|?[ \t]*+:?-++:?[ \t]*+(?:\|[ \t]*+:?-++:?[ \t]*+)*+\|?[ \t]*+$")
 
 
 def _clean(text: str) -> str:

@@ -209,3 +209,62 @@ def test_a_document_is_read_by_the_real_worker_and_its_items_are_embedded(celery
              message="the worker to embed the document's items")
     found = client.get("/api/knowledge/search", {"q": "roll back to the previous tag", "top_k": 1}).json()
     assert found["results"][0]["task"] == "Deploy runbook > Rollback"
+
+
+def items_of(client, document) -> list[Knowledge]:
+    return [Knowledge.objects.get(pk=i) for i in client.get(f"/api/documents/{document['id']}").json()["items"]]
+
+
+def test_an_older_version_uploaded_again_is_read_again_and_a_new_chunk_size_re_chunks(writer):
+    v1, v2 = RUNBOOK, RUNBOOK.replace("Redeploy the previous tag.", "Use the deploy tool.")
+    run(upload(writer, "runbook.md", v1.encode(), scopes="team:a").json())
+    run(upload(writer, "runbook.md", v2.encode(), scopes="team:a").json())
+    back = upload(writer, "runbook.md", v1.encode(), scopes="team:a").json()
+    assert not back["repeated"]
+    run(back)
+    assert "Redeploy the previous tag" in items_of(writer, back)[1].content
+    finer = run(upload(writer, "runbook.md", v1.encode(), scopes="team:a", chunk_size="200", chunk_overlap="0").json())
+    assert not writer.get(f"/api/documents/{finer['id']}").json()["outcome"]["unchanged"]
+
+
+def test_identical_chunks_keep_one_item_each_and_a_renamed_heading_renames_the_item(writer):
+    twice = "# Doc\n\n## A\n\nSame words.\n\n## B\n\nSame words.\n"
+    first = items_of(writer, run(upload(writer, "d.md", twice.encode(), scopes="team:a").json()))
+    assert [k.task for k in first] == ["Doc > A", "Doc > B"]
+    renamed = "# Doc\n\n## New\n\nOther words.\n\n## A\n\nSame words.\n\n## Beta\n\nSame words.\n"
+    second = run(upload(writer, "d.md", renamed.encode(), scopes="team:a").json())
+    outcome = writer.get(f"/api/documents/{second['id']}").json()["outcome"]
+    assert set(outcome["kept"]) == {k.id for k in first} and outcome["archived"] == []
+    assert Knowledge.objects.get(pk=first[1].id).task == "Doc > Beta"
+
+
+def test_scopes_in_another_order_are_the_same_document(writer):
+    both = agent_client("both", ["team:a", "team:b"], writable_scopes=["team:a", "team:b"])
+    first = run(upload(both, "runbook.md", RUNBOOK.encode(), scopes="team:b,team:a").json())
+    again = upload(both, "runbook.md", RUNBOOK.encode(), scopes="team:a,team:b").json()
+    assert again["repeated"] and again["id"] == first["id"] and again["scopes"] == ["team:a", "team:b"]
+
+
+def test_a_run_whose_claim_is_no_longer_the_latest_stores_nothing(writer):
+    from jobs.services import job_claim
+
+    document = upload(writer, "runbook.md", RUNBOOK.encode(), scopes="team:a").json()
+    job_id = document["job"]["id"]
+    stale = job_claim(job_id=job_id, worker="dead/1/a")
+    from ingest import documents as ingestion
+
+    real_claim = ingestion.job_claim
+    ingestion.job_claim = lambda **kw: stale  # this run believes it holds the first claim...
+    try:
+        job_claim(job_id=job_id, worker="live/2/b")  # ...which a re-sent copy has since replaced
+        document_run(job_id=job_id, worker="dead/1/a")
+    finally:
+        ingestion.job_claim = real_claim
+    assert not Knowledge.objects.exists() and Document.objects.get(pk=document["id"]).status != "done"
+
+
+@pytest.mark.parametrize("field, value", [("chunk_size", "²"), ("chunk_size", "99999999999999999999"),
+                                          ("chunk_overlap", "-1"), ("scopes", "not a scope")])
+def test_hostile_form_fields_are_a_400_naming_the_field(writer, field, value):
+    reply = upload(writer, "n.md", b"# N\n\nx", **{"scopes": "team:a", field: value})
+    assert reply.status_code == 400 and field in reply.json()["error"]["fields"]

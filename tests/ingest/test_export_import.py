@@ -7,6 +7,7 @@ import pytest
 from django.core.management import call_command
 
 from agents.caller import Caller
+from core.errors import DomainError
 from ingest.export import export_records
 from ingest.importer import ImportRefused, import_file, import_path
 from knowledge import feedback, services, slim
@@ -213,7 +214,7 @@ def test_the_commands_export_to_a_file_and_import_it_back(tmp_path, capsys):
     assert json.loads(exported[0])["counts"] == {"resources": 2, "knowledge": 5}
     call_command("import", str(target), "--json")
     report = json.loads(capsys.readouterr().out)
-    assert report["skipped"] == len(exported) - 1 and report["failed"] == []
+    assert report["skipped"] == len(exported) - 2 and report["failed"] == []  # all but the header and the end
 
 
 def test_the_api_streams_an_export_of_the_tokens_scopes_and_imports_only_for_curators():
@@ -261,3 +262,88 @@ def test_a_zip_bomb_is_refused_before_anything_is_unpacked():
         z.writestr("huge.md", b"#" * (64 * 1024 * 1024))  # 64 MB of one byte packs into ~64 kB
     with pytest.raises(ImportRefused, match="zip bomb"):
         import_file(IMPORTER, name="bomb.zip", data=bomb.getvalue(), scopes=["team:a"])
+
+
+def test_an_import_cannot_rewrite_an_item_the_caller_may_only_read():
+    ids = world()
+    text = export_text()
+    lines = [json.dumps({**r, "content": "rewritten by an outsider"}) if r.get("id") == ids["a"] else json.dumps(r)
+             for r in map(json.loads, text.splitlines())]
+    reader_of_a = Caller(principal="agent:curator_b", agent_id="curator_b", readable_scopes=("team:a", "team:b"),
+                         writable_scopes=("team:b",), curates=True, edits_any=True)
+    report = import_file(reader_of_a, name="x.jsonl", data="\n".join(lines).encode())
+    assert any(f["line"] for f in report.failed if "may not write" in f["reason"])
+    assert Knowledge.objects.get(pk=ids["a"]).content == "Use the shared account; 3 tries max"
+
+
+def test_sealing_secrets_under_a_passphrase_is_recorded_as_a_reveal_and_skips_expired_ones_for_agents():
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    world()
+    Resource.objects.filter(pk="credentials/site").update(expires_at=timezone.now() - timedelta(days=1))
+    agent = Caller(principal="agent:ops", agent_id="ops", readable_scopes=("team:a",), writable_scopes=("team:a",),
+                   can_read_secrets=True)
+    sealed = [json.loads(line) for line in export_text(agent, passphrase="correct horse battery").splitlines()]
+    site = next(r for r in sealed if r.get("id") == "credentials/site")
+    assert site["secure_body"] == ""  # expired: never revealed, sealed or not
+    assert site["versions"][0]["secure_body"] and RevealEvent.objects.filter(principal="agent:ops", version=1).exists()
+    operator = [json.loads(line) for line in export_text(passphrase="correct horse battery").splitlines()]
+    assert next(r for r in operator if r.get("id") == "credentials/site")["secure_body"]  # the operator's backup
+
+
+def test_a_header_asking_for_other_key_parameters_or_a_short_passphrase_is_a_400_naming_the_passphrase():
+    world()
+    text = export_text(passphrase="correct horse battery")
+    header, rest = text.split("\n", 1)
+    greedy = json.loads(header)
+    greedy["secrets"]["n"] = 2**24  # 16 GiB of scrypt memory if obeyed
+    wipe()
+    with pytest.raises(DomainError) as refused:
+        import_file(IMPORTER, name="x.jsonl", data=(json.dumps(greedy) + "\n" + rest).encode(), passphrase="correct horse battery")
+    assert refused.value.field == "passphrase"
+    with pytest.raises(DomainError, match="at least 8"):
+        list(export_records(OPERATOR, passphrase="short"))
+
+
+def test_hostile_lines_are_reported_and_the_rest_lands_exactly():
+    world()
+    text = export_text()
+    wipe()
+    lines = text.split("\n")
+    lines.insert(1, "[" * 100_000 + "]" * 100_000)
+    item = next(json.loads(line) for line in lines if '"kind": "knowledge"' in line)
+    lines.insert(len(lines) - 2, json.dumps({**item, "id": "knowledge-20260101-sep1",
+                                             "content": "one\u2028two\u2029three\x85four"}, ensure_ascii=False))
+    report = import_file(IMPORTER, name="x.jsonl", data="\n".join(lines).encode())
+    assert [f["line"] for f in report.failed] == [2] and "nested too deeply" in report.failed[0]["reason"]
+    assert Knowledge.objects.get(pk="knowledge-20260101-sep1").content == "one\u2028two\u2029three\x85four"
+
+
+def test_links_to_items_outside_the_import_are_reported_and_everything_else_lands():
+    ids = world()
+    team_a = Caller(principal="agent:a", agent_id="a", readable_scopes=("team:a",), writable_scopes=("team:a",))
+    lines = [json.loads(line) for line in export_text(team_a).splitlines()]
+    wipe()
+    without_target = [r for r in lines if r.get("id") != ids["merged"]]  # the merged item is not in this file
+    report = import_file(IMPORTER, name="x.jsonl", data="\n".join(map(json.dumps, without_target)).encode())
+    reasons = " ".join(f["reason"] for f in report.failed)
+    assert "merged_into" in reasons and "not in this hub" in reasons
+    assert set(Knowledge.objects.filter(pk__in=ids["originals"]).values_list("status", flat=True)) == {"active"}
+    assert Knowledge.objects.get(pk=ids["a"]).versions.count() == 1
+
+
+def test_an_export_cut_short_imports_what_it_holds_and_says_it_was_cut():
+    world()
+    lines = export_text().splitlines()
+    wipe()
+    report = import_file(IMPORTER, name="x.jsonl", data="\n".join(lines[:-3]).encode())
+    assert report.failed[-1]["line"] is None and "cut short" in report.failed[-1]["reason"]
+    assert report.imported > 0
+
+
+def test_a_csv_read_by_one_team_is_imported_again_by_another():
+    first = import_file(IMPORTER, name="tips.csv", data=CSV.encode(), scopes=["team:ops"])
+    other = import_file(IMPORTER, name="tips.csv", data=CSV.replace(",team:a,", ",,").encode(), scopes=["team:dev"])
+    assert first.imported == 2 and other.imported >= 1 and other.skipped == 0
