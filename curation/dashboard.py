@@ -37,9 +37,11 @@ def attention() -> dict:
 
 
 def recent_activity(limit: int = 10) -> list[dict]:
-    """Edits, feedback and jobs, newest first."""
-    rows = [{"at": v.created_at, "what": f"edited by {v.changed_by}", "detail": v.reason, "knowledge_id": v.knowledge_id}
-            for v in KnowledgeVersion.objects.order_by("-created_at")[:limit]]
+    """Saves (created items), edits, feedback and jobs, newest first."""
+    rows = [{"at": k.created_at, "what": f"saved by {k.owner}", "detail": k.task, "knowledge_id": k.id}
+            for k in Knowledge.objects.only("id", "owner", "task", "created_at").order_by("-created_at")[:limit]]
+    rows += [{"at": v.created_at, "what": f"edited by {v.changed_by}", "detail": v.reason, "knowledge_id": v.knowledge_id}
+             for v in KnowledgeVersion.objects.order_by("-created_at")[:limit]]
     rows += [{"at": c.created_at, "what": f"{c.kind} report", "detail": c.reported_by, "knowledge_id": c.knowledge_id}
              for c in FeedbackCase.objects.order_by("-created_at")[:limit]]
     rows += [{"at": j.created_at, "what": f"{j.kind} job {j.status}", "detail": j.requested_by, "knowledge_id": j.subject}

@@ -10,6 +10,10 @@ from knowledge.search.rerank import RANK_MODES
 
 SORTS = [("relevance", "Relevance"), ("quality", "Quality"), ("newest", "Newest"),
          ("helpful", "Most helpful"), ("harmful", "Most harmful")]
+# Without a query there is no relevance to sort by: the default (an empty value) is shown as "Newest", and it
+# becomes relevance as soon as a query is typed, unless another order was chosen.
+SORTS_WITHOUT_QUERY = [("", "Newest"), ("quality", "Quality"), ("helpful", "Most helpful"),
+                       ("harmful", "Most harmful")]
 STATUSES = [("active", "Active"), ("archived", "Archived"), ("merged", "Merged"), ("any", "Any status")]
 
 
@@ -31,16 +35,24 @@ def split_list(text: str) -> list[str]:
 class KnowledgeFilterForm(forms.Form):
     """The knowledge list's state; it lives in the URL's query string."""
 
-    q = forms.CharField(required=False, max_length=500, label="Search")
+    q = forms.CharField(required=False, max_length=500, label="Search", widget=forms.SearchInput(
+        attrs={"placeholder": "e.g. selenium login", "autocomplete": "off"}))
     types = forms.MultipleChoiceField(required=False, choices=KnowledgeType.choices, widget=forms.CheckboxSelectMultiple)
-    scopes = forms.CharField(required=False, max_length=500, help_text="comma-separated")
-    tags = forms.CharField(required=False, max_length=500, help_text="key=value, comma-separated")
-    owner = forms.CharField(required=False, max_length=200)
+    scopes = forms.CharField(required=False, max_length=500, widget=forms.TextInput(
+        attrs={"list": "known-scopes", "placeholder": "org:acme"}))
+    tags = forms.CharField(required=False, max_length=500, widget=forms.TextInput(attrs={"placeholder": "domain=coding"}))
+    owner = forms.CharField(required=False, max_length=200, widget=forms.TextInput(
+        attrs={"placeholder": "agent:research_agent"}))
     status = forms.ChoiceField(required=False, choices=STATUSES)
     score_min = forms.IntegerField(required=False, min_value=1, max_value=5, label="Score from")
     score_max = forms.IntegerField(required=False, min_value=1, max_value=5, label="to")
     sort = forms.ChoiceField(required=False, choices=SORTS)
     page = forms.IntegerField(required=False, min_value=1)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if not self.data.get("q", "").strip():  # not offered; sort=relevance still validates (browse: newest)
+            self.fields["sort"].widget.choices = SORTS_WITHOUT_QUERY
 
     def clean_tags(self):
         return parse_tags(self.cleaned_data["tags"])

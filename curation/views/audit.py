@@ -4,6 +4,7 @@ from django.views.decorators.http import require_GET
 
 from agents.models import AuditEvent
 from curation import permissions
+from curation.audit import with_target_urls
 from curation.views.common import paginate
 from resources.models import RevealEvent
 
@@ -11,7 +12,7 @@ from resources.models import RevealEvent
 @permissions.require(permissions.AUDIT)
 @require_GET
 def audit(request):
+    page = paginate(AuditEvent.objects.all(), request.GET.get("page"))
     return render(request, "curation/audit.html", {
-        "reveals": RevealEvent.objects.all()[:50],
-        "page": paginate(AuditEvent.objects.all(), request.GET.get("page")),
+        "reveals": RevealEvent.objects.all()[:50], "page": page, "events": with_target_urls(page.object_list),
     })

@@ -32,7 +32,8 @@ def knowledge_list(request):
                "scopes": known_scopes()}
     if not request.htmx:
         return render(request, LIST, context, status=200 if form.is_valid() else 422)
-    response = render(request, f"{LIST}#results", context, status=200 if form.is_valid() else 422)
+    response = render_parts(request, LIST, ["results", "filter-fields"], {**context, "oob": True},
+                            status=200 if form.is_valid() else 422)
     query = clean_query(request.GET)
     response["HX-Push-Url"] = f"{request.path}?{query}" if query else request.path  # a short URL to bookmark
     return response
@@ -93,7 +94,7 @@ def knowledge_edit(request, knowledge_id):
         "reason": data["reason"] or "edited in the curation UI", "task": data["task"], "content": data["content"],
         "tags": data["tags"], "types": data["types"]})
     context = detail_context(_item(item.id), oob=True, saved=True)
-    return render_parts(request, DETAIL, ["content", "versions"], context)
+    return render_parts(request, DETAIL, ["content", "versions", "fields"], context)
 
 
 def _feedback_panel(request, knowledge_id, form, *, form_name: str, record) -> HttpResponse:

@@ -10,6 +10,7 @@ from curation import permissions
 from curation.views.common import caller_of, paginate
 from resources.models import Resource, RevealEvent
 from resources.operations import Gone
+from resources.services import secret_expired
 
 DETAIL = "curation/resource_detail.html"
 
@@ -31,7 +32,7 @@ def resource_list(request):
 def resource_detail(request, resource_id):
     resource = get_object_or_404(Resource, pk=resource_id)
     return render(request, DETAIL, {
-        "resource": resource, "versions": list(resource.versions.all()),
+        "resource": resource, "expired": secret_expired(resource), "versions": list(resource.versions.all()),
         "knowledge": list(resource.knowledge.all()[:50]),
         "reveals": list(RevealEvent.objects.filter(resource_id=resource.pk)[:10]) if request.user.has_perm(permissions.AUDIT) else None,
     })
@@ -49,7 +50,5 @@ def resource_reveal(request, resource_id):
                                    remote_addr=request.META.get("REMOTE_ADDR"),
                                    user_agent=request.META.get("HTTP_USER_AGENT", ""))
     except Gone:
-        return render(request, f"{DETAIL}#secret", {"resource": resource, "reveal_error":
-                      f"This {resource.content_type} expired at {resource.expires_at:%Y-%m-%d %H:%M} UTC: save a fresh one."},
-                      status=410)
+        return render(request, f"{DETAIL}#secret", {"resource": resource, "expired": True}, status=410)
     return render(request, f"{DETAIL}#secret", {"resource": resource, "secret": revealed.revealed_secret})

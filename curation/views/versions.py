@@ -34,4 +34,4 @@ def version_restore(request, knowledge_id, number):
     except ValidationError:  # no such version
         raise Http404(f"{item.id} has no version {number}") from None
     context = detail_context(_item(item.id), oob=True, restored=number)
-    return render_parts(request, DETAIL, ["content", "versions"], context)
+    return render_parts(request, DETAIL, ["content", "versions", "fields"], context)

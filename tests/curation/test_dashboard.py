@@ -86,3 +86,14 @@ def test_ranking_panel_shows_the_weekly_trend_of_judged_searches(viewer_client):
 def test_ranking_panel_empty_state_tells_how_to_get_judgments(viewer_client):
     body = viewer_client.get("/").content.decode()
     assert "No judged searches yet: agents send <code>search_id</code> with their feedback." in body
+
+
+def test_recent_activity_lists_saves_newest_first_with_links(viewer_client):
+    older = make_knowledge(task="First saved advice", owner="agent:scout", embed=False,
+                           created_at=timezone.now() - timedelta(hours=2))
+    newer = make_knowledge(task="Second saved advice", owner="agent:scribe", embed=False)
+    activity = viewer_client.get("/").content.decode().split("<h2>Recent activity</h2>")[1].split("</section>")[0]
+    assert "Nothing has happened yet" not in activity
+    assert f'saved by agent:scribe · <a href="/knowledge/{newer.id}/">{newer.id}</a> · Second saved advice' in activity
+    assert f'saved by agent:scout · <a href="/knowledge/{older.id}/">{older.id}</a>' in activity
+    assert activity.index("agent:scribe") < activity.index("agent:scout")

@@ -1,5 +1,8 @@
 """Knowledge list and detail: live search, filters, sort, pages; inline edit, feedback, score, versions, explanation."""
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from knowledge.models import FeedbackCase, Knowledge
 from tests.factories import make_knowledge
@@ -151,3 +154,43 @@ def test_diff_between_any_two_versions_and_restore(curator_client):
     assert item.content == "line one\nline two" and item.versions.count() == 3
     assert item.versions.first().content == "line one\nline 2\nline three"  # nothing lost
     assert curator_client.post(f"/knowledge/{item.id}/restore/99/").status_code == 404
+
+
+def test_bad_filter_is_highlighted_in_place(viewer_client):
+    response = viewer_client.get("/knowledge/?score_min=9&tags=nonsense&owner=agent:x")
+    form = tasks_in(response).split('<form id="filters"')[1].split("</form>")[0]
+    assert 'name="score_min" value="9" min="1" max="5" aria-invalid="true" aria-describedby="id_score_min_error"' in form
+    assert '<ul class="errorlist" id="id_score_min_error"><li>Ensure this value is less than or equal to 5.</li></ul>' in form
+    assert 'aria-invalid="true"' in form.split('id="filter-tags"')[1].split("</div>")[0]
+    assert 'id="id_tags_error"><li>“nonsense” is not key=value</li>' in form
+    assert 'aria-invalid' not in form.split('id="filter-owner"')[1].split("</div>")[0]  # only the wrong fields
+    live = tasks_in(viewer_client.get("/knowledge/?tags=nonsense", HTTP_HX_REQUEST="true"))  # the form is out of band
+    tags = live.split('<div id="filter-tags" hx-swap-oob="true">')[1].split("</div>")[0]
+    assert 'aria-invalid="true"' in tags and "not key=value" in tags
+
+
+def test_relevance_is_offered_only_with_a_query(viewer_client):
+    make_knowledge(task="Older tip", created_at=timezone.now() - timedelta(days=1), embed=False)
+    make_knowledge(task="Newer tip", embed=False)
+    plain = tasks_in(viewer_client.get("/knowledge/"))
+    assert '<option value="relevance"' not in plain and '<option value="" selected>Newest</option>' in plain
+    assert plain.index('<option value="" selected>Newest') < plain.index('<option value="quality"')  # the default, first
+    searched = tasks_in(viewer_client.get("/knowledge/?q=tip"))
+    assert '<option value="relevance"' in searched
+    live = tasks_in(viewer_client.get("/knowledge/?q=tip", HTTP_HX_REQUEST="true"))  # typing a query offers it
+    assert '<div id="filter-sort" hx-swap-oob="true">' in live and '<option value="relevance"' in live
+    stale = viewer_client.get("/knowledge/?sort=relevance")  # an old link: the default sort, not an error
+    assert stale.status_code == 200
+    assert tasks_in(stale).index("Newer tip") < tasks_in(stale).index("Older tip")
+
+
+def test_edit_refreshes_the_updated_field(curator_client):
+    item = make_knowledge(task="T", content="Old", embed=False, created_at=timezone.now() - timedelta(days=3))
+    before = f"<dt>Updated</dt><dd>{item.updated_at:%Y-%m-%d %H:%M}</dd>"
+    assert before in tasks_in(curator_client.get(f"/knowledge/{item.id}/"))
+    body = tasks_in(curator_client.post(f"/knowledge/{item.id}/edit/", {"task": "T", "content": "New", "types": ["tool"]}))
+    item.refresh_from_db()
+    fields = body.split('<section id="fields" class="card" hx-swap-oob="true">')[1].split("</section>")[0]
+    assert f"<dt>Updated</dt><dd>{item.updated_at:%Y-%m-%d %H:%M}</dd>" in fields and before not in fields
+    restored = tasks_in(curator_client.post(f"/knowledge/{item.id}/restore/1/"))
+    assert '<section id="fields" class="card" hx-swap-oob="true">' in restored

@@ -62,3 +62,24 @@ def test_an_expired_secret_is_not_revealed(admin_client_):
 def test_missing_resource_is_404(admin_client_):
     assert admin_client_.get("/resources/nope/").status_code == 404
     assert admin_client_.post("/resources/nope/reveal/").status_code == 404
+
+
+def test_an_expired_secret_offers_no_reveal_button(admin_client_):
+    expires = timezone.now() - timedelta(hours=1)
+    make_resource("cookies/old", secure_body=SECRET, content_type="cookie", expires_at=expires)
+    body = admin_client_.get("/resources/cookies/old/").content.decode()
+    assert "Reveal (audited)" not in body and SECRET not in body
+    assert f"This cookie expired at {expires:%Y-%m-%d %H:%M} UTC" in body.split('<div id="secret">')[1]
+
+
+def test_audit_targets_link_to_their_pages(admin_client_, secret_resource):
+    from agents.audit import audit_record
+
+    resource, item = secret_resource
+    audit_record(principal="agent:x", operation="knowledge_save", target=item.id)
+    audit_record(principal="agent:x", operation="resource_save", target=resource.id)
+    audit_record(principal="agent:x", operation="agent_token_create", target="token-7")
+    body = admin_client_.get("/audit/").content.decode()
+    assert f'<td><a href="/knowledge/{item.id}/">{item.id}</a></td>' in body
+    assert f'<td><a href="/resources/{resource.id}/">{resource.id}</a></td>' in body
+    assert "<td>token-7</td>" in body  # neither: plain text
