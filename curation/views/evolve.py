@@ -1,5 +1,7 @@
 """Evolve from the UI: queue the job, poll it, then compare old and new and accept or roll back."""
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_POST
 
 from curation import permissions
@@ -36,10 +38,21 @@ def evolve_start(request, knowledge_id):
     return render(request, f"{DETAIL}#evolve", detail_context(item, **job_context(job)))
 
 
+def job_panel(request, job: Job, *, status: int = 200, **extra) -> HttpResponse:
+    """The job's panel; on the item page (htmx), once an evolve job has changed the item, with the item's text,
+    versions and fields swapped in too (out of band), so the page shows what is live without a reload."""
+    html = render_to_string(JOB, {**job_context(job), **extra}, request=request)
+    if request.htmx and job.kind == "evolve" and job.subject and job.status == Job.Status.SUCCEEDED:
+        item = detail_context(_item(job.subject), oob=True, content_oob=True)
+        html += "".join(render_to_string(f"{DETAIL}#{part}", item, request=request)
+                        for part in ("content", "versions", "fields"))
+    return HttpResponse(html, status=status)
+
+
 @permissions.require(permissions.VIEW)
 @require_GET
 def job_status(request, job_id):
-    return render(request, JOB, job_context(get_object_or_404(Job, pk=job_id)))
+    return job_panel(request, get_object_or_404(Job, pk=job_id))
 
 
 @permissions.require(permissions.CURATE)
@@ -51,4 +64,4 @@ def evolve_rollback(request, job_id):
     except KnowledgeStateError:
         return render(request, JOB, {**job_context(job), "job_error": "This job changed nothing that could be rolled back."},
                       status=409)
-    return render(request, JOB, {**job_context(job), "rolled_back_now": True})
+    return job_panel(request, job, rolled_back_now=True)

@@ -49,3 +49,25 @@ def test_a_failed_job_shows_its_error(viewer_client):
     job = Job.objects.create(kind="evolve", status="failed", subject=item.id, requested_by="user:x", error="LLM timed out")
     body = viewer_client.get(f"/jobs/{job.id}/").content.decode()
     assert "It failed: LLM timed out" in body and "every 1s" not in body
+
+
+@pytest.mark.django_db
+def test_a_finished_evolve_panel_brings_the_items_new_text_versions_and_fields_onto_the_page(curator_client):
+    from knowledge import services
+    from tests.callers import acting
+
+    item = make_knowledge(task="Log in", content="Use the password.", embed=False)
+    job = Job.objects.create(kind="evolve", status="succeeded", subject=item.id, requested_by="user:carl",
+                             result={"summary_of_changes": "captcha"})
+    services.knowledge_edit(acting(f"job:evolve:{job.id}"), knowledge_id=item.id, content="Solve the captcha first.",
+                            job=job)
+    panel = curator_client.get(f"/jobs/{job.id}/", HTTP_HX_REQUEST="true").content.decode()
+    content = panel.split('<section id="content" class="card" hx-swap-oob="true">')[1].split("</section>")[0]
+    assert "Solve the captcha first." in content
+    assert '<section id="versions" class="card" hx-swap-oob="true">' in panel and "Use the password." in panel
+    assert '<section id="fields" class="card" hx-swap-oob="true">' in panel
+    rolled = curator_client.post(f"/jobs/{job.id}/rollback/", HTTP_HX_REQUEST="true").content.decode()
+    content = rolled.split('<section id="content" class="card" hx-swap-oob="true">')[1].split("</section>")[0]
+    assert "Use the password." in content and "Roll back</button>" not in rolled
+    page = curator_client.get(f"/jobs/{job.id}/").content.decode()  # the job's own page: the panel only
+    assert 'hx-swap-oob' not in page
