@@ -50,3 +50,18 @@ def test_mcp_export_and_import_run_the_same_operations(token_for):
     exported = _run_sync(curator, _export_text({}))
     lines = exported["jsonl"].splitlines()
     assert exported["records"] == len(lines) == 4 and json.loads(lines[0])["kind"] == "knowhub-export"
+
+
+def test_the_client_uploads_a_document_and_a_refused_url_is_a_400_naming_it(hub):
+    from ingest.documents import document_run
+
+    document = hub.document_ingest("notes.md", "# Notes\n\n## Deploy\n\nTag, then roll.\n", scopes=["org:acme"],
+                                   types=["strategy"], chunk_size=400, chunk_overlap=0)
+    assert (document["status"], document["kind"], document["chunk_size"]) == ("queued", "markdown", 400)
+    document_run(job_id=document["job"]["id"], worker="test/1/a")  # what the worker does
+    done = hub.document_get(document["id"])
+    assert done["status"] == "done" and len(done["items"]) == 1
+    assert hub.document_list()["results"][0]["id"] == document["id"]
+    with pytest.raises(KnowHubError) as refused:
+        hub.document_ingest("http://10.0.0.1/wiki", scopes=["org:acme"])
+    assert refused.value.status == 400 and "url" in str(refused.value)
