@@ -51,17 +51,12 @@ class ExportApi(APIView):
         data["scopes"] = [s for value in data["scopes"] for s in value.split(",") if s]
         records = operations.call("knowledge_export", caller_of(request), data=data)
         first = next(records)  # the header: errors before it surface as a JSON error, not a cut stream
-        everything = _chain(first, records)
+        everything = itertools.chain([first], records)
         streamed = jsonl_async(everything) if hasattr(request, "scope") else jsonl(everything)  # ASGI or WSGI
         response = StreamingHttpResponse(streamed, content_type="application/x-ndjson")
         response["Content-Disposition"] = 'attachment; filename="knowhub-export.jsonl"'
         response["Cache-Control"] = "no-store"
         return response
-
-
-def _chain(first, rest):
-    yield first
-    yield from rest
 
 
 class ImportApi(APIView):

@@ -9,6 +9,14 @@ from rest_framework.fields import empty
 SCOPE_RE = re.compile(r"^[a-z][a-z0-9_]*:[^\s,]+$")  # kind:name, e.g. org:acme, user:bob
 
 
+def valid_scopes(value):
+    """A serializer's `validate_scopes`: every scope looks like kind:name, else a ValidationError listing the others."""
+    bad = [scope for scope in value if not SCOPE_RE.match(scope)]
+    if bad:
+        raise serializers.ValidationError(f"scopes look like kind:name (org:acme, user:bob); got {bad}")
+    return value
+
+
 class StrictCharField(serializers.CharField):
     """A CharField that refuses numbers and booleans instead of coercing them."""
 

@@ -50,10 +50,7 @@ class _Piece:
 def chunk(extracted: Extracted, *, size: int = DEFAULT_SIZE, overlap: int = DEFAULT_OVERLAP,
           fallback_title: str = "") -> list[Chunk]:
     """The document's chunks, in order; a section with no text has none."""
-    if isinstance(size, bool) or not isinstance(size, int) or size < MIN_SIZE:
-        raise ValueError(f"size must be an integer of at least {MIN_SIZE} characters, got {size!r}")
-    if isinstance(overlap, bool) or not isinstance(overlap, int) or not 0 <= overlap < size // 2:
-        raise ValueError(f"overlap must be an integer from 0 to less than half the size ({size // 2}), got {overlap!r}")
+    check_sizes(size, overlap)
     blocks = [Block(block.text.strip(), tuple(block.headings)) for block in extracted.blocks if block.text.strip()]
     chunks: list[Chunk] = []
     for headings, section in groupby(enumerate(blocks), key=lambda numbered: numbered[1].headings):
@@ -65,6 +62,14 @@ def chunk(extracted: Extracted, *, size: int = DEFAULT_SIZE, overlap: int = DEFA
             chunks.append(Chunk(index=len(chunks), title=title, text=text, headings=headings))
             previous = body
     return chunks
+
+
+def check_sizes(size: int, overlap: int) -> None:
+    """ValueError, starting with the parameter's name, unless `size` and `overlap` can cut chunks."""
+    if isinstance(size, bool) or not isinstance(size, int) or size < MIN_SIZE:
+        raise ValueError(f"size must be an integer of at least {MIN_SIZE} characters, got {size!r}")
+    if isinstance(overlap, bool) or not isinstance(overlap, int) or not 0 <= overlap < size // 2:
+        raise ValueError(f"overlap must be an integer from 0 to less than half the size ({size // 2}), got {overlap!r}")
 
 
 def split_sentences(text: str) -> list[str]:

@@ -17,7 +17,7 @@ from ingest.chunks import apply_chunks, sha256
 from ingest.fetch import FetchRefused, check_url, fetch
 from ingest.models import Document
 from jobs.models import Job
-from jobs.services import job_claim, job_create, job_fail, job_progress, job_succeed
+from jobs.services import job_claim, job_create, job_fail, job_holds_claim, job_progress, job_succeed
 
 DEFAULT_TYPES = ["definition"]
 
@@ -41,7 +41,7 @@ def document_ingest(caller: Caller, *, scopes=None, types=None, name: str | None
     scopes = sorted(set(caller.scopes_to_write(scopes)))  # one document in ["a", "b"] and ["b", "a"]
     types = list(types or DEFAULT_TYPES)
     try:
-        chunking.chunk(extract.Extracted(title="", blocks=[]), size=chunk_size, overlap=chunk_overlap)
+        chunking.check_sizes(chunk_size, chunk_overlap)
     except ValueError as exc:
         raise DocumentRefused(str(exc), field="chunk_size" if str(exc).startswith("size") else "chunk_overlap") from None
     fields = {"scopes": scopes, "types": types, "chunk_size": chunk_size, "chunk_overlap": chunk_overlap,
@@ -88,12 +88,6 @@ def _stage(document: Document, attempt: int, **progress) -> None:
 INGEST_ERRORS = (FetchRefused, extract.UnsupportedDocument, extract.ExtractionError, DomainError, ValueError)
 
 
-def _latest_claim(job_id, attempt: int) -> bool:
-    """Lock the job's row for this transaction; whether `attempt` is still its latest claim (a copy of the job
-    re-sent while this one ran has claimed it since: then only that copy writes)."""
-    return Job.objects.select_for_update().filter(pk=job_id, attempts=attempt, status=Job.Status.RUNNING).exists()
-
-
 def document_run(*, job_id: str, worker: str = "") -> None:
     """Read the job's document into items (the worker). Safe to run again: an unchanged document writes nothing,
     and of two runs of one job only the latest claim stores anything."""
@@ -105,7 +99,7 @@ def document_run(*, job_id: str, worker: str = "") -> None:
     try:
         prepared = _prepare(document, attempt)  # each stage visible as it starts
         with transaction.atomic():  # then the items, the document and the job together, for the latest claim only
-            if not _latest_claim(job_id, attempt):
+            if not job_holds_claim(job_id, attempt):
                 return
             outcome = _store(document, prepared)
             Document.objects.filter(pk=document.pk).update(
@@ -118,7 +112,7 @@ def document_run(*, job_id: str, worker: str = "") -> None:
     except INGEST_ERRORS as exc:
         reason = exc.api_message() if isinstance(exc, DomainError) else str(exc)
         with transaction.atomic():
-            if not _latest_claim(job_id, attempt):
+            if not job_holds_claim(job_id, attempt):
                 return
             Document.objects.filter(pk=document.pk).update(status=Document.Status.FAILED, error=reason[:2000],
                                                            finished_at=timezone.now())

@@ -68,9 +68,10 @@ class _Secrets:
         return sealed.seal(crypto.decrypt(stored), self.key)
 
 
-def _raw_secrets(model) -> dict:
-    """pk → the secret's stored ciphertext (read without decrypting it)."""
-    return dict(model.objects.annotate(raw=Cast("secure_body", TextField())).values_list("pk", "raw"))
+def _with_raw_secrets(queryset, included: bool):
+    """The rows without their decrypted secret; with `included`, each one's stored ciphertext as `raw_secret`."""
+    queryset = queryset.defer("secure_body")
+    return queryset.annotate(raw_secret=Cast("secure_body", TextField())) if included else queryset
 
 
 def export_records(caller: Caller, *, scopes: list[str] | None = None, passphrase: str | None = None,
@@ -95,18 +96,19 @@ def export_records(caller: Caller, *, scopes: list[str] | None = None, passphras
 
 
 def _resources(resources, secrets: _Secrets) -> Iterator[dict]:
-    raw = _raw_secrets(Resource) if secrets.included else {}
-    raw_versions = _raw_secrets(ResourceVersion) if secrets.included else {}
-    versions = Prefetch("versions", queryset=ResourceVersion.objects.defer("secure_body").order_by("number"))
-    for r in resources.defer("secure_body").order_by("id").prefetch_related(versions).iterator(chunk_size=BATCH):
+    versions = Prefetch("versions", queryset=_with_raw_secrets(ResourceVersion.objects.order_by("number"),
+                                                               secrets.included))
+    for r in (_with_raw_secrets(resources, secrets.included).order_by("id").prefetch_related(versions)
+              .iterator(chunk_size=BATCH)):
         yield {
             "kind": "resource", "id": r.id, "title": r.title, "body": r.body,
-            "secure_body": secrets.write(raw.get(r.id), r, resource_id=r.id),
+            "secure_body": secrets.write(getattr(r, "raw_secret", ""), r, resource_id=r.id),
             "content_type": r.content_type, "metadata": r.metadata, "scopes": list(r.scopes), "owner": r.owner,
             "expires_at": _iso(r.expires_at), "is_expired": r.is_expired,
             "created_at": _iso(r.created_at), "updated_at": _iso(r.updated_at),
             "versions": [{"number": v.number, "title": v.title, "body": v.body,
-                          "secure_body": secrets.write(raw_versions.get(v.pk), v, resource_id=r.id, version=v.number),
+                          "secure_body": secrets.write(getattr(v, "raw_secret", ""), v, resource_id=r.id,
+                                                       version=v.number),
                           "content_type": v.content_type,
                           "metadata": v.metadata, "expires_at": _iso(v.expires_at), "replaced_by": v.replaced_by,
                           "created_at": _iso(v.created_at)} for v in r.versions.all()],

@@ -28,7 +28,7 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 
 from core.errors import DomainError, invalid_fields
 from ingest import chunking, extract, passphrase as sealed
-from ingest.chunks import apply_chunks, sha256
+from ingest.chunks import apply_chunks, items_of, sha256
 from ingest.readers.archives import ArchiveRefused, open_bounded
 from ingest.export import FORMAT, VERSION
 from knowledge import restore, services
@@ -151,10 +151,6 @@ def import_file(caller, *, name: str, data: bytes, scopes: list[str] | None = No
     return report
 
 
-def _scopes_for(caller, given) -> list[str]:
-    return caller.scopes_to_write(given)
-
-
 # --- Markdown ---
 
 def _markdown(caller, report: ImportReport, *, uri: str, data: bytes, scopes, types) -> None:
@@ -162,7 +158,7 @@ def _markdown(caller, report: ImportReport, *, uri: str, data: bytes, scopes, ty
         document = extract.extract(data, "markdown")
         pieces = chunking.chunk(document, fallback_title=PurePosixPath(uri).stem)
         outcome = apply_chunks(caller, kind="markdown", uri=uri, content_hash=sha256(data), chunks=pieces,
-                               scopes=_scopes_for(caller, scopes), types=list(types or DEFAULT_TYPES),
+                               scopes=caller.scopes_to_write(scopes), types=list(types or DEFAULT_TYPES),
                                source_name=uri)
         report.knowledge_ids.extend(outcome.item_ids)
         if outcome.unchanged_document:
@@ -224,7 +220,7 @@ def _csv(caller, name: str, data: bytes, *, scopes, progress) -> ImportReport:
             entry.is_valid(raise_exception=True)
             data_ = dict(entry.validated_data)
             row_hash = sha256(f"{data_['task']}\n{data_['content']}")
-            data_["scopes"] = sorted(set(_scopes_for(caller, data_.pop("scopes", None) or scopes)))
+            data_["scopes"] = sorted(set(caller.scopes_to_write(data_.pop("scopes", None) or scopes)))
             seen = known.setdefault(tuple(data_["scopes"]), set(restore_hashes(caller, name, "csv", data_["scopes"])))
             if row_hash in seen:
                 return "skipped"
@@ -243,8 +239,6 @@ def _csv(caller, name: str, data: bytes, *, scopes, progress) -> ImportReport:
 
 def restore_hashes(caller, uri: str, kind: str, scopes: list[str]) -> Iterable[str]:
     """The content hashes of the rows imported before from file `uri` into `scopes`, among what `caller` can read."""
-    from ingest.chunks import items_of
-
     return items_of(uri, kind, scopes).visible_to(caller).values_list("source__document__content_hash", flat=True)
 
 

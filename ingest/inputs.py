@@ -5,16 +5,9 @@ import binascii
 from django.conf import settings
 from rest_framework import serializers
 
-from core.fields import SCOPE_RE, NoUnknownFields
+from core.fields import NoUnknownFields, valid_scopes
 from ingest.chunking import DEFAULT_OVERLAP, DEFAULT_SIZE, MIN_SIZE
 from knowledge.models import KNOWLEDGE_TYPES
-
-
-def _scopes(value):
-    bad = [s for s in value if not SCOPE_RE.match(s)]
-    if bad:
-        raise serializers.ValidationError(f"scopes look like kind:name (org:acme, user:bob); got {bad}")
-    return value
 
 
 class ExportInput(NoUnknownFields, serializers.Serializer):
@@ -24,7 +17,7 @@ class ExportInput(NoUnknownFields, serializers.Serializer):
                                        help_text="seal the secrets under this passphrase, for another installation")
 
     def validate_scopes(self, value):
-        return _scopes(value)
+        return valid_scopes(value)
 
 
 class ImportInput(NoUnknownFields, serializers.Serializer):
@@ -41,7 +34,7 @@ class ImportInput(NoUnknownFields, serializers.Serializer):
     passphrase = serializers.CharField(required=False, allow_blank=True, default="", max_length=1000)
 
     def validate_scopes(self, value):
-        return _scopes(value)
+        return valid_scopes(value)
 
     def validate(self, attrs):
         if ("file" in attrs) == ("content" in attrs):
@@ -83,7 +76,7 @@ class DocumentIngestInput(NoUnknownFields, serializers.Serializer):
                                                        "next, within a section")
 
     def validate_scopes(self, value):
-        return _scopes(value)
+        return valid_scopes(value)
 
     def validate(self, attrs):
         given = [name for name in ("file", "url", "content", "content_base64") if name in attrs]

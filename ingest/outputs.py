@@ -17,14 +17,13 @@ class ImportOutput(serializers.Serializer):
 
 
 class DocumentJob(serializers.Serializer):
+    """The document's job, from its id: `{"id", "url"}`."""
+
     id = serializers.UUIDField()
-    url = serializers.SerializerMethodField()
+    url = serializers.CharField()
 
-    def get_url(self, job_id) -> str:
-        return f"/api/jobs/{job_id}"
-
-    def to_representation(self, instance):
-        return {"id": str(instance), "url": f"/api/jobs/{instance}"}
+    def to_representation(self, job_id):
+        return {"id": str(job_id), "url": f"/api/jobs/{job_id}"}
 
 
 class DocumentOutput(serializers.Serializer):

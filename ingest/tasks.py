@@ -10,10 +10,10 @@ SOFT_TIME_LIMIT_SECONDS = 15 * 60
              time_limit=SOFT_TIME_LIMIT_SECONDS + 60)
 def run_ingest(self, job_id: str) -> None:
     from ingest.documents import document_run
-    from jobs.instance import worker_instance
+    from jobs.instance import running_task_worker
 
     try:
-        document_run(job_id=job_id, worker=worker_instance() or self.request.hostname or "")
+        document_run(job_id=job_id, worker=running_task_worker(self))
     except Exception as exc:  # noqa: BLE001 - a crashed job must say why, not stay "running"
         from ingest.models import Document
         from jobs.services import job_fail

@@ -34,6 +34,11 @@ def worker_instance() -> str:
     return _instance
 
 
+def running_task_worker(task) -> str:
+    """The worker instance a bound Celery task runs in, for a job's claim (its hostname outside a named worker)."""
+    return worker_instance() or task.request.hostname or ""
+
+
 def instance_hostname(instance: str) -> str:
     return instance.rsplit("/", 2)[0]
 

@@ -84,6 +84,12 @@ def job_fail(*, job_id, error: str, attempt: int | None = None) -> bool:
     return _move(job_id, Job.Status.FAILED, attempt=attempt, error=error[:2000], finished_at=timezone.now())
 
 
+def job_holds_claim(job_id, attempt: int) -> bool:
+    """Within a transaction: lock the job's row until it ends, and say whether `attempt` is still the running job's
+    latest claim (if not, a copy re-sent while this one ran has claimed it since, and only that copy writes)."""
+    return Job.objects.select_for_update().filter(pk=job_id, attempts=attempt, status=Job.Status.RUNNING).exists()
+
+
 def job_claim(*, job_id: str, worker: str) -> int:
     """Mark a queued (or orphaned running) job as running on `worker`.
 

@@ -12,7 +12,7 @@ from django.db import transaction
 
 from agents.caller import Caller
 from jobs.models import Job
-from jobs.services import job_claim, job_create, job_fail, job_succeed
+from jobs.services import job_claim, job_create, job_fail, job_holds_claim, job_succeed
 from knowledge import llm, services
 from knowledge.errors import KnowledgeStateError
 from knowledge.models import Knowledge, KnowledgeVersion
@@ -69,9 +69,8 @@ def evolve_run(*, job_id: str, worker: str = "") -> Job:
     reply = llm.chat_json(system=SYSTEM, user=_prompt(item, job.params["feedback"]), schema=SCHEMA,
                           schema_name="evolved_knowledge", secrets=_secrets_of(item))
     with transaction.atomic():
-        job = Job.objects.select_for_update().get(pk=job_id)
-        if job.status != Job.Status.RUNNING or job.attempts != claimed:
-            return job  # finished, or re-sent and claimed again since: the later claim writes
+        if not job_holds_claim(job_id, claimed):
+            return Job.objects.get(pk=job_id)  # finished, or re-sent and claimed again since: the later claim writes
         services.knowledge_edit(
             Caller.system(f"job:evolve:{job.id}"), knowledge_id=item.id, task=reply["task"], content=reply["content"],
             reason=f"evolve with {job.params.get('model')} ({job.params['feedback'][:200]}): {reply['summary_of_changes']}",

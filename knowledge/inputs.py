@@ -10,7 +10,7 @@ from knowledge.limits import BULK_SAVE_MAX, CONTENT_MAX, EVOLVE_FEEDBACK_MAX, RE
 from knowledge.models import KNOWLEDGE_TYPES
 from knowledge.search.filters import FilterError, parse_filter
 from knowledge.search.rerank import ANSWER_FLOOR, RANK_MODES, RELATIVE_FLOOR, RELEVANCE_FLOOR
-from core.fields import SCOPE_RE, NoUnknownFields, StrictBooleanField, StrictCharField
+from core.fields import NoUnknownFields, StrictBooleanField, StrictCharField, valid_scopes
 from knowledge.serializers import SourceSerializer
 
 
@@ -151,10 +151,7 @@ class KnowledgeCreateInput(NoUnknownFields, serializers.Serializer):
         return attrs
 
     def validate_scopes(self, value):
-        bad = [s for s in value if not SCOPE_RE.match(s)]
-        if bad:
-            raise serializers.ValidationError(f"scopes look like kind:name (org:acme, user:bob); got {bad}")
-        return value
+        return valid_scopes(value)
 
 
 class KnowledgePatchInput(NoUnknownFields, serializers.Serializer):

@@ -15,9 +15,6 @@ from knowledge.errors import KnowledgeStateError
 from knowledge.models import FeedbackCase, Knowledge, KnowledgeStatus, KnowledgeVersion, SlimRejection
 from knowledge.search.vector import ensure_index
 
-TEXT_FIELDS = ("task", "content", "tags", "types")
-
-
 def _when(value):
     return parse_datetime(value) if value else None
 
@@ -96,5 +93,5 @@ def knowledge_update_text(caller, *, knowledge_id: str, record: Mapping, reason:
     if fingerprint({"task": item.task, "content": item.content, "tags": item.tags, "types": item.types}) == fingerprint(record):
         return False
     services.knowledge_edit(caller, knowledge_id=knowledge_id, reason=reason,
-                            **{name: record[name] for name in TEXT_FIELDS if name in record})
+                            **{name: record[name] for name in services.TEXT_FIELDS if name in record})
     return True

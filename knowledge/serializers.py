@@ -3,7 +3,7 @@ from urllib.parse import urlsplit
 
 from rest_framework import serializers
 
-from core.fields import SCOPE_RE, NoUnknownFields, StrictCharField
+from core.fields import NoUnknownFields, StrictCharField, valid_scopes
 
 from knowledge import services
 from knowledge.ids import ID_RE
@@ -84,10 +84,7 @@ class KnowledgeSerializer(serializers.Serializer):
         return value
 
     def validate_scopes(self, value):
-        bad = [scope for scope in value if not SCOPE_RE.match(scope)]
-        if bad:
-            raise serializers.ValidationError(f"scopes look like kind:name (org:acme, user:bob); got {bad}")
-        return value
+        return valid_scopes(value)
 
     def create(self, validated_data):
         data = dict(validated_data)

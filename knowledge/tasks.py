@@ -1,6 +1,7 @@
 """Celery tasks: take ids, re-fetch, call one service."""
 from celery import shared_task
 
+from jobs.instance import running_task_worker
 from knowledge.search.embeddings import EmbedderError
 
 
@@ -24,18 +25,12 @@ def run_evolve(self, job_id: str) -> None:
     from knowledge import evolve, llm
 
     try:
-        evolve.evolve_run(job_id=job_id, worker=_worker_instance(self))
+        evolve.evolve_run(job_id=job_id, worker=running_task_worker(self))
     except llm.LLMError as exc:
         if self.request.retries >= self.max_retries:
             evolve.evolve_fail(job_id=job_id, error=f"gave up after {self.request.retries + 1} attempts: {exc}")
             return
         raise self.retry(exc=exc, countdown=2 ** self.request.retries * _backoff_base())
-
-
-def _worker_instance(task) -> str:
-    from jobs.instance import worker_instance
-
-    return worker_instance() or task.request.hostname or ""
 
 
 def _backoff_base() -> float:
@@ -49,7 +44,7 @@ def run_slim(self, job_id: str) -> None:
     from knowledge import slim
 
     try:
-        slim.slim_run(job_id=job_id, worker=_worker_instance(self))
+        slim.slim_run(job_id=job_id, worker=running_task_worker(self))
     except Exception as exc:  # noqa: BLE001 - a crashed job must say why, not stay "running"
         from jobs.services import job_fail
 

@@ -18,22 +18,13 @@ from ingest.readers.text import (
 )
 
 _FENCE = re.compile(r"^([ \t]*)(`{3,}|~{3,})(.*)$")
-# Matched against a line without trailing blanks, and the closing #s are stripped in `_atx_text`: one
-# pattern doing both backtracks quadratically on a long run of blanks.
+# Matched against a line without trailing blanks, and the closing #s are stripped in `_atx`: one pattern
+# doing both backtracks quadratically on a long run of blanks.
 _ATX_LINE = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]++(.*))?$")
 
 
-class _Atx:
-    """A match of an ATX heading line: group(1) the #s, group(2) its text without the closing #s."""
-
-    def __init__(self, marks: str, text: str):
-        self._groups = (marks, text)
-
-    def group(self, number: int) -> str:
-        return self._groups[number - 1]
-
-
-def _atx_match(line: str):
+def _atx(line: str) -> tuple[int, str] | None:
+    """An ATX heading line's level and text (without its closing #s), or None."""
     found = _ATX_LINE.match(line.rstrip(" \t"))
     if not found:
         return None
@@ -41,14 +32,7 @@ def _atx_match(line: str):
     closed = text.rstrip("#")
     if closed != text and (not closed or closed[-1] in " \t"):
         text = closed
-    return _Atx(found.group(1), text.rstrip(" \t"))
-
-
-class _AtxPattern:
-    match = staticmethod(_atx_match)
-
-
-_ATX = _AtxPattern()
+    return len(found.group(1)), text.rstrip(" \t")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _THEMATIC = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
 _QUOTE = re.compile(r"^ {0,3}>[ \t]?(.*)$")
@@ -111,15 +95,15 @@ def read(data: bytes) -> Extracted:
                 items.append(_list_line(item))
                 gap_in_list = False
                 continue
-            if (line[0] in " \t" or not gap_in_list) and not _ATX.match(line) and not _THEMATIC.match(line):
+            if (line[0] in " \t" or not gap_in_list) and not _atx(line) and not _THEMATIC.match(line):
                 items[-1] = f"{items[-1]} {_inline(line)}"  # a continuation of the item
                 gap_in_list = False
                 continue
             flush()
-        atx = _ATX.match(line)
+        atx = _atx(line)
         if atx:
             flush()
-            heading(len(atx.group(1)), atx.group(2) or "")
+            heading(*atx)
             continue
         setext = _SETEXT.match(line)
         if setext and paragraph:

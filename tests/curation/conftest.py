@@ -69,3 +69,17 @@ def chromium():
         browser = launch(p)
         yield browser
         browser.close()
+
+
+def checked_page(chromium, viewport):
+    """For a page fixture (`yield from`): a page in a fresh context at `viewport`; hx-confirm dialogs accepted; the
+    test fails on any JavaScript error. Playwright's wait_for_function evaluates its string with eval, which the
+    Content-Security-Policy forbids, so the policy is bypassed here; test_xss_browser.py drives pages under it."""
+    context = chromium.new_context(viewport=viewport, bypass_csp=True)
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("dialog", lambda dialog: dialog.accept())  # hx-confirm
+    yield page
+    context.close()
+    assert not errors, f"JavaScript errors: {errors}"

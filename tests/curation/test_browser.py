@@ -11,6 +11,7 @@ from django.contrib.auth.models import Group
 from curation.screenshots import DESKTOP, PHONE, capture, log_in
 from knowledge.models import Knowledge, SlimRejection
 from tests.conftest import REPO_ROOT
+from tests.curation.conftest import checked_page
 from tests.curation.demo import make_demo
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -19,16 +20,7 @@ PASSWORD = "pw-for-browser-tests"
 
 @pytest.fixture
 def page(chromium):
-    # Playwright's wait_for_function evaluates its string with eval, which the Content-Security-Policy
-    # forbids; test_xss_browser.py drives the pages under the policy.
-    context = chromium.new_context(viewport=DESKTOP, bypass_csp=True)
-    page = context.new_page()
-    errors = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.on("dialog", lambda dialog: dialog.accept())  # hx-confirm
-    yield page
-    context.close()
-    assert not errors, f"JavaScript errors: {errors}"
+    yield from checked_page(chromium, DESKTOP)
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from django.contrib.auth.models import Group
 from curation.screenshots import log_in
 from knowledge import services
 from tests.callers import acting
+from tests.curation.conftest import checked_page
 from tests.curation.demo import make_demo
 from tests.factories import make_knowledge
 
@@ -19,13 +20,7 @@ SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "hei
 
 @pytest.fixture(params=list(SIZES))
 def page(request, chromium):
-    context = chromium.new_context(viewport=SIZES[request.param], bypass_csp=True)
-    page = context.new_page()
-    errors = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    yield page
-    context.close()
-    assert not errors, f"JavaScript errors: {errors}"
+    yield from checked_page(chromium, SIZES[request.param])
 
 
 @pytest.fixture

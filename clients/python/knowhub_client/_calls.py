@@ -192,14 +192,16 @@ def import_form(scopes: list[str] | None, types: list[str] | None, passphrase: s
 
 
 def document_ingest(source: Any, data: bytes | str | None, *, scopes: list[str] | None, types: list[str] | None,
-                    chunk_size: int | None, chunk_overlap: int | None) -> tuple[dict[str, Any] | None, dict[str, Any]]:
-    """(the file to upload or None, the other fields): `source` is a URL, or a path to read, or a name for `data`."""
-    fields = _drop_none({"scopes": ",".join(scopes) if scopes else None, "types": ",".join(types) if types else None,
-                         "chunk_size": chunk_size, "chunk_overlap": chunk_overlap})
+                    chunk_size: int | None, chunk_overlap: int | None) -> dict[str, Any]:
+    """The keyword arguments of the POST /api/documents request: a JSON body for a URL, else a multipart upload
+    (`source` is a path to read, or a name for `data`)."""
+    fields = _drop_none({"scopes": scopes or None, "types": types or None, "chunk_size": chunk_size,
+                         "chunk_overlap": chunk_overlap})
     if data is None and isinstance(source, str) and source.lower().startswith(("http://", "https://")):
-        return None, {**fields, "url": source}
+        return {"json": {**fields, "url": source}}
     name, content = import_upload(source, data)
-    return {"file": (name, content)}, fields
+    form = {k: ",".join(v) if isinstance(v, list) else str(v) for k, v in fields.items()}
+    return {"files": {"file": (name, content)}, "data": form}
 
 
 def document_list(status: str | None, limit: int, offset: int) -> Call:

@@ -224,14 +224,10 @@ class KnowHub(_Base):
         >>> hub.wait_for_job(doc["job"]); hub.document_get(doc["id"])["status"]
         'done'
         """
-        files, fields = _calls.document_ingest(source, data, scopes=scopes, types=types, chunk_size=chunk_size,
-                                               chunk_overlap=chunk_overlap)
+        request = _calls.document_ingest(source, data, scopes=scopes, types=types, chunk_size=chunk_size,
+                                         chunk_overlap=chunk_overlap)
         try:
-            if files is None:
-                response = self._http.post("/api/documents", json={
-                    **fields, **{k: fields[k].split(",") for k in ("scopes", "types") if k in fields}})
-            else:
-                response = self._http.post("/api/documents", files=files, data={k: str(v) for k, v in fields.items()})
+            response = self._http.post("/api/documents", **request)
         except httpx.TransportError as exc:
             raise connection_failed(Call("POST", "/api/documents"), exc, self.base_url) from exc
         return result_of(response)
@@ -479,15 +475,10 @@ class AsyncKnowHub(_Base):
                               types: list[str] | None = None, chunk_size: int | None = None,
                               chunk_overlap: int | None = None) -> Json:
         """See `KnowHub.document_ingest`."""
-        files, fields = _calls.document_ingest(source, data, scopes=scopes, types=types, chunk_size=chunk_size,
-                                               chunk_overlap=chunk_overlap)
+        request = _calls.document_ingest(source, data, scopes=scopes, types=types, chunk_size=chunk_size,
+                                         chunk_overlap=chunk_overlap)
         try:
-            if files is None:
-                response = await self._http.post("/api/documents", json={
-                    **fields, **{k: fields[k].split(",") for k in ("scopes", "types") if k in fields}})
-            else:
-                response = await self._http.post("/api/documents", files=files,
-                                                 data={k: str(v) for k, v in fields.items()})
+            response = await self._http.post("/api/documents", **request)
         except httpx.TransportError as exc:
             raise connection_failed(Call("POST", "/api/documents"), exc, self.base_url) from exc
         return result_of(response)
