@@ -3,7 +3,7 @@ from rest_framework.views import APIView
 
 from api import schema
 from api.views import reply
-from knowledge.operations.curators import MergeApproveInput, MergeIdsInput, RestoreInput, StatusInput
+from knowledge.operations.curators import MergeApproveInput, MergeIdsInput, ProposalsInput, RestoreInput, StatusInput
 from knowledge.outputs import ProposalsOutput, RejectOutput, UnmergeOutput, VersionsOutput
 from knowledge.serializers import KnowledgeSerializer
 
@@ -42,9 +42,9 @@ class KnowledgeUnmergeApi(APIView):
 
 
 class MergeProposalsApi(APIView):
-    @schema.for_operation("merge_proposals", responses={200: ProposalsOutput, **schema.ERRORS})
+    @schema.for_operation("merge_proposals", parameters=[ProposalsInput], responses={200: ProposalsOutput, **schema.ERRORS})
     def get(self, request):
-        return reply(request, "merge_proposals")
+        return reply(request, "merge_proposals", data=request.query_params)
 
 
 class MergeApproveApi(APIView):

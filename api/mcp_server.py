@@ -309,9 +309,9 @@ async def knowledge_unmerge(ctx: Context, knowledge_id: str) -> dict[str, Any]:
 
 
 @server.tool()
-async def merge_proposals(ctx: Context) -> dict[str, Any]:
-    """Merge groups proposed by dry-run slim jobs, awaiting review (curator tokens)."""
-    return await _call(ctx, _op("merge_proposals"))
+async def merge_proposals(ctx: Context, status: str = "pending") -> dict[str, Any]:
+    """Stored merge proposals (curator tokens): pending ones await review; approved, edited or rejected ones are decided."""
+    return await _call(ctx, _op("merge_proposals", {"status": status}))
 
 
 @server.tool()
@@ -331,3 +331,52 @@ async def merge_reject(ctx: Context, ids: list[str]) -> dict[str, Any]:
 async def evolve_rollback(ctx: Context, job_id: str) -> dict[str, Any]:
     """Put back the text an evolve job replaced (curator tokens)."""
     return await _call(ctx, _op("evolve_rollback", job_id=job_id))
+
+
+@server.tool()
+async def evolve_accept(ctx: Context, job_id: str) -> dict[str, Any]:
+    """Put an evolve job's rewrite live when evolve is under review (curator tokens); the old text stays a version."""
+    return await _call(ctx, _op("evolve_accept", job_id=job_id))
+
+
+@server.tool()
+async def evolve_reject(ctx: Context, job_id: str) -> dict[str, Any]:
+    """Turn down an evolve job's rewrite awaiting review (curator tokens): the item stays as it is."""
+    return await _call(ctx, _op("evolve_reject", job_id=job_id))
+
+
+@server.tool()
+async def conflict_list(ctx: Context, status: str = "open", kind: str | None = None, knowledge_id: str | None = None,
+                        limit: int = 50, offset: int = 0) -> dict[str, Any]:
+    """Conflicts between close items (curator tokens): contradictions, refinements, duplicates, or close pairs no
+    LLM judged; open ones by default (status: open, kept_both, superseded, merged, dismissed or all)."""
+    return await _call(ctx, _op("conflict_list", _given(status=status, kind=kind, knowledge_id=knowledge_id,
+                                                         limit=limit, offset=offset)))
+
+
+@server.tool()
+async def conflict_get(ctx: Context, conflict_id: int) -> dict[str, Any]:
+    """One conflict with both items, the judgment and what was done (curator tokens)."""
+    return await _call(ctx, _op("conflict_get", conflict_id=conflict_id))
+
+
+@server.tool()
+async def conflict_resolve(ctx: Context, conflict_id: int, action: str, successor_id: str | None = None,
+                           task: str | None = None, content: str | None = None) -> dict[str, Any]:
+    """Settle a conflict (curator tokens): keep_both, supersede (successor_id wins; default the newer item),
+    merge (task/content or the pending proposal's text) or dismiss (never raised again). conflict_reopen undoes it."""
+    return await _call(ctx, _op("conflict_resolve", _given(action=action, successor_id=successor_id, task=task,
+                                                            content=content), conflict_id=conflict_id))
+
+
+@server.tool()
+async def conflict_reopen(ctx: Context, conflict_id: int) -> dict[str, Any]:
+    """Undo a conflict's resolution (curator tokens): a superseded item is active again, a merge undone."""
+    return await _call(ctx, _op("conflict_reopen", conflict_id=conflict_id))
+
+
+@server.tool()
+async def knowledge_supersede(ctx: Context, knowledge_id: str, successor_id: str) -> dict[str, Any]:
+    """Mark an item superseded by a better one (its owner or a curator token): search skips it, nothing is
+    deleted; knowledge_activate brings it back."""
+    return await _call(ctx, _op("knowledge_supersede", {"successor_id": successor_id}, knowledge_id=knowledge_id))

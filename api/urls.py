@@ -1,6 +1,7 @@
 from django.urls import path, re_path, register_converter
 
 from api import curation_views as curation
+from api import conflicts
 from api import views
 from core.errors import api_not_found
 from api.jobs import JobDetailApi
@@ -41,11 +42,18 @@ urlpatterns = [
     path("knowledge/<segment:knowledge_id>/archive", curation.KnowledgeArchiveApi.as_view(), name="knowledge-archive"),
     path("knowledge/<segment:knowledge_id>/activate", curation.KnowledgeActivateApi.as_view(), name="knowledge-activate"),
     path("knowledge/<segment:knowledge_id>/unmerge", curation.KnowledgeUnmergeApi.as_view(), name="knowledge-unmerge"),
+    path("knowledge/<segment:knowledge_id>/supersede", conflicts.KnowledgeSupersedeApi.as_view(), name="knowledge-supersede"),
+    path("conflicts", conflicts.ConflictCollectionApi.as_view(), name="conflict-collection"),
+    path("conflicts/<segment:conflict_id>", conflicts.ConflictDetailApi.as_view(), name="conflict-detail"),
+    path("conflicts/<segment:conflict_id>/resolve", conflicts.ConflictResolveApi.as_view(), name="conflict-resolve"),
+    path("conflicts/<segment:conflict_id>/reopen", conflicts.ConflictReopenApi.as_view(), name="conflict-reopen"),
     path("merges", curation.MergeProposalsApi.as_view(), name="merge-proposals"),
     path("merges/approve", curation.MergeApproveApi.as_view(), name="merge-approve"),
     path("merges/reject", curation.MergeRejectApi.as_view(), name="merge-reject"),
     path("jobs/<uuid:job_id>", JobDetailApi.as_view(), name="job-detail"),
     path("jobs/<uuid:job_id>/rollback", curation.EvolveRollbackApi.as_view(), name="evolve-rollback"),
+    path("jobs/<uuid:job_id>/accept", conflicts.EvolveAcceptApi.as_view(), name="evolve-accept"),
+    path("jobs/<uuid:job_id>/reject", conflicts.EvolveRejectApi.as_view(), name="evolve-reject"),
     path("documents", DocumentCollectionApi.as_view(), name="document-collection"),
     path("documents/<segment:document_id>", DocumentDetailApi.as_view(), name="document-detail"),
     path("export", ExportApi.as_view(), name="export"),

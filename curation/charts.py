@@ -1,9 +1,13 @@
 """Server-rendered SVG bar charts: geometry computed here, drawn by the template."""
 WIDTH, HEIGHT, PAD_LEFT, PAD_BOTTOM, PAD_TOP = 600, 160, 28, 20, 8
+# A phone's drawing: about as many units as the screen has pixels, and taller, so it is not a thin strip.
+PHONE_WIDTH, PHONE_HEIGHT = 360, 220
 
 
-def stacked_bars(rows: list[dict], *, series: tuple[str, ...] = ("helpful", "harmful")) -> dict:
+def stacked_bars(rows: list[dict], *, series: tuple[str, ...] = ("helpful", "harmful"), width: int = WIDTH,
+                 height: int = HEIGHT) -> dict:
     """Bars per row, one stacked segment per series, with y-axis ticks; empty when every value is 0."""
+    WIDTH, HEIGHT = width, height  # noqa: N806 - the module's defaults, overridden for this drawing
     peak = max((sum(r[s] for s in series) for r in rows), default=0)
     plot_h = HEIGHT - PAD_BOTTOM - PAD_TOP
     slot = (WIDTH - PAD_LEFT) / max(len(rows), 1)

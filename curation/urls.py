@@ -1,6 +1,6 @@
 from django.urls import path
 
-from curation.views import audit, dashboard, documents, evolve, knowledge, playground, resources, review, versions
+from curation.views import audit, conflicts, dashboard, documents, evolve, knowledge, playground, resources, review, versions
 
 app_name = "curation"
 
@@ -15,10 +15,16 @@ urlpatterns = [
     path("knowledge/<str:knowledge_id>/diff/", versions.version_diff, name="version_diff"),
     path("knowledge/<str:knowledge_id>/restore/<int:number>/", versions.version_restore, name="version_restore"),
     path("knowledge/<str:knowledge_id>/unmerge/", review.unmerge, name="unmerge"),
+    path("knowledge/<str:knowledge_id>/activate/", conflicts.activate, name="knowledge_activate"),
     path("knowledge/<str:knowledge_id>/evolve/", evolve.evolve_start, name="evolve_start"),
     path("jobs/<uuid:job_id>/", evolve.job_status, name="job_status"),
     path("jobs/<uuid:job_id>/rollback/", evolve.evolve_rollback, name="evolve_rollback"),
+    path("jobs/<uuid:job_id>/accept/", evolve.evolve_accept, name="evolve_accept"),
+    path("jobs/<uuid:job_id>/reject/", evolve.evolve_reject, name="evolve_reject"),
     path("review/", review.review, name="review"),
+    path("conflicts/", conflicts.conflicts, name="conflicts"),
+    path("conflicts/<int:conflict_id>/resolve/", conflicts.resolve, name="conflict_resolve"),
+    path("conflicts/<int:conflict_id>/reopen/", conflicts.reopen, name="conflict_reopen"),
     path("review/find/", review.find_duplicates, name="review_find"),
     path("review/approve/", review.approve, name="review_approve"),
     path("review/reject/", review.reject, name="review_reject"),

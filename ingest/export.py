@@ -128,7 +128,7 @@ def _knowledge(knowledge) -> Iterator[dict]:
             "content": k.content, "tags": k.tags, "scopes": list(k.scopes), "owner": k.owner, "source": k.source,
             "resource_ids": k.resource_ids, "secure_resource_id": k.secure_resource_id,
             "score": k.score, "helpful": k.helpful, "harmful": k.harmful, "confidence": k.confidence,
-            "status": k.status, "merged_into": k.merged_into_id,
+            "status": k.status, "merged_into": k.merged_into_id, "superseded_by": k.superseded_by_id,
             "created_at": _iso(k.created_at), "updated_at": _iso(k.updated_at),
             "feedback": [{"kind": c.kind, "case": c.case, "reported_by": c.reported_by, "created_at": _iso(c.created_at)}
                          for c in k.feedback_cases.all()],

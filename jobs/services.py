@@ -84,6 +84,17 @@ def job_fail(*, job_id, error: str, attempt: int | None = None) -> bool:
     return _move(job_id, Job.Status.FAILED, attempt=attempt, error=error[:2000], finished_at=timezone.now())
 
 
+def job_annotate(*, job_id, **result) -> bool:
+    """Add keys to a succeeded job's result (e.g. the review of a proposal it made); False unless it succeeded."""
+    with transaction.atomic():
+        job = Job.objects.select_for_update().filter(pk=job_id, status=Job.Status.SUCCEEDED).first()
+        if job is None:
+            return False
+        job.result = {**(job.result or {}), **result}
+        job.save(update_fields=["result"])
+    return True
+
+
 def job_holds_claim(job_id, attempt: int) -> bool:
     """Within a transaction: lock the job's row until it ends, and say whether `attempt` is still the running job's
     latest claim (if not, a copy re-sent while this one ran has claimed it since, and only that copy writes)."""

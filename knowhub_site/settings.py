@@ -157,6 +157,15 @@ KNOWHUB_JOB_RESEND_SECONDS = env_int("KNOWHUB_JOB_RESEND_SECONDS", 120)
 # Agents' logged searches (knowledge.search_log) are deleted after this many days; feedback stays.
 KNOWHUB_SEARCH_LOG_RETENTION_DAYS = env_int("KNOWHUB_SEARCH_LOG_RETENTION_DAYS", 30)
 
+# --- Keeping the base true (issue 17) ----------------------------------------
+# After an item is saved or edited (once its vector is stored) a worker looks at its closest items in the
+# scopes it shares and raises a conflict for each close pair (judged by the LLM when one is configured).
+KNOWHUB_CONFLICT_DETECTION = env_bool("KNOWHUB_CONFLICT_DETECTION", True)
+# Evolve under review: the LLM's rewrite waits as a proposal until a curator accepts it, everywhere
+# (KNOWHUB_EVOLVE_REVIEW=1) or for items in any of the listed scopes. Off: evolve applies at once (roll back kept).
+KNOWHUB_EVOLVE_REVIEW = env_bool("KNOWHUB_EVOLVE_REVIEW", False)
+KNOWHUB_EVOLVE_REVIEW_SCOPES = env_list("KNOWHUB_EVOLVE_REVIEW_SCOPES", [])
+
 # --- Documents in, knowledge out (ingest) ------------------------------------
 # The largest file an import or a document upload takes, and the largest page a URL may return.
 KNOWHUB_IMPORT_MAX_BYTES = env_int("KNOWHUB_IMPORT_MAX_BYTES", 50 * 1024 * 1024)

@@ -3,7 +3,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from knowhub_site import embedded_db
 from knowhub_site.settings import *  # noqa: F403
-from knowhub_site.settings import DATABASE_URL, DATABASES, STATIC_ROOT, _broker_from_database, env_str
+from knowhub_site.settings import DATABASE_URL, DATABASES, STATIC_ROOT, _broker_from_database, env_bool, env_str
 
 # Tests render templates without running collectstatic first.
 STORAGES = {
@@ -12,6 +12,9 @@ STORAGES = {
 }
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns when it is missing
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# Conflict detection would put its own LLM calls between a test's and its loopback LLM: tests that
+# exercise it turn it on (in process with `settings`, in a worker with extra_env).
+KNOWHUB_CONFLICT_DETECTION = env_bool("KNOWHUB_CONFLICT_DETECTION", False)
 
 
 def _with_database(url: str, name: str) -> str:

@@ -7,12 +7,15 @@ success in one transaction, and only while its claim is the job's latest, so
 a worker killed mid-job leaves nothing half written and the redelivered job
 runs once to completion, even when the first copy still runs on somewhere.
 """
+import hashlib
+
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from agents.caller import Caller
 from jobs.models import Job
-from jobs.services import job_claim, job_create, job_fail, job_holds_claim, job_succeed
+from jobs.services import job_annotate, job_claim, job_create, job_fail, job_holds_claim, job_succeed
 from knowledge import llm, services
 from knowledge.errors import KnowledgeStateError
 from knowledge.models import Knowledge, KnowledgeVersion
@@ -35,13 +38,25 @@ SCHEMA = {
 }
 
 
+def review_required(scopes) -> bool:
+    """Evolve under review (settings.KNOWHUB_EVOLVE_REVIEW, or one of the item's scopes in
+    KNOWHUB_EVOLVE_REVIEW_SCOPES): the rewrite waits as a proposal for a curator."""
+    return settings.KNOWHUB_EVOLVE_REVIEW or bool(set(scopes) & set(settings.KNOWHUB_EVOLVE_REVIEW_SCOPES))
+
+
 def evolve_request(caller, *, knowledge_id: str, feedback: str) -> Job:
-    """Queue an evolve job for `caller`. Raises llm.LLMNotConfigured when there is no LLM to do it."""
+    """Queue an evolve job for `caller`. Raises llm.LLMNotConfigured when there is no LLM to do it. Whether the
+    rewrite goes live at once or waits for review is decided now, from the settings and the item's scopes."""
     if not llm.llm_configured():
         raise llm.LLMNotConfigured()
 
+    scopes = Knowledge.objects.filter(pk=knowledge_id).values_list("scopes", flat=True).first() or []
     return job_create(kind="evolve", subject=knowledge_id, requested_by=caller.principal,
-                      params={"feedback": feedback, "model": settings.KNOWHUB_LLM_MODEL})
+                      params={"feedback": feedback, "model": settings.KNOWHUB_LLM_MODEL, "review": review_required(scopes)})
+
+
+def _text_hash(task: str, content: str) -> str:
+    return hashlib.sha256(f"{task}\x00{content}".encode()).hexdigest()
 
 
 def _prompt(item: Knowledge, feedback: str) -> str:
@@ -71,6 +86,12 @@ def evolve_run(*, job_id: str, worker: str = "") -> Job:
     with transaction.atomic():
         if not job_holds_claim(job_id, claimed):
             return Job.objects.get(pk=job_id)  # finished, or re-sent and claimed again since: the later claim writes
+        if job.params.get("review"):  # under review: the rewrite waits for a curator, the item is unchanged
+            job_succeed(job_id=job.id, attempt=claimed, result={
+                "knowledge_id": item.id, "model": job.params.get("model"), "summary_of_changes": reply["summary_of_changes"],
+                "review": "pending", "proposal": {"task": reply["task"], "content": reply["content"]},
+                "based_on": _text_hash(item.task, item.content)})
+            return Job.objects.get(pk=job_id)
         services.knowledge_edit(
             Caller.system(f"job:evolve:{job.id}"), knowledge_id=item.id, task=reply["task"], content=reply["content"],
             reason=f"evolve with {job.params.get('model')} ({job.params['feedback'][:200]}): {reply['summary_of_changes']}",
@@ -106,3 +127,39 @@ def evolve_rollback(caller, *, job: Job) -> Knowledge:
         raise KnowledgeStateError("this job changed nothing that could be rolled back", field="job_id")
     return services.knowledge_restore_version(caller, knowledge_id=job.subject, number=outcome["before"].number)
 
+
+
+def _pending_review(job: Job) -> dict:
+    result = job.result or {}
+    if job.kind != "evolve" or job.status != Job.Status.SUCCEEDED or result.get("review") != "pending":
+        raise KnowledgeStateError("this job has no rewrite awaiting review", field="job_id")
+    return result
+
+
+@transaction.atomic
+def evolve_accept(caller, *, job: Job) -> Knowledge:
+    """A curator puts a reviewed rewrite live: the item's text becomes the proposal's, the old text a version
+    linked to the job (so roll back works as for any evolve). KnowledgeStateError when nothing awaits review, or
+    the item's text changed since the job read it (evolve it again)."""
+    job = Job.objects.select_for_update().get(pk=job.pk)
+    result = _pending_review(job)
+    item = Knowledge.objects.select_for_update().get(pk=job.subject)
+    if _text_hash(item.task, item.content) != result.get("based_on"):
+        raise KnowledgeStateError("the item's text changed after this rewrite was proposed: reject it and evolve again",
+                                  field="job_id")
+    proposal = result["proposal"]
+    services.knowledge_edit(
+        caller, knowledge_id=item.id, task=proposal["task"], content=proposal["content"], job=job,
+        reason=f"evolve with {job.params.get('model')} ({job.params['feedback'][:200]}), accepted by "
+               f"{caller.principal}: {result.get('summary_of_changes', '')}")
+    job_annotate(job_id=job.id, review="accepted", reviewed_by=caller.principal, reviewed_at=timezone.now().isoformat())
+    return Knowledge.objects.get(pk=item.id)
+
+
+@transaction.atomic
+def evolve_reject(caller, *, job: Job) -> Job:
+    """A curator turns a reviewed rewrite down: the item stays as it is; the proposal is kept in the job."""
+    job = Job.objects.select_for_update().get(pk=job.pk)
+    _pending_review(job)
+    job_annotate(job_id=job.id, review="rejected", reviewed_by=caller.principal, reviewed_at=timezone.now().isoformat())
+    return Job.objects.get(pk=job.pk)

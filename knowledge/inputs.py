@@ -77,6 +77,8 @@ class SearchInput(NoUnknownFields, serializers.Serializer):
         min_value=0.0, max_value=1.0, default=RELATIVE_FLOOR,
         help_text="the least relevance a result may have as a share of the best candidate's")
     explain = StrictBooleanField(default=False)
+    include_superseded = StrictBooleanField(
+        default=False, help_text="also search items a better one superseded (each names it in `superseded_by`)")
 
 
 @extend_schema_field({

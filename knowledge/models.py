@@ -52,6 +52,7 @@ class KnowledgeStatus(models.TextChoices):
     ACTIVE = "active"
     ARCHIVED = "archived"
     MERGED = "merged"
+    SUPERSEDED = "superseded"  # replaced by a better item (`superseded_by`); search skips it unless asked
 
 
 class KnowledgeQuerySet(ScopedQuerySet):
@@ -88,6 +89,10 @@ class Knowledge(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
     merged_into = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="merged_from"
+    )
+    superseded_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="supersedes",
+        help_text="the item that replaced this one (status superseded); making it active again clears it",
     )
 
     # No fixed dimension: the embedder is configurable. Each embedder gets a
@@ -139,6 +144,11 @@ class Knowledge(models.Model):
             ),
             models.CheckConstraint(
                 condition=Q(merged_into__isnull=True) | Q(status="merged"), name="knowledge_merged_into_only_when_merged"
+            ),
+            models.CheckConstraint(
+                condition=Q(superseded_by__isnull=True, status__in=["active", "archived", "merged"])
+                | Q(superseded_by__isnull=False, status="superseded"),
+                name="knowledge_superseded_by_when_superseded",
             ),
         ]
 
@@ -256,3 +266,91 @@ class SearchLog(models.Model):
 
     def __str__(self) -> str:
         return f"{self.created_at:%Y-%m-%d %H:%M} {self.principal}: {self.query[:60]}"
+
+
+class Conflict(models.Model):
+    """Two close items found when one of them was saved or edited (knowledge.conflicts), awaiting a person.
+
+    `kind` is the LLM's judgment of the pair, or `close` when no LLM is configured (a person judges it).
+    A pair has one record whatever happens to it, so a dismissed or kept pair is never raised again; a
+    reopened one is open again. `resolution` says what the action did, so it can be reversed.
+    """
+
+    class Kind(models.TextChoices):
+        DUPLICATE = "duplicate"
+        REFINEMENT = "refinement"
+        CONTRADICTION = "contradiction"
+        CLOSE = "close", "close (not judged)"
+
+    class Status(models.TextChoices):
+        OPEN = "open"
+        KEPT_BOTH = "kept_both", "kept both"
+        SUPERSEDED = "superseded"
+        MERGED = "merged"
+        DISMISSED = "dismissed"
+
+    first = models.ForeignKey(Knowledge, on_delete=models.CASCADE, related_name="+")
+    second = models.ForeignKey(Knowledge, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=13, choices=Kind.choices)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
+    explanation = models.TextField(blank=True, default="", help_text="the LLM's reason for its judgment")
+    similarity = models.FloatField(default=0, help_text="the candidate step's vector similarity (knowledge.neighbours)")
+    detected_for = models.CharField(max_length=40, help_text="the item whose save or edit found the pair")
+    model = models.CharField(max_length=200, blank=True, default="", help_text="the LLM that judged it; empty: none")
+    resolution = models.JSONField(default=dict, blank=True)
+    resolved_by = models.CharField(max_length=200, blank=True, default="")
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["status", "-created_at"], name="conflict_status_created")]
+        constraints = [
+            models.UniqueConstraint(fields=["first", "second"], name="conflict_pair_once"),
+            models.CheckConstraint(condition=Q(first__lt=F("second")), name="conflict_pair_ordered"),
+            models.CheckConstraint(condition=Q(kind__in=["duplicate", "refinement", "contradiction", "close"]),
+                                   name="conflict_kind_known"),
+            models.CheckConstraint(condition=Q(status__in=["open", "kept_both", "superseded", "merged", "dismissed"]),
+                                   name="conflict_status_known"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.first_id} / {self.second_id} ({self.status})"
+
+
+class MergeProposal(models.Model):
+    """A group of items proposed for one merge, with the proposed text, until a curator decides.
+
+    Made by a dry-run slim job (`job_id`) or by conflict detection judging a pair duplicates (`conflict`).
+    `edited` means approved with the curator's own text; `merged_id` is the item the approval made.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        APPROVED = "approved"
+        EDITED = "edited", "edited and approved"
+        REJECTED = "rejected"
+
+    ids = ArrayField(models.CharField(max_length=40), help_text="the items of the group, sorted")
+    task = models.TextField(blank=True, default="")
+    content = models.TextField(blank=True, default="")
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
+    job_id = models.UUIDField(null=True, blank=True, help_text="the slim job that proposed it")
+    conflict = models.ForeignKey(Conflict, null=True, blank=True, on_delete=models.SET_NULL, related_name="proposals")
+    merged_id = models.CharField(max_length=40, blank=True, default="")
+    decided_by = models.CharField(max_length=200, blank=True, default="")
+    decided_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [GinIndex(fields=["ids"], name="merge_proposal_ids_gin")]
+        constraints = [
+            models.UniqueConstraint(fields=["ids"], condition=Q(status="pending"), name="merge_proposal_pending_once"),
+            models.CheckConstraint(condition=Q(status__in=["pending", "approved", "edited", "rejected"]),
+                                   name="merge_proposal_status_known"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{', '.join(self.ids)} ({self.status})"

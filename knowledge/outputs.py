@@ -27,6 +27,7 @@ class SearchHit(serializers.Serializer):
     relevance = serializers.FloatField(
         help_text="calibrated probability (0..1) that the item answers the query; the same scale for every query")
     explanation = serializers.DictField(required=False)
+    superseded_by = serializers.CharField(required=False, help_text="only with include_superseded: the item that replaced this one")
 
 
 class SearchOutput(serializers.Serializer):
@@ -88,7 +89,8 @@ class UnmergeOutput(serializers.Serializer):
 
 class ProposalsOutput(serializers.Serializer):
     count = serializers.IntegerField()
-    results = serializers.ListField(child=serializers.DictField(), help_text="{job_id, ids, proposal: {task, content}}")
+    results = serializers.ListField(child=serializers.DictField(), help_text=(
+        "{id, ids, status, proposal: {task, content}, job_id, conflict_id, merged_id, decided_by, created_at, decided_at}"))
 
 
 class RejectOutput(serializers.Serializer):

@@ -60,18 +60,23 @@ def knowledge_restore_links(caller, records: list[Mapping]) -> list[tuple[Mappin
     keeps its status only if that needs no link, and the (record, problem) pairs say what was left out."""
     problems = []
     visible = Knowledge.objects.visible_to(caller)
+    linked = {KnowledgeStatus.MERGED: "merged_into", KnowledgeStatus.SUPERSEDED: "superseded_by"}
     for record in records:
-        status, target = record.get("status") or KnowledgeStatus.ACTIVE, record.get("merged_into")
-        if status == KnowledgeStatus.ACTIVE and not target:
+        status = record.get("status") or KnowledgeStatus.ACTIVE
+        links = {field: record.get(field) for field in linked.values() if record.get(field)}
+        if status == KnowledgeStatus.ACTIVE and not links:
             continue
-        if target and not visible.filter(pk=target).exists():
-            problems.append((record, f"merged_into: {target} is not in this hub (or not readable): the item stays active"))
+        unseen = [f"{field}: {target} is not in this hub (or not readable): the item stays active"
+                  for field, target in links.items() if not visible.filter(pk=target).exists()]
+        if unseen:
+            problems.append((record, unseen[0]))
             continue
-        if (status == KnowledgeStatus.MERGED) != bool(target):
-            problems.append((record, f"status: {status!r} with merged_into {target!r} do not go together"))
+        if set(links) != ({linked[status]} if status in linked else set()):
+            problems.append((record, f"status: {status!r} with {links or 'no link'} do not go together"))
             continue
         with transaction.atomic():
-            Knowledge.objects.filter(pk=record["id"]).update(status=status, merged_into_id=target)
+            Knowledge.objects.filter(pk=record["id"]).update(
+                status=status, merged_into_id=links.get("merged_into"), superseded_by_id=links.get("superseded_by"))
     return problems
 
 

@@ -5,10 +5,11 @@ from knowledge.models import FeedbackCase, Knowledge, KnowledgeResource
 
 
 def knowledge_with_relations() -> QuerySet[Knowledge]:
-    """Items with everything the seed's JSON shape needs, in three extra queries."""
+    """Items with everything the seed's JSON shape needs, in four extra queries."""
     return Knowledge.objects.prefetch_related(
         Prefetch("resource_links", queryset=KnowledgeResource.objects.order_by("position")),
         Prefetch("feedback_cases", queryset=FeedbackCase.objects.order_by("id")),
+        Prefetch("supersedes", queryset=Knowledge.objects.only("id", "superseded_by")),
     )
 
 

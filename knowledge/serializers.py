@@ -74,6 +74,11 @@ class KnowledgeSerializer(serializers.Serializer):
     eval = EvalSerializer(required=False)
     created_at = serializers.DateTimeField(required=False)
     updated_at = serializers.DateTimeField(required=False)
+    status = serializers.CharField(read_only=True, help_text="active, archived, merged or superseded")
+    superseded_by = serializers.CharField(read_only=True, allow_null=True,
+                                          help_text="the item that replaced this one, when it is superseded")
+    supersedes = serializers.ListField(child=serializers.CharField(), read_only=True,
+                                       help_text="the items this one replaced")
     vector_status = serializers.ChoiceField(
         choices=["pending", "ready"], read_only=True,
         help_text="pending until a worker has embedded the current text; keyword search finds the item meanwhile")
@@ -121,6 +126,8 @@ class KnowledgeSerializer(serializers.Serializer):
             "created_at": _iso(item.created_at),
             "updated_at": _iso(item.updated_at),
             "status": item.status,
+            "superseded_by": item.superseded_by_id,
+            "supersedes": sorted(k.id for k in item.supersedes.all()),
             # keyword search finds an item at once; vector search once a worker has embedded it
             "vector_status": "pending" if vectors_pending(item) else "ready",
         }

@@ -23,7 +23,7 @@ from agents.caller import Caller
 from jobs.models import Job
 from jobs.services import job_claim, job_create, job_progress, job_succeed
 from knowledge import llm, services
-from knowledge.models import FeedbackCase, Knowledge, KnowledgeStatus, SlimRejection
+from knowledge.models import Conflict, FeedbackCase, Knowledge, KnowledgeStatus, MergeProposal, SlimRejection
 from knowledge.search.embeddings import get_embedder
 from knowledge.search.vector import EXACT_SCAN_MAX_ROWS, vector_candidates
 
@@ -140,9 +140,39 @@ def knowledge_unmerge(caller, *, merged_id: str) -> list[str]:
     return originals
 
 
+@transaction.atomic
 def slim_approve(caller, *, ids: list[str], task: str, content: str) -> Knowledge:
-    """A curator accepts a proposed group, with the proposal's text or their edit of it."""
-    return merge_group(caller, ids, text={"task": task, "content": content})
+    """A curator merges a group, with the pending proposal's text (`approved`) or their own (`edited`); a group
+    with no proposal is recorded as an edited one, so every merge a person made has its record."""
+    ids = sorted(set(ids))
+    merged = merge_group(caller, ids, text={"task": task, "content": content})
+    proposal = MergeProposal.objects.select_for_update().filter(ids=ids, status=MergeProposal.Status.PENDING).first()
+    if proposal is None:  # the curator's own text: nothing was proposed
+        proposal = MergeProposal(ids=ids, task=task, content=content, status=MergeProposal.Status.EDITED)
+    else:
+        proposal.status = (MergeProposal.Status.APPROVED if (proposal.task, proposal.content) == (task, content)
+                           else MergeProposal.Status.EDITED)  # the proposal's text stays as proposed
+    proposal.merged_id, proposal.decided_by, proposal.decided_at = merged.id, caller.principal, timezone.now()
+    proposal.save()
+    if proposal.conflict_id:
+        Conflict.objects.filter(pk=proposal.conflict_id).update(
+            status=Conflict.Status.MERGED, resolution={"merged_id": merged.id}, resolved_by=caller.principal,
+            resolved_at=timezone.now(), updated_at=timezone.now())
+    return merged
+
+
+def store_proposal(ids: list[str], text: dict, *, job_id=None, conflict=None) -> MergeProposal:
+    """The pending proposal for a group: stored once; proposing the same group again updates its text."""
+    ids = sorted(set(ids))
+    proposal, created = MergeProposal.objects.get_or_create(
+        ids=ids, status=MergeProposal.Status.PENDING,
+        defaults={"task": text.get("task", ""), "content": text.get("content", ""), "job_id": job_id, "conflict": conflict})
+    if not created:
+        MergeProposal.objects.filter(pk=proposal.pk).update(
+            task=text.get("task", ""), content=text.get("content", ""), job_id=job_id or proposal.job_id,
+            conflict=conflict or proposal.conflict)
+        proposal.refresh_from_db()
+    return proposal
 
 
 def slim_reject(caller, *, first_id: str, second_id: str) -> None:
@@ -176,7 +206,8 @@ def slim_run(*, job_id: str, worker: str = "") -> Job:
         try:
             text = propose_merge(items, model=params.get("model"))
             if params.get("dry_run"):
-                outcomes.append({"ids": ids, "proposal": text})
+                proposal = store_proposal(ids, text, job_id=job.id)
+                outcomes.append({"ids": ids, "proposal": text, "proposal_id": proposal.id})
                 progress["proposed"] += 1
             else:
                 merged = merge_group(Caller.system(f"job:slim:{job_id}"), ids, text=text)
@@ -190,32 +221,22 @@ def slim_run(*, job_id: str, worker: str = "") -> Job:
     return Job.objects.get(pk=job_id)
 
 
-def slim_proposals_pending() -> list[dict]:
-    """Proposed groups from dry-run slim jobs that still await a curator, newest job first.
-
-    A group is settled once any of its items is no longer active (approved, merged
-    elsewhere, archived) or any of its pairs was rejected; a group proposed again
-    by a later job is listed once.
-    """
+def slim_proposals_pending() -> list[MergeProposal]:
+    """Pending merge proposals, newest first, whose items are all still active and none of whose pairs
+    was rejected since (a group settled some other way is left out, not deleted)."""
     rejected = {_pair(a, b) for a, b in SlimRejection.objects.values_list("first_id", "second_id")}
-    jobs = Job.objects.filter(kind="slim", status=Job.Status.SUCCEEDED, params__dry_run=True).order_by("-created_at")
-    proposals, seen = [], set()
-    for job in jobs:
-        for group in (job.result or {}).get("groups", []):
-            ids = tuple(sorted(group.get("ids", [])))
-            if "proposal" not in group or ids in seen:
-                continue
-            seen.add(ids)
-            if any(_pair(a, b) in rejected for i, a in enumerate(ids) for b in ids[i + 1:]):
-                continue
-            proposals.append({"job_id": str(job.id), "ids": list(ids), "proposal": group["proposal"]})
-    active = set(Knowledge.objects.filter(pk__in={i for p in proposals for i in p["ids"]}, status=KnowledgeStatus.ACTIVE)
+    proposals = [p for p in MergeProposal.objects.filter(status=MergeProposal.Status.PENDING).order_by("-created_at", "-id")
+                 if not any(_pair(a, b) in rejected for i, a in enumerate(p.ids) for b in p.ids[i + 1:])]
+    active = set(Knowledge.objects.filter(pk__in={i for p in proposals for i in p.ids}, status=KnowledgeStatus.ACTIVE)
                  .values_list("id", flat=True))
-    return [p for p in proposals if set(p["ids"]) <= active]
+    return [p for p in proposals if set(p.ids) <= active]
 
 
+@transaction.atomic
 def slim_reject_group(caller, *, ids: list[str]) -> None:
-    """Reject a whole proposed group: none of its pairs is proposed again."""
+    """Reject a whole proposed group: none of its pairs is proposed again, and its proposal is `rejected`."""
     for i, a in enumerate(ids):
         for b in ids[i + 1:]:
             slim_reject(caller, first_id=a, second_id=b)
+    MergeProposal.objects.filter(ids=sorted(set(ids)), status=MergeProposal.Status.PENDING).update(
+        status=MergeProposal.Status.REJECTED, decided_by=caller.principal, decided_at=timezone.now())

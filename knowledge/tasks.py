@@ -13,8 +13,24 @@ def embed_knowledge(self, knowledge_id: str | list[str]) -> None:
 
     ids = [knowledge_id] if isinstance(knowledge_id, str) else list(knowledge_id)
     items = list(Knowledge.objects.filter(pk__in=ids).only("id", "task", "content").order_by())
-    if items:
-        embed_items(items=items)
+    if items and embed_items(items=items):
+        detect_later(ids)
+
+
+def detect_later(ids: list[str]) -> None:
+    """Look for the items' conflicts in another task (it may wait for an LLM; embedding never does)."""
+    from django.conf import settings
+
+    if settings.KNOWHUB_CONFLICT_DETECTION:
+        detect_conflicts.delay(ids)
+
+
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def detect_conflicts(self, knowledge_ids: list[str]) -> None:
+    """Contradiction and overlap detection for newly embedded items (knowledge.conflicts)."""
+    from knowledge.conflicts import detect_for
+
+    detect_for(knowledge_ids=knowledge_ids)
 
 
 EVOLVE_MAX_RETRIES = 3

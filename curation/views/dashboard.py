@@ -4,7 +4,7 @@ from django.views.decorators.http import require_GET
 
 from curation import dashboard as data
 from curation import permissions
-from curation.charts import stacked_bars, unit_lines
+from curation.charts import PHONE_HEIGHT, PHONE_WIDTH, stacked_bars, unit_lines
 
 
 @permissions.require(permissions.VIEW)
@@ -12,7 +12,8 @@ from curation.charts import stacked_bars, unit_lines
 def dashboard(request):
     return render(request, "curation/dashboard.html", {
         "counts": data.counts(), "attention": data.attention(), "activity": data.recent_activity(),
-        "chart": stacked_bars(data.feedback_per_day()),
+        "chart": stacked_bars(days := data.feedback_per_day()),
+        "phone_chart": stacked_bars(days, width=PHONE_WIDTH, height=PHONE_HEIGHT),
         "ranking": _ranking(data.ranking_per_week()),
     })
 

@@ -12,13 +12,16 @@ from curation.views.knowledge import DETAIL, _item, detail_context
 from jobs.models import Job
 from knowledge import evolve, llm
 from knowledge.errors import KnowledgeStateError
+from knowledge.models import Knowledge
 
 JOB = "curation/job.html"
 
 
 def job_context(job: Job) -> dict:
+    pending_review = job.kind == "evolve" and (job.result or {}).get("review") == "pending"
     return {"job": job, "outcome": evolve.evolve_outcome(job) if job.kind == "evolve" else None,
-            "polling": job.status in (Job.Status.QUEUED, Job.Status.RUNNING)}
+            "polling": job.status in (Job.Status.QUEUED, Job.Status.RUNNING),
+            "review_item": Knowledge.objects.filter(pk=job.subject).first() if pending_review else None}
 
 
 @permissions.require(permissions.CURATE)
@@ -65,3 +68,25 @@ def evolve_rollback(request, job_id):
         return render(request, JOB, {**job_context(job), "job_error": "This job changed nothing that could be rolled back."},
                       status=409)
     return job_panel(request, job, rolled_back_now=True)
+
+
+def _review(request, job_id, name: str):
+    job = get_object_or_404(Job, pk=job_id, kind="evolve")
+    try:
+        operations.call(name, caller_of(request), job_id=str(job.id))
+    except KnowledgeStateError as exc:
+        return render(request, JOB, {**job_context(job), "job_error": exc.message}, status=409)
+    return job_panel(request, Job.objects.get(pk=job.pk))
+
+
+@permissions.require(permissions.CURATE)
+@require_POST
+def evolve_accept(request, job_id):
+    """Evolve under review: the proposed rewrite goes live (the page's text, versions and fields follow)."""
+    return _review(request, job_id, "evolve_accept")
+
+
+@permissions.require(permissions.CURATE)
+@require_POST
+def evolve_reject(request, job_id):
+    return _review(request, job_id, "evolve_reject")

@@ -1,4 +1,5 @@
 """Knowledge list (live search, filters, sort, pages) and detail with inline edit, feedback and score."""
+from django.db.models import Q
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -11,7 +12,7 @@ from agents import operations
 from curation.views.common import caller_of, paginate, render_parts
 from jobs.selectors import jobs_about
 from knowledge import selectors
-from knowledge.models import Knowledge
+from knowledge.models import Conflict, Knowledge
 
 LIST = "curation/knowledge_list.html"
 DETAIL = "curation/knowledge_detail.html"
@@ -67,6 +68,9 @@ def detail_context(item: Knowledge, **extra) -> dict:
         "resources": [link.resource for link in item.resource_links.select_related("resource")],
         "versions": list(item.versions.all()),
         "merged_from": list(item.merged_from.all()),
+        "supersedes": list(item.supersedes.only("id", "task")),
+        "conflicts": list(Conflict.objects.filter(Q(first=item) | Q(second=item), status=Conflict.Status.OPEN)
+                          .select_related("first", "second")[:10]),
         "evolve_jobs": jobs_about(kind="evolve", subject=item.id),
         "evolve_form": EvolveForm(),
         **extra,

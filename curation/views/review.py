@@ -19,10 +19,10 @@ REVIEW = "curation/review.html"
 
 def proposal_rows() -> list[dict]:
     proposals = slim.slim_proposals_pending()
-    items = Knowledge.objects.in_bulk({i for p in proposals for i in p["ids"]})
-    return [{**p, "originals": [items[i] for i in p["ids"]], "form": MergeForm(initial={
-        "ids": ",".join(p["ids"]), "task": p["proposal"].get("task", ""), "content": p["proposal"].get("content", "")})}
-        for p in proposals]
+    items = Knowledge.objects.in_bulk({i for p in proposals for i in p.ids})
+    return [{"id": p.id, "ids": p.ids, "job_id": p.job_id, "conflict_id": p.conflict_id, "originals": [items[i] for i in p.ids],
+             "form": MergeForm(initial={"ids": ",".join(p.ids), "task": p.task, "content": p.content})}
+            for p in proposals]
 
 
 @permissions.require(permissions.VIEW)

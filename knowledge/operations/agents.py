@@ -76,6 +76,8 @@ def search_result(item: Knowledge, hit, explain: bool) -> dict:
         "quality_score": hit.quality_score,
         "relevance": round(hit.relevance, 4),
     }
+    if item.superseded_by_id:
+        row["superseded_by"] = item.superseded_by_id
     if explain:
         row["explanation"] = hit.explanation
     return row
@@ -83,12 +85,13 @@ def search_result(item: Knowledge, hit, explain: bool) -> dict:
 
 @operation("knowledge_search", input=inputs.SearchInput, output=outputs.SearchOutput)
 def knowledge_search(caller: Caller, *, q, top_k, min_score, types, scopes, filters, rank, explain,
-                     answer_floor, relevance_floor, relevance_ratio) -> dict:
+                     answer_floor, relevance_floor, relevance_ratio, include_superseded=False) -> dict:
     """Search: hybrid retrieval, the relevance gate, then the quality rerank; logged as `search_id`."""
     filters = filters_for_caller(caller, filters)  # the token's static filters AND the request's, parsed once
     result = engine.search(
         query=q, top_k=top_k, min_score=min_score, types=types, scopes=scopes,
         filters=filters, readable_scopes=caller.readable_scopes, rank=rank,
+        statuses=("active", "superseded") if include_superseded else ("active",),
         gate=Gate(answer=answer_floor, floor=relevance_floor, relative=relevance_ratio),
     )
     hits = result.ordered_items()  # the engine already loaded them; only their resource links are missing

@@ -15,10 +15,11 @@ from rest_framework.exceptions import PermissionDenied
 from agents.caller import Caller
 from agents.operations import operation
 from jobs.models import Job
+from jobs.operations import JobOutput
 from knowledge import evolve, outputs, selectors, services, slim
 from knowledge.errors import KnowledgeStateError
 from knowledge.limits import CONTENT_MAX, REASON_MAX, TASK_MAX
-from knowledge.models import Knowledge, KnowledgeVersion
+from knowledge.models import Knowledge, KnowledgeVersion, MergeProposal
 from knowledge.operations.agents import changeable_item, visible_item
 from core.fields import NoUnknownFields
 from knowledge.serializers import KnowledgeSerializer
@@ -89,9 +90,14 @@ def knowledge_archive(caller: Caller, *, knowledge_id, reason) -> Knowledge:
 
 @operation("knowledge_activate", input=StatusInput, output=KnowledgeSerializer, writes=True, permission="write")
 def knowledge_activate(caller: Caller, *, knowledge_id, reason) -> Knowledge:
-    """Make an archived item active again (a merged one comes back through knowledge_unmerge)."""
+    """Make an archived or superseded item active again (a merged one comes back through knowledge_unmerge)."""
     item = changeable_item(caller, knowledge_id)
-    services.knowledge_set_status(caller, knowledge_id=item.id, status=Knowledge.Status.ACTIVE)
+    if item.status == Knowledge.Status.SUPERSEDED:
+        from knowledge.supersede import knowledge_unsupersede
+
+        knowledge_unsupersede(caller, knowledge_id=item.id)
+    else:
+        services.knowledge_set_status(caller, knowledge_id=item.id, status=Knowledge.Status.ACTIVE)
     return selectors.knowledge_get(knowledge_id=item.id)
 
 
@@ -107,12 +113,30 @@ def knowledge_unmerge(caller: Caller, *, knowledge_id) -> dict:
     return {"knowledge_id": item.id, "status": "archived", "restored": restored}
 
 
-@operation("merge_proposals", output=outputs.ProposalsOutput, permission="curate")
-def merge_proposals(caller: Caller) -> dict:
-    """Merge groups proposed by dry-run slim jobs that await review, with the proposed text."""
-    visible = set(Knowledge.objects.visible_to(caller).values_list("id", flat=True)) if caller.readable_scopes is not None else None
-    proposals = [p for p in slim.slim_proposals_pending() if visible is None or set(p["ids"]) <= visible]
-    return {"count": len(proposals), "results": proposals}
+class ProposalsInput(NoUnknownFields, serializers.Serializer):
+    status = serializers.ChoiceField(choices=MergeProposal.Status.values, default=MergeProposal.Status.PENDING,
+                                     help_text="pending (default: those still awaiting a curator), approved, edited or rejected")
+
+
+def proposal_reply(p: MergeProposal) -> dict:
+    return {"id": p.id, "ids": list(p.ids), "status": p.status, "proposal": {"task": p.task, "content": p.content},
+            "job_id": str(p.job_id) if p.job_id else None, "conflict_id": p.conflict_id, "merged_id": p.merged_id or None,
+            "decided_by": p.decided_by, "created_at": serializers.DateTimeField().to_representation(p.created_at),
+            "decided_at": serializers.DateTimeField().to_representation(p.decided_at) if p.decided_at else None}
+
+
+@operation("merge_proposals", input=ProposalsInput, output=outputs.ProposalsOutput, permission="curate")
+def merge_proposals(caller: Caller, *, status=MergeProposal.Status.PENDING) -> dict:
+    """Stored merge proposals (from dry-run slim jobs and from duplicates that conflict detection found), with
+    the proposed text; pending ones are those whose items are all still active."""
+    if status == MergeProposal.Status.PENDING:
+        proposals = slim.slim_proposals_pending()
+    else:
+        proposals = list(MergeProposal.objects.filter(status=status).order_by("-decided_at", "-id")[:500])
+    visible = set(Knowledge.objects.visible_to(caller).filter(pk__in={i for p in proposals for i in p.ids})
+                  .values_list("id", flat=True)) if caller.readable_scopes is not None else None
+    proposals = [p for p in proposals if visible is None or set(p.ids) <= visible]
+    return {"count": len(proposals), "results": [proposal_reply(p) for p in proposals]}
 
 
 @operation("merge_approve", input=MergeApproveInput, output=KnowledgeSerializer, writes=True, permission="curate")
@@ -120,10 +144,10 @@ def merge_approve(caller: Caller, *, ids, task=None, content=None) -> Knowledge:
     """Merge a group into one new item: with the proposal's text, or with yours (edit and approve)."""
     _curated_items(caller, ids)
     if task is None or content is None:
-        proposal = next((p["proposal"] for p in slim.slim_proposals_pending() if set(p["ids"]) == set(ids)), None)
+        proposal = next((p for p in slim.slim_proposals_pending() if set(p.ids) == set(ids)), None)
         if proposal is None:
             raise serializers.ValidationError({"ids": ["no pending proposal for this group: give task and content"]})
-        task, content = task or proposal.get("task", ""), content or proposal.get("content", "")
+        task, content = task or proposal.task, content or proposal.content
     try:
         merged = slim.slim_approve(caller, ids=list(ids), task=task, content=content)
     except ValueError as exc:
@@ -148,6 +172,26 @@ def evolve_rollback(caller: Caller, *, job_id) -> Knowledge:
     changeable_item(caller, job.subject)
     evolve.evolve_rollback(caller, job=job)
     return selectors.knowledge_get(knowledge_id=job.subject)
+
+
+def _evolve_job(caller: Caller, job_id) -> Job:
+    job = Job.objects.visible_to(caller).filter(pk=job_id, kind="evolve").first() if _is_uuid(job_id) else None
+    if job is None:
+        raise Http404
+    changeable_item(caller, job.subject)
+    return job
+
+
+@operation("evolve_accept", output=KnowledgeSerializer, writes=True, permission="curate")
+def evolve_accept(caller: Caller, *, job_id) -> Knowledge:
+    """Put an evolve job's reviewed rewrite live (evolve under review): the old text is kept as a version."""
+    return evolve.evolve_accept(caller, job=_evolve_job(caller, job_id))
+
+
+@operation("evolve_reject", output=JobOutput, writes=True, permission="curate")
+def evolve_reject(caller: Caller, *, job_id) -> Job:
+    """Turn down an evolve job's reviewed rewrite: the item stays as it is; the job keeps the proposal."""
+    return evolve.evolve_reject(caller, job=_evolve_job(caller, job_id))
 
 
 def _is_uuid(value) -> bool:

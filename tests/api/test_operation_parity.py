@@ -33,7 +33,9 @@ NOT_AN_OPENAI_TOOL = {
     **{name: "a curator's operation: reviewed by a person or a curator agent's own code, not offered to a working "
              "agent's model" for name in ("knowledge_versions", "knowledge_restore_version", "knowledge_archive",
                                           "knowledge_activate", "knowledge_unmerge", "merge_proposals",
-                                          "merge_approve", "merge_reject", "evolve_rollback")},
+                                          "merge_approve", "merge_reject", "evolve_rollback", "evolve_accept",
+                                          "evolve_reject", "knowledge_supersede", "conflict_list", "conflict_get",
+                                          "conflict_resolve", "conflict_reopen")},
 }
 
 

@@ -5,7 +5,7 @@ from django.utils import timezone
 
 from agents.services import agent_token_create
 from jobs.models import Job
-from knowledge import feedback, services
+from knowledge import feedback, services, slim
 from knowledge.models import FeedbackCase
 from knowledge.search.indexing import embed_items
 from tests.factories import make_knowledge, make_resource
@@ -49,5 +49,6 @@ def make_demo() -> dict:
                                   result={"groups": [{"ids": sorted([items[0].id, items[1].id]), "proposal": {
                                       "task": "Log in to site A with Selenium",
                                       "content": "Use undetected_chromedriver and pause randomly (1-3 s) between steps."}}]})
+    slim.store_proposal(proposal.result["groups"][0]["ids"], proposal.result["groups"][0]["proposal"], job_id=proposal.id)
     token, _ = agent_token_create(agent_id="research_agent", readable_scopes=["org:acme"])
     return {"items": items, "secret": secret, "proposal": proposal, "token": token}

@@ -47,7 +47,8 @@ def test_feedback_chart_counts_reports_per_day(viewer_client):
     today = chart["bars"][-1]["segments"]
     assert [s["series"] for s in today] == ["helpful", "harmful"] and today[0]["h"] == 2 * today[1]["h"]
     body = viewer_client.get("/").content.decode()
-    assert '<svg class="chart"' in body and 'class="helpful"' in body and "2 helpful" in body
+    assert '<svg class="chart wide"' in body and 'class="helpful"' in body and "2 helpful" in body
+    assert '<svg class="chart narrow" viewBox="0 0 360 220"' in body  # the phone's own drawing
 
 
 def test_empty_dashboard_says_so(viewer_client):

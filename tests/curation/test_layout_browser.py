@@ -62,7 +62,7 @@ def test_the_dashboard_chart_uses_the_width_and_shows_its_last_label(page, live_
     log_in(page, live_server.url, "carl", PASSWORD)
     page.wait_for_load_state("networkidle")
     no_horizontal_scroll(page)
-    chart = page.locator("svg.chart").first
+    chart = page.locator("svg.chart:visible").first  # a phone gets its own drawing (charts.PHONE_WIDTH)
     geometry = page.evaluate("""svg => {
         const box = svg.getBoundingClientRect(), card = svg.parentElement, style = getComputedStyle(card);
         const inner = card.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
@@ -71,8 +71,9 @@ def test_the_dashboard_chart_uses_the_width_and_shows_its_last_label(page, live_
         return {box: [box.left, box.right, box.width, box.height], inner, label: [last.left, last.right, last.height],
                 font: parseFloat(getComputedStyle(svg.querySelector('g text')).fontSize) * box.width / svg.viewBox.baseVal.width};
     }""", chart.element_handle())
-    left, right, width, _height = geometry["box"]
+    left, right, width, height = geometry["box"]
     assert width >= geometry["inner"] - 1, f"the chart is {width} px wide in a {geometry['inner']} px card"
+    assert height >= 150, f"the chart is a {height:.0f} px strip"
     assert left <= geometry["label"][0] and geometry["label"][1] <= right, f"the last label {geometry['label']} leaves the chart {geometry['box']}"
     assert geometry["label"][2] > 0, "the last label is not drawn"
     assert geometry["font"] >= 9, f"the chart's labels are {geometry['font']:.1f} px high on the screen: unreadable"

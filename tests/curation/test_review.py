@@ -10,10 +10,15 @@ from tests.knowledge.test_slim import TABS, seed
 
 
 def proposed(*items, task="Merged task", content="Merged content") -> Job:
-    """A finished dry-run slim job, as the worker leaves it (see test_find_duplicates_... for the real run)."""
-    return Job.objects.create(kind="slim", status="succeeded", requested_by="user:carl",
-                              params={"dry_run": True, "model": None, "writable_scopes": None},
-                              result={"groups": [{"ids": [i.id for i in items], "proposal": {"task": task, "content": content}}]})
+    """A finished dry-run slim job and its stored proposal, as the worker leaves them (see test_find_duplicates_...
+    for the real run)."""
+    from knowledge.slim import store_proposal
+
+    job = Job.objects.create(kind="slim", status="succeeded", requested_by="user:carl",
+                             params={"dry_run": True, "model": None, "writable_scopes": None},
+                             result={"groups": [{"ids": [i.id for i in items], "proposal": {"task": task, "content": content}}]})
+    store_proposal([i.id for i in items], {"task": task, "content": content}, job_id=job.id)
+    return job
 
 
 @pytest.mark.django_db
@@ -22,7 +27,7 @@ def test_pending_proposals_leave_once_settled():
     proposed(a, b)
     proposed(c, d)
     proposed(a, b)  # found again by a later job: listed once
-    assert sorted(p["ids"] for p in slim_proposals_pending()) == sorted([sorted([a.id, b.id]), sorted([c.id, d.id])])
+    assert sorted(p.ids for p in slim_proposals_pending()) == sorted([sorted([a.id, b.id]), sorted([c.id, d.id])])
     SlimRejection.objects.create(first_id=min(a.id, b.id), second_id=max(a.id, b.id), rejected_by="user:x")
     Knowledge.objects.filter(pk=c.pk).update(status="archived")
     assert slim_proposals_pending() == []
@@ -108,3 +113,23 @@ def test_find_duplicates_without_an_llm_says_how_to_configure_one(curator_client
     settings.KNOWHUB_LLM_MODEL = ""
     response = curator_client.post("/review/find/")
     assert response.status_code == 409 and "KNOWHUB_LLM_MODEL" in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_proposals_are_stored_records_whose_decisions_are_listed_by_status(curator_client):
+    a, b, c, d, e, f = (make_knowledge(task=f"item {n}", embed=False) for n in range(6))
+    proposed(a, b, task="As proposed", content="Proposed text")
+    proposed(c, d)
+    proposed(e, f)
+    api = curator_client
+    assert api.get("/api/merges").json()["count"] == 3
+    api.post("/api/merges/approve", {"ids": [a.id, b.id]}, content_type="application/json")
+    api.post("/api/merges/approve", {"ids": [c.id, d.id], "task": "Mine", "content": "My text"}, content_type="application/json")
+    api.post("/api/merges/reject", {"ids": [e.id, f.id]}, content_type="application/json")
+    assert api.get("/api/merges").json()["count"] == 0
+    decided = {s: api.get("/api/merges", {"status": s}).json()["results"] for s in ("approved", "edited", "rejected")}
+    assert [p["ids"] for p in decided["approved"]] == [sorted([a.id, b.id])]
+    assert decided["approved"][0]["merged_id"] and decided["approved"][0]["decided_by"] == "user:carl"
+    assert decided["edited"][0]["proposal"] == {"task": "Merged task", "content": "Merged content"}  # what was proposed
+    assert [p["ids"] for p in decided["rejected"]] == [sorted([e.id, f.id])] and decided["rejected"][0]["merged_id"] is None
+    assert api.get("/api/merges", {"status": "bogus"}).status_code == 400

@@ -71,6 +71,7 @@ def wipe() -> None:
     KnowledgeVersion.objects.all().delete()
     KnowledgeResource.objects.all().delete()
     Knowledge.objects.update(merged_into=None)
+    Knowledge.objects.filter(status="superseded").update(status="active", superseded_by=None)
     Knowledge.objects.all().delete()
     ResourceVersion.objects.all().delete()
     Resource.objects.all().delete()
@@ -91,6 +92,20 @@ def test_export_import_into_an_empty_hub_then_export_gives_the_same_data():
     assert set(Knowledge.objects.filter(merged_into=ids["merged"]).values_list("id", flat=True)) == set(ids["originals"])
     site = Resource.objects.get(pk="credentials/site")
     assert site.secure_body == "pw-2" and site.versions.get().secure_body == "pw-1"
+
+
+def test_a_superseded_item_comes_back_superseded_by_its_successor():
+    from knowledge.supersede import knowledge_supersede
+
+    ids = world()
+    knowledge_supersede(acting("user:carl"), knowledge_id=ids["a"], successor_id=ids["merged"])
+    first = export_text()
+    wipe()
+    report = import_file(IMPORTER, name="backup.jsonl", data=first.encode())
+    assert report.failed == []
+    restored = Knowledge.objects.get(pk=ids["a"])
+    assert (restored.status, restored.superseded_by_id) == ("superseded", ids["merged"])
+    assert records(export_text()) == records(first)
 
 
 def test_an_export_keeps_secrets_encrypted_and_a_passphrase_moves_them_to_another_installation():

@@ -26,8 +26,9 @@ def save(data: dict) -> dict:
 def test_seed_example_round_trips_exactly(seed_resources):
     out = save(copy.deepcopy(SEED_EXAMPLE))
     assert {key: out[key] for key in SEED_EXAMPLE} == SEED_EXAMPLE
-    assert set(out) - set(SEED_EXAMPLE) == {"status", "vector_status", "secure_resource_id"}  # ours, and the seed's field from its resource section
-    assert out["status"] == "active"
+    # ours, and the seed's field from its resource section
+    assert set(out) - set(SEED_EXAMPLE) == {"status", "superseded_by", "supersedes", "vector_status", "secure_resource_id"}
+    assert (out["status"], out["superseded_by"], out["supersedes"]) == ("active", None, [])
 
 
 def test_feedback_histories_round_trip_in_order(seed_resources):

@@ -1,7 +1,7 @@
 """Slim: near-duplicates merged by the real worker with a loopback LLM; reversible."""
 import pytest
 
-from knowledge.models import Knowledge
+from knowledge.models import Knowledge, MergeProposal
 from knowledge.search.indexing import embed_items
 from knowledge.slim import find_groups, knowledge_unmerge, slim_reject
 from tests.conftest import wait_for
@@ -94,7 +94,10 @@ def test_dry_run_proposes_without_writing(fake_openai, llm_worker):
     fake_openai.default = ("json", {"task": "Tabs", "content": "Tabs and type hints"})
     url = acme.post("/api/knowledge/slim", {"dry_run": True}, format="json").json()["job"]["url"]
     job = wait_for(lambda: (b := acme.get(url).json())["status"] in ("succeeded", "failed") and b, timeout=120, message="slim")
-    assert job["result"]["groups"] == [{"ids": sorted(ids), "proposal": {"task": "Tabs", "content": "Tabs and type hints"}}]
+    [group] = job["result"]["groups"]
+    assert group["ids"] == sorted(ids) and group["proposal"] == {"task": "Tabs", "content": "Tabs and type hints"}
+    stored = MergeProposal.objects.get(pk=group["proposal_id"])
+    assert (stored.ids, stored.status, stored.task, str(stored.job_id)) == (sorted(ids), "pending", "Tabs", job["id"])
     assert set(Knowledge.objects.values_list("status", flat=True)) == {"active"} and Knowledge.objects.count() == 2
 
 

@@ -60,7 +60,15 @@ def _seed_org(scope: str, owner: str):
     document = Document.objects.create(origin="upload", uri=f"{name}-{MARKERS[scope]}.md", kind="markdown", scopes=[scope],
                                        types=["tool"], chunk_size=1200, chunk_overlap=150, requested_by=owner,
                                        title=MARKERS[scope], status="done")
-    return {"item": item.id, "job": str(job.id), "resource": f"credentials/{name}-site", "document": str(document.id)}
+    from knowledge.models import Conflict
+
+    rival = make_knowledge(task="Deploy to the staging site by hand", content="Never run the deploy script",
+                           scopes=[scope], owner=owner)
+    first, second = sorted([item.id, rival.id])
+    conflict = Conflict.objects.create(first_id=first, second_id=second, kind="contradiction", detected_for=rival.id,
+                                       explanation=f"opposite advice {MARKERS[scope]}")
+    return {"item": item.id, "job": str(job.id), "resource": f"credentials/{name}-site", "document": str(document.id),
+            "conflict": str(conflict.id)}
 
 
 @pytest.fixture(scope="module")

@@ -41,6 +41,14 @@ ENDPOINTS = {
     "ingest": ("post", "/api/documents", {"content": "# Notes\n\nx", "filename": "notes.md", "scopes": ["org:acme"]}),
     "documents": ("get", "/api/documents", None),
     "document": ("get", "/api/documents/{document}", None),
+    "supersede": ("post", "/api/knowledge/{item}/supersede", {"successor_id": "{item}"}),
+    "merges": ("get", "/api/merges", None),
+    "conflicts": ("get", "/api/conflicts", None),
+    "conflict": ("get", "/api/conflicts/{conflict}", None),
+    "conflict_resolve": ("post", "/api/conflicts/{conflict}/resolve", {"action": "merge"}),
+    "conflict_reopen": ("post", "/api/conflicts/{conflict}/reopen", {}),
+    "evolve_accept": ("post", "/api/jobs/{job}/accept", {}),
+    "evolve_reject": ("post", "/api/jobs/{job}/reject", {}),
     "resource_save": ("post", "/api/resource", {"id": "code/new", "title": "t", "scopes": ["org:acme"]}),
     "resource_get": ("get", "/api/resource/{resource}", None),
     "resource_reveal": ("get", "/api/resource/{resource}?reveal=true", None),
@@ -64,6 +72,12 @@ ENDPOINTS = {
     "ui_find": ("post", "/review/find/", {}),
     "ui_approve": ("post", "/review/approve/", {}),
     "ui_reject": ("post", "/review/reject/", {}),
+    "ui_conflicts": ("get", "/conflicts/", None),
+    "ui_conflict_resolve": ("post", "/conflicts/{conflict}/resolve/", {"action": "merge"}),
+    "ui_conflict_reopen": ("post", "/conflicts/{conflict}/reopen/", {}),
+    "ui_activate": ("post", "/knowledge/{item}/activate/", {}),
+    "ui_evolve_accept": ("post", "/jobs/{job}/accept/", {}),
+    "ui_evolve_reject": ("post", "/jobs/{job}/reject/", {}),
     "ui_resources": ("get", "/resources/", None),
     "ui_resource": ("get", "/resources/{resource}/", None),
     "ui_reveal": ("post", "/resources/{resource}/reveal/", {}),
@@ -102,6 +116,16 @@ EXPECTED = {  #        owner other reader nosec viewer curat admin norole anon
     "ingest":          (202, 403, 403, 202, 403, 202, 202, 403, 401),
     "documents":       (200, 200, 200, 200, 200, 200, 200, 403, 401),
     "document":        (200, 404, 200, 200, 200, 200, 200, 403, 401),
+    # 409 below: allowed, but the aimed-at state refuses (an item superseding itself, a failed job with no
+    # rewrite to review, a conflict with no proposal to merge or already open): nothing in the world changes
+    "supersede":       (409, 404, 403, 403, 403, 409, 409, 403, 401),  # agents: the owner only
+    "merges":          (403, 403, 403, 403, 403, 200, 200, 403, 401),  # curators only
+    "conflicts":       (403, 403, 403, 403, 403, 200, 200, 403, 401),
+    "conflict":        (403, 403, 403, 403, 403, 200, 200, 403, 401),
+    "conflict_resolve": (403, 403, 403, 403, 403, 409, 409, 403, 401),
+    "conflict_reopen": (403, 403, 403, 403, 403, 409, 409, 403, 401),
+    "evolve_accept":   (403, 403, 403, 403, 403, 409, 409, 403, 401),
+    "evolve_reject":   (403, 403, 403, 403, 403, 409, 409, 403, 401),
     "resource_save":   (201, 403, 403, 201, 403, 201, 201, 403, 401),
     "resource_get":    (200, 404, 200, 200, 200, 200, 200, 403, 401),
     "resource_reveal": (200, 404, 403, 403, 403, 403, 200, 403, 401),
@@ -126,6 +150,12 @@ EXPECTED = {  #        owner other reader nosec viewer curat admin norole anon
     "ui_find":         (L, L, L, L, 403, 409, 409, 403, L),
     "ui_approve":      (L, L, L, L, 403, 422, 422, 403, L),
     "ui_reject":       (L, L, L, L, 403, 422, 422, 403, L),
+    "ui_conflicts":    (L, L, L, L, 200, 200, 200, 403, L),
+    "ui_conflict_resolve": (L, L, L, L, 403, 409, 409, 403, L),
+    "ui_conflict_reopen": (L, L, L, L, 403, 409, 409, 403, L),
+    "ui_activate":     (L, L, L, L, 403, 302, 302, 403, L),  # back to the item page (it is active already)
+    "ui_evolve_accept": (L, L, L, L, 403, 409, 409, 403, L),
+    "ui_evolve_reject": (L, L, L, L, 403, 409, 409, 403, L),
     "ui_resources":    (L, L, L, L, 200, 200, 200, 403, L),
     "ui_resource":     (L, L, L, L, 200, 200, 200, 403, L),
     "ui_reveal":       (L, L, L, L, 403, 403, 200, 403, L),
@@ -163,6 +193,13 @@ MCP_TOOLS = {
     "ingest": ("document_ingest", {"filename": "notes.md", "content": "# Notes\n\nx", "scopes": ["org:acme"]}),
     "documents": ("document_list", {}),
     "document": ("document_get", {"document_id": "{document}"}),
+    "supersede": ("knowledge_supersede", {"knowledge_id": "{item}", "successor_id": "{item}"}),
+    "merges": ("merge_proposals", {}),
+    "conflicts": ("conflict_list", {}),
+    "conflict": ("conflict_get", {"conflict_id": "{conflict}"}),
+    "conflict_resolve": ("conflict_resolve", {"conflict_id": "{conflict}", "action": "merge"}),
+    "conflict_reopen": ("conflict_reopen", {"conflict_id": "{conflict}"}),
+    "evolve_accept": ("evolve_accept", {"job_id": "{job}"}),
     "resource_save": ("resource_save", {"id": "code/mcp-{caller}", "title": "t", "scopes": ["org:acme"]}),
     "resource_get": ("resource_get", {"id": "{resource}"}),
     "resource_reveal": ("resource_get", {"id": "{resource}", "reveal": True}),
@@ -255,7 +292,7 @@ def test_the_table_covers_every_caller_and_every_curation_url():
     assert all(len(row) == len(CALLERS) for row in EXPECTED.values())
     ui_paths = {ENDPOINTS[e][1].split("?")[0] for e in ENDPOINTS if e.startswith("ui_")}
     placeholders = {"<str:knowledge_id>": "{item}", "<int:number>": "1", "<uuid:job_id>": "{job}",
-                    "<uuid:document_id>": "{document}",
+                    "<uuid:document_id>": "{document}", "<int:conflict_id>": "{conflict}",
                     "<path:resource_id>": "{resource}"}
     for pattern in urlpatterns:
         route = "/" + str(pattern.pattern)

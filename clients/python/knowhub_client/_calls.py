@@ -124,8 +124,35 @@ def knowledge_unmerge(knowledge_id: str) -> Call:
     return Call("POST", _item_path(knowledge_id, "unmerge"))
 
 
-def merge_proposals() -> Call:
-    return Call("GET", "/api/merges", idempotent=True)
+def knowledge_supersede(knowledge_id: str, successor_id: str) -> Call:
+    return Call("POST", _item_path(knowledge_id, "supersede"), json={"successor_id": successor_id}, idempotent=True)
+
+
+def conflict_list(status: str, kind: str | None, knowledge_id: str | None, limit: int, offset: int) -> Call:
+    return Call("GET", "/api/conflicts", params=_drop_none({"status": status, "kind": kind, "knowledge_id": knowledge_id,
+                                                             "limit": limit, "offset": offset}), idempotent=True)
+
+
+def conflict_get(conflict_id: int) -> Call:
+    return Call("GET", f"/api/conflicts/{int(conflict_id)}", idempotent=True)
+
+
+def conflict_resolve(conflict_id: int, action: str, successor_id: str | None, task: str | None, content: str | None) -> Call:
+    return Call("POST", f"/api/conflicts/{int(conflict_id)}/resolve",
+                json=_drop_none({"action": action, "successor_id": successor_id, "task": task, "content": content}))
+
+
+def conflict_reopen(conflict_id: int) -> Call:
+    return Call("POST", f"/api/conflicts/{int(conflict_id)}/reopen")
+
+
+def evolve_review(job_id: str, action: str) -> Call:
+    """`action` is accept or reject (a job awaiting review)."""
+    return Call("POST", f"/api/jobs/{quote(job_id, safe='')}/{action}")
+
+
+def merge_proposals(status: str = "pending") -> Call:
+    return Call("GET", "/api/merges", params={"status": status}, idempotent=True)
 
 
 def merge_approve(ids: list[str], task: str | None, content: str | None) -> Call:

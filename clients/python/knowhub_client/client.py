@@ -309,9 +309,9 @@ class KnowHub(_Base):
         """Undo a merge: the originals are active again, the merged item archived (curator token)."""
         return self._request(_calls.knowledge_unmerge(knowledge_id))
 
-    def merge_proposals(self) -> Json:
-        """Merge groups proposed by dry-run slim jobs, awaiting review (curator token)."""
-        return self._request(_calls.merge_proposals())
+    def merge_proposals(self, status: str = "pending") -> Json:
+        """Stored merge proposals (curator token): ``pending`` await review; ``approved``, ``edited``, ``rejected``."""
+        return self._request(_calls.merge_proposals(status))
 
     def merge_approve(self, ids: list[str], *, task: str | None = None, content: str | None = None) -> Json:
         """Merge a proposed group: with the proposal's text, or your own ``task``/``content`` (curator token)."""
@@ -324,6 +324,36 @@ class KnowHub(_Base):
     def evolve_rollback(self, job: str | Json) -> Json:
         """Put back the text an evolve job replaced (curator token)."""
         return self._request(_calls.evolve_rollback(_calls.job_id_of(job)))
+
+    def evolve_accept(self, job: str | Json) -> Json:
+        """Put an evolve job's rewrite awaiting review live (curator token) → the item."""
+        return self._request(_calls.evolve_review(_calls.job_id_of(job), "accept"))
+
+    def evolve_reject(self, job: str | Json) -> Json:
+        """Turn down an evolve job's rewrite awaiting review (curator token) → the job."""
+        return self._request(_calls.evolve_review(_calls.job_id_of(job), "reject"))
+
+    def knowledge_supersede(self, knowledge_id: str, successor_id: str) -> Json:
+        """Mark an item superseded by ``successor_id``: search skips it; `knowledge_activate` brings it back."""
+        return self._request(_calls.knowledge_supersede(knowledge_id, successor_id))
+
+    def conflict_list(self, status: str = "open", *, kind: str | None = None, knowledge_id: str | None = None,
+                      limit: int = 50, offset: int = 0) -> Json:
+        """Conflicts between close items (curator token); ``status`` open (default) … or all."""
+        return self._request(_calls.conflict_list(status, kind, knowledge_id, limit, offset))
+
+    def conflict_get(self, conflict_id: int) -> Json:
+        """One conflict with both items (curator token)."""
+        return self._request(_calls.conflict_get(conflict_id))
+
+    def conflict_resolve(self, conflict_id: int, action: str, *, successor_id: str | None = None,
+                         task: str | None = None, content: str | None = None) -> Json:
+        """Settle a conflict: ``keep_both``, ``supersede``, ``merge`` or ``dismiss`` (curator token)."""
+        return self._request(_calls.conflict_resolve(conflict_id, action, successor_id, task, content))
+
+    def conflict_reopen(self, conflict_id: int) -> Json:
+        """Undo a conflict's resolution; it is open again (curator token)."""
+        return self._request(_calls.conflict_reopen(conflict_id))
 
     def wait_for_job(self, job: str | Json, timeout: float = 60.0, interval: float = 0.5) -> Json:
         """Poll until the job succeeded (returned) or failed (`JobFailed`); `JobTimeout` after ``timeout`` s.
@@ -541,9 +571,9 @@ class AsyncKnowHub(_Base):
         """See `KnowHub.knowledge_unmerge`."""
         return await self._request(_calls.knowledge_unmerge(knowledge_id))
 
-    async def merge_proposals(self) -> Json:
+    async def merge_proposals(self, status: str = "pending") -> Json:
         """See `KnowHub.merge_proposals`."""
-        return await self._request(_calls.merge_proposals())
+        return await self._request(_calls.merge_proposals(status))
 
     async def merge_approve(self, ids: list[str], *, task: str | None = None, content: str | None = None) -> Json:
         """See `KnowHub.merge_approve`."""
@@ -556,6 +586,36 @@ class AsyncKnowHub(_Base):
     async def evolve_rollback(self, job: str | Json) -> Json:
         """See `KnowHub.evolve_rollback`."""
         return await self._request(_calls.evolve_rollback(_calls.job_id_of(job)))
+
+    async def evolve_accept(self, job: str | Json) -> Json:
+        """See `KnowHub.evolve_accept`."""
+        return await self._request(_calls.evolve_review(_calls.job_id_of(job), "accept"))
+
+    async def evolve_reject(self, job: str | Json) -> Json:
+        """See `KnowHub.evolve_reject`."""
+        return await self._request(_calls.evolve_review(_calls.job_id_of(job), "reject"))
+
+    async def knowledge_supersede(self, knowledge_id: str, successor_id: str) -> Json:
+        """See `KnowHub.knowledge_supersede`."""
+        return await self._request(_calls.knowledge_supersede(knowledge_id, successor_id))
+
+    async def conflict_list(self, status: str = "open", *, kind: str | None = None, knowledge_id: str | None = None,
+                            limit: int = 50, offset: int = 0) -> Json:
+        """See `KnowHub.conflict_list`."""
+        return await self._request(_calls.conflict_list(status, kind, knowledge_id, limit, offset))
+
+    async def conflict_get(self, conflict_id: int) -> Json:
+        """See `KnowHub.conflict_get`."""
+        return await self._request(_calls.conflict_get(conflict_id))
+
+    async def conflict_resolve(self, conflict_id: int, action: str, *, successor_id: str | None = None,
+                               task: str | None = None, content: str | None = None) -> Json:
+        """See `KnowHub.conflict_resolve`."""
+        return await self._request(_calls.conflict_resolve(conflict_id, action, successor_id, task, content))
+
+    async def conflict_reopen(self, conflict_id: int) -> Json:
+        """See `KnowHub.conflict_reopen`."""
+        return await self._request(_calls.conflict_reopen(conflict_id))
 
     async def wait_for_job(self, job: str | Json, timeout: float = 60.0, interval: float = 0.5) -> Json:
         """See `KnowHub.wait_for_job`."""

@@ -1,0 +1,83 @@
+"""Conflicts: close items found when one was saved (contradictions, refinements, duplicates, or pairs no LLM
+judged), each beside the other, with the review actions; settled ones can be reopened (the action reversed)."""
+from django.contrib import messages
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from agents import operations
+from curation import permissions
+from curation.views.common import caller_of, paginate
+from knowledge.errors import KnowledgeStateError
+from knowledge.models import Conflict, MergeProposal
+from knowledge.operations.conflicts import visible_conflicts
+
+PAGE = "curation/conflicts.html"
+STATUSES = [("open", "Open"), *((s, label.capitalize()) for s, label in Conflict.Status.choices if s != "open"), ("all", "All")]
+
+
+def _row(conflict: Conflict, **extra) -> dict:
+    proposal = MergeProposal.objects.filter(conflict=conflict, status=MergeProposal.Status.PENDING).first()
+    newer, older = sorted([conflict.first, conflict.second], key=lambda k: (k.created_at, k.id), reverse=True)
+    return {"conflict": conflict, "items": [older, newer], "newer": newer, "older": older, "proposal": proposal, **extra}
+
+
+@permissions.require(permissions.VIEW)
+@require_GET
+def conflicts(request):
+    status = request.GET.get("status", "open")
+    if status not in dict(STATUSES):
+        status = "open"
+    found = visible_conflicts(caller_of(request)).order_by("-created_at", "-id")
+    if status != "all":
+        found = found.filter(status=status)
+    page = paginate(found, request.GET.get("page"))
+    return render(request, PAGE, {"page": page, "rows": [_row(c) for c in page], "status": status, "statuses": STATUSES,
+                                  "open_count": visible_conflicts(caller_of(request)).filter(status="open").count()})
+
+
+def _card(request, conflict_id, *, status=200, **extra):
+    conflict = visible_conflicts(caller_of(request)).filter(pk=conflict_id).first()
+    if conflict is None:
+        raise Http404
+    return render(request, f"{PAGE}#conflict", {"row": _row(conflict, **extra)}, status=status)
+
+
+@permissions.require(permissions.CURATE)
+@require_POST
+def resolve(request, conflict_id):
+    data = {"action": request.POST.get("action", "")}
+    for name in ("successor_id", "task", "content"):
+        if request.POST.get(name):
+            data[name] = request.POST[name]
+    try:
+        operations.call("conflict_resolve", caller_of(request), conflict_id=conflict_id, data=data)
+    except KnowledgeStateError as exc:
+        return _card(request, conflict_id, status=409, error=exc.message)
+    return _card(request, conflict_id, done=True)
+
+
+@permissions.require(permissions.CURATE)
+@require_POST
+def reopen(request, conflict_id):
+    try:
+        operations.call("conflict_reopen", caller_of(request), conflict_id=conflict_id)
+    except KnowledgeStateError as exc:
+        return _card(request, conflict_id, status=409, error=exc.message)
+    return _card(request, conflict_id, reopened=True)
+
+
+@permissions.require(permissions.CURATE)
+@require_POST
+def activate(request, knowledge_id):
+    """A superseded (or archived) item made active again, from its page."""
+    try:
+        operations.call("knowledge_activate", caller_of(request), knowledge_id=knowledge_id, data={})
+    except Http404:
+        messages.error(request, f"No knowledge item {knowledge_id}.")
+        return redirect("curation:knowledge_list")
+    except KnowledgeStateError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, f"{knowledge_id} is active again: search finds it.")
+    return redirect("curation:knowledge_detail", knowledge_id=knowledge_id)

@@ -1,0 +1,217 @@
+"""Contradiction and overlap detection, and a person's review of what it finds (issue 17).
+
+After an item is saved or edited and its vector stored, `detect_for` (the `detect_conflicts` task) takes its
+close items in the scopes it shares (`knowledge.neighbours.close_pairs`: vector and keyword neighbours, so
+paraphrases and translations are found) and, with an LLM configured, has each close pair judged as duplicate,
+refinement, contradiction or unrelated (structured output). Anything but unrelated becomes a `Conflict` to
+review; a duplicate pair in the same scopes also gets a stored merge proposal (the merge review). Without an
+LLM every close pair is recorded as `close`, for a person to judge. A pair has one record, whatever becomes of
+it: dismissed or kept pairs are never raised again.
+
+Review actions (`conflict_resolve`): keep both, supersede (the older item, or the one named, becomes
+`superseded` by the other), merge (through slim's merge path), dismiss. `conflict_reopen` reverses any of them.
+"""
+import logging
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from knowledge import llm, slim
+from knowledge.errors import KnowledgeStateError
+from knowledge.models import Conflict, Knowledge, KnowledgeStatus, MergeProposal, SlimRejection
+from knowledge.neighbours import close_pairs
+from knowledge.supersede import knowledge_supersede, knowledge_unsupersede
+
+logger = logging.getLogger(__name__)
+
+MAX_JUDGED_PER_SAVE = 5  # the LLM calls one save may cost at most
+RELATIONS = ["duplicate", "refinement", "contradiction", "unrelated"]
+ACTIONS = ["keep_both", "supersede", "merge", "dismiss"]
+SYSTEM = (
+    "You keep a knowledge base for AI agents true. Compare two items and say how they relate: "
+    "'duplicate' (they give the same advice, perhaps in other words or another language), "
+    "'refinement' (one adds a condition, a detail or a correction to the other), "
+    "'contradiction' (following one means not following the other), or 'unrelated'. "
+    "Explain in one or two sentences, in the language of the items."
+)
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "relation": {"type": "string", "enum": RELATIONS},
+        "explanation": {"type": "string", "maxLength": 2000},
+    },
+    "required": ["relation", "explanation"],
+    "additionalProperties": False,
+}
+
+
+def _ordered(a: str, b: str) -> tuple[str, str]:
+    return (a, b) if a < b else (b, a)
+
+
+def judge(item: Knowledge, other: Knowledge) -> dict:
+    """The LLM's {relation, explanation} for a pair. Raises llm.LLMError."""
+    from resources.selectors import secrets_of
+
+    text = "\n\n".join(f"Item {n}\nTask: {k.task}\nContent: {k.content}" for n, k in ((1, item), (2, other)))
+    secrets = secrets_of(r for k in (item, other) for r in k.resources.all())
+    return llm.chat_json(system=SYSTEM, user=f"How do these two items relate?\n\n{text}", schema=SCHEMA,
+                         schema_name="knowledge_relation", secrets=secrets)
+
+
+def _candidates(item: Knowledge):
+    others = Knowledge.objects.filter(status=KnowledgeStatus.ACTIVE, scopes__overlap=item.scopes).exclude(pk=item.pk)
+    document = (item.source or {}).get("document") or {}
+    if document.get("uri"):  # a document's own chunks do not contradict each other
+        others = others.exclude(source__document__uri=document["uri"])
+    return others
+
+
+def detect_for(*, knowledge_ids: list[str]) -> list[Conflict]:
+    """Find and record the conflicts of each active, embedded item of `knowledge_ids`. Returns those raised
+    (new records) or re-judged (open ones, after an edit)."""
+    if not settings.KNOWHUB_CONFLICT_DETECTION:
+        return []
+    raised = []
+    for item in Knowledge.objects.filter(pk__in=knowledge_ids, status=KnowledgeStatus.ACTIVE, embedding__isnull=False):
+        raised += _detect(item)
+    return raised
+
+
+def _detect(item: Knowledge) -> list[Conflict]:
+    pairs = close_pairs(item, _candidates(item))
+    known = {(c.first_id, c.second_id): c for c in Conflict.objects.filter(Q(first=item) | Q(second=item))}
+
+    def judged_already(pair) -> bool:
+        # a settled pair is never raised again; an open one is judged again only when this item changed since
+        conflict = known.get(_ordered(item.id, pair.other_id))
+        return conflict is not None and (conflict.status != Conflict.Status.OPEN or conflict.updated_at >= item.updated_at)
+
+    pairs = [p for p in pairs if not judged_already(p)][:MAX_JUDGED_PER_SAVE]
+    others = Knowledge.objects.in_bulk([p.other_id for p in pairs])
+    judged = llm.llm_configured()
+    raised = []
+    for pair in pairs:
+        other = others[pair.other_id]
+        kind, explanation, model = Conflict.Kind.CLOSE, "", ""
+        if judged:
+            try:
+                verdict = judge(item, other)
+                kind, explanation, model = verdict["relation"], verdict["explanation"], settings.KNOWHUB_LLM_MODEL
+            except llm.LLMError as exc:  # left for a person rather than lost
+                logger.warning("could not judge %s / %s: %s", item.id, other.id, exc)
+                explanation = f"the LLM could not judge this pair ({str(exc)[:300]})"
+        if kind == "unrelated":
+            Conflict.objects.filter(first_id=_ordered(item.id, other.id)[0], second_id=_ordered(item.id, other.id)[1],
+                                    status=Conflict.Status.OPEN).delete()  # an edit made an open pair unrelated
+            continue
+        conflict = _record(item, other, kind=kind, explanation=explanation, model=model, similarity=pair.similarity)
+        raised.append(conflict)
+        if kind == Conflict.Kind.DUPLICATE and sorted(item.scopes) == sorted(other.scopes):
+            _propose_merge(conflict, [item, other])
+    return raised
+
+
+def _record(item, other, *, kind, explanation, model, similarity) -> Conflict:
+    first, second = _ordered(item.id, other.id)
+    conflict, _ = Conflict.objects.update_or_create(
+        first_id=first, second_id=second,
+        defaults={"kind": kind, "explanation": explanation, "model": model, "similarity": similarity,
+                  "detected_for": item.id, "updated_at": timezone.now()},
+        create_defaults={"kind": kind, "explanation": explanation, "model": model, "similarity": similarity,
+                         "detected_for": item.id},
+    )
+    return conflict
+
+
+def _propose_merge(conflict: Conflict, items: list[Knowledge]) -> None:
+    first, second = sorted(k.id for k in items)
+    if SlimRejection.objects.filter(first_id=first, second_id=second).exists():
+        return
+    try:
+        text = slim.propose_merge(sorted(items, key=lambda k: (k.created_at, k.id)), model=None)
+    except llm.LLMError as exc:
+        logger.warning("no merge text for %s / %s: %s", first, second, exc)
+        return
+    slim.store_proposal([first, second], text, conflict=conflict)
+
+
+# --- review -------------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def conflict_resolve(caller, *, conflict_id: int, action: str, successor_id: str | None = None,
+                     task: str | None = None, content: str | None = None) -> Conflict:
+    """Settle an open conflict as `caller` (who must be allowed to write both items: the operation checks).
+
+    supersede: `successor_id` (one of the pair; default the newer item) supersedes the other.
+    merge: one new item with `task`/`content`, or the pair's pending proposal's text.
+    Raises KnowledgeStateError when the conflict is not open or the items are no longer active.
+    """
+    conflict = Conflict.objects.select_for_update().get(pk=conflict_id)
+    if conflict.status != Conflict.Status.OPEN:
+        raise KnowledgeStateError(f"conflict {conflict.id} is already {conflict.status}; reopen it first", field="action")
+    pair = [conflict.first_id, conflict.second_id]
+    resolution = {}
+    if action == "supersede":
+        items = Knowledge.objects.in_bulk(pair)
+        if successor_id is None:
+            successor_id = max(items.values(), key=lambda k: (k.created_at, k.id)).id
+        if successor_id not in pair:
+            raise KnowledgeStateError("the successor must be one of the conflict's two items", field="successor_id")
+        older = pair[0] if successor_id == pair[1] else pair[1]
+        knowledge_supersede(caller, knowledge_id=older, successor_id=successor_id)
+        resolution = {"superseded": older, "successor": successor_id}
+        status = Conflict.Status.SUPERSEDED
+    elif action == "merge":
+        if task is None or content is None:
+            proposal = MergeProposal.objects.filter(ids=sorted(pair), status=MergeProposal.Status.PENDING).first()
+            if proposal is None:
+                raise KnowledgeStateError("no merge proposal for this pair: give task and content", field="task")
+            task, content = task or proposal.task, content or proposal.content
+        scopes = {tuple(sorted(k.scopes)) for k in Knowledge.objects.filter(pk__in=pair)}
+        if len(scopes) > 1:
+            raise KnowledgeStateError("the two items have different scopes: a merge would change who sees them; "
+                                      "supersede one instead", field="action")
+        try:
+            merged = slim.slim_approve(caller, ids=pair, task=task, content=content)
+        except ValueError as exc:
+            raise KnowledgeStateError(str(exc), field="action") from None
+        resolution = {"merged_id": merged.id}
+        status = Conflict.Status.MERGED
+    elif action in ("keep_both", "dismiss"):
+        status = Conflict.Status.KEPT_BOTH if action == "keep_both" else Conflict.Status.DISMISSED
+        if not SlimRejection.objects.filter(first_id=pair[0], second_id=pair[1]).exists():
+            slim.slim_reject(caller, first_id=pair[0], second_id=pair[1])  # nor is the pair proposed for a merge
+            resolution = {"rejected_merge": True}
+    else:
+        raise KnowledgeStateError(f"unknown action {action!r}: one of {', '.join(ACTIONS)}", field="action")
+    Conflict.objects.filter(pk=conflict.pk).update(status=status, resolution=resolution, resolved_by=caller.principal,
+                                                   resolved_at=timezone.now(), updated_at=timezone.now())
+    conflict.refresh_from_db()
+    return conflict
+
+
+@transaction.atomic
+def conflict_reopen(caller, *, conflict_id: int) -> Conflict:
+    """Reverse a conflict's resolution and make it open again: a superseded item is active again, a merge is
+    undone (its originals active, the merged item archived)."""
+    conflict = Conflict.objects.select_for_update().get(pk=conflict_id)
+    if conflict.status == Conflict.Status.OPEN:
+        raise KnowledgeStateError(f"conflict {conflict.id} is open already", field="conflict_id")
+    if conflict.status == Conflict.Status.SUPERSEDED:
+        older = Knowledge.objects.get(pk=conflict.resolution["superseded"])
+        if older.status == KnowledgeStatus.SUPERSEDED:
+            knowledge_unsupersede(caller, knowledge_id=older.id)
+    elif conflict.status == Conflict.Status.MERGED:
+        merged = Knowledge.objects.filter(pk=conflict.resolution.get("merged_id")).first()
+        if merged is not None and merged.status == KnowledgeStatus.ACTIVE and merged.merged_from.exists():
+            slim.knowledge_unmerge(caller, merged_id=merged.id)
+    if conflict.resolution.get("rejected_merge"):
+        SlimRejection.objects.filter(first_id=conflict.first_id, second_id=conflict.second_id).delete()
+    Conflict.objects.filter(pk=conflict.pk).update(status=Conflict.Status.OPEN, resolution={}, resolved_by="",
+                                                   resolved_at=None, updated_at=timezone.now())
+    conflict.refresh_from_db()
+    return conflict

@@ -1,0 +1,43 @@
+"""Supersede instead of delete: an item replaced by a better one leaves search but is kept, linked to its successor.
+
+`knowledge_supersede` marks the older item `superseded` with `superseded_by`; search and the list skip it unless
+asked (`include_superseded`), and the successor lists what it replaced (`supersedes`). Making it active again
+(`knowledge_unsupersede`, the `knowledge_activate` operation) reverses it.
+"""
+from django.db import transaction
+from django.utils import timezone
+
+from knowledge.errors import KnowledgeStateError
+from knowledge.models import Knowledge, KnowledgeStatus
+from knowledge.services import require_write_any
+
+
+@transaction.atomic
+def knowledge_supersede(caller, *, knowledge_id: str, successor_id: str) -> Knowledge:
+    """Mark `knowledge_id` superseded by `successor_id`. Both must be active and writable by `caller`
+    (PermissionDenied); KnowledgeStateError otherwise."""
+    if knowledge_id == successor_id:
+        raise KnowledgeStateError("an item cannot supersede itself", field="successor_id")
+    locked = Knowledge.objects.select_for_update().in_bulk([knowledge_id, successor_id])
+    item, successor = locked[knowledge_id], locked[successor_id]  # KeyError: the caller checked both exist
+    require_write_any(caller, item)
+    require_write_any(caller, successor)
+    if item.status != KnowledgeStatus.ACTIVE:
+        raise KnowledgeStateError(f"{item.id} is {item.status}; only an active item is superseded", field="knowledge_id")
+    if successor.status != KnowledgeStatus.ACTIVE:
+        raise KnowledgeStateError(f"{successor.id} is {successor.status}; the successor must be active", field="successor_id")
+    item.status, item.superseded_by, item.updated_at = KnowledgeStatus.SUPERSEDED, successor, timezone.now()
+    item.save(update_fields=["status", "superseded_by", "updated_at"])
+    return item
+
+
+@transaction.atomic
+def knowledge_unsupersede(caller, *, knowledge_id: str) -> Knowledge:
+    """Make a superseded item active again (its successor stays as it is)."""
+    item = Knowledge.objects.select_for_update().get(pk=knowledge_id)
+    require_write_any(caller, item)
+    if item.status != KnowledgeStatus.SUPERSEDED:
+        raise KnowledgeStateError(f"{item.id} is {item.status}, not superseded", field="knowledge_id")
+    item.status, item.superseded_by, item.updated_at = KnowledgeStatus.ACTIVE, None, timezone.now()
+    item.save(update_fields=["status", "superseded_by", "updated_at"])
+    return item

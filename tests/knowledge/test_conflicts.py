@@ -1,0 +1,254 @@
+"""Contradiction and overlap detection on saved items, and every review action with its reversal (issue 17).
+
+The candidate pairs come from the real search indexes (real embedder, real database); the LLM's judgment from
+the loopback OpenAI-compatible server.
+"""
+import pytest
+
+from agents.models import AuditEvent
+from knowledge.conflicts import detect_for
+from knowledge.models import Conflict, Knowledge, MergeProposal, SlimRejection
+from knowledge.search.indexing import embed_items
+from tests.callers import agent_client, person_in, session_client
+from tests.conftest import CeleryWorker, wait_for
+from tests.factories import make_knowledge
+
+PROBE_SAYS_NO = ("Liveness probe for the web service", "The liveness probe must not check the database: a database "
+                 "outage would restart every pod. Check only that the process answers.")
+PROBE_SAYS_YES = ("Liveness probe for the web service", "Make the liveness probe check the database, so a pod that lost "
+                  "its database connection is restarted.")
+PROBE_IN_OTHER_WORDS = ("Web service liveness probe", "Do not let the liveness probe query the database; a database "
+                        "outage would otherwise restart all pods. Only check that the process responds.")
+UNRELATED = ("Reconcile invoices", "Export the ledger as CSV and match the invoice numbers by hand.")
+
+
+def saved(*rows, scopes=("org:acme",), owner="agent:research_agent"):
+    items = [make_knowledge(task=t, content=c, scopes=list(scopes), owner=owner, embed=False) for t, c in rows]
+    embed_items(items=items)
+    return [Knowledge.objects.get(pk=i.pk) for i in items]
+
+
+@pytest.fixture
+def detection(settings):
+    settings.KNOWHUB_CONFLICT_DETECTION = True
+
+
+@pytest.fixture
+def curator(django_user_model):
+    return session_client(person_in(django_user_model, "curator", "carl"))
+
+
+@pytest.mark.django_db
+def test_without_an_llm_close_pairs_are_listed_for_a_person_and_unrelated_items_are_not(detection, settings):
+    settings.KNOWHUB_LLM_MODEL = ""
+    no, yes, other = saved(PROBE_SAYS_NO, PROBE_SAYS_YES, UNRELATED)
+    raised = detect_for(knowledge_ids=[yes.id])
+    assert [(c.kind, {c.first_id, c.second_id}) for c in raised] == [("close", {no.id, yes.id})]
+    assert not Conflict.objects.filter(first=other).exists() and not Conflict.objects.filter(second=other).exists()
+    assert raised[0].detected_for == yes.id and raised[0].model == "" and raised[0].similarity > 0.5
+
+
+@pytest.mark.django_db
+def test_a_contradiction_is_judged_by_the_llm_and_recorded_with_its_reason(detection, fake_openai):
+    no, yes = saved(PROBE_SAYS_NO, PROBE_SAYS_YES)
+    fake_openai.reply_json({"relation": "contradiction", "explanation": "One forbids checking the database, the other requires it."})
+    [conflict] = detect_for(knowledge_ids=[yes.id])
+    assert (conflict.kind, conflict.status, conflict.model) == ("contradiction", "open", "fake-model")
+    assert "forbids" in conflict.explanation
+    sent = fake_openai.requests[-1]["body"]
+    prompt = " ".join(m["content"] for m in sent["messages"])
+    assert PROBE_SAYS_NO[1] in prompt and PROBE_SAYS_YES[1] in prompt
+    assert sent["response_format"]["json_schema"]["name"] == "knowledge_relation"
+    assert not MergeProposal.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_duplicate_pair_feeds_the_merge_review_with_a_stored_proposal(detection, fake_openai):
+    no, same = saved(PROBE_SAYS_NO, PROBE_IN_OTHER_WORDS)
+    fake_openai.reply_json({"relation": "duplicate", "explanation": "Same advice."})
+    fake_openai.reply_json({"task": "Liveness probe", "content": "Never check the database in a liveness probe."})
+    [conflict] = detect_for(knowledge_ids=[same.id])
+    proposal = MergeProposal.objects.get()
+    assert conflict.kind == "duplicate" and proposal.conflict_id == conflict.id
+    assert (proposal.ids, proposal.status, proposal.task) == (sorted([no.id, same.id]), "pending", "Liveness probe")
+
+
+@pytest.mark.django_db
+def test_an_unrelated_verdict_records_nothing(detection, fake_openai):
+    no, yes = saved(PROBE_SAYS_NO, PROBE_SAYS_YES)
+    fake_openai.reply_json({"relation": "unrelated", "explanation": "Different services."})
+    assert detect_for(knowledge_ids=[yes.id]) == [] and not Conflict.objects.exists()
+
+
+@pytest.mark.django_db
+def test_detection_stays_within_the_scopes_an_item_shares(detection, settings):
+    settings.KNOWHUB_LLM_MODEL = ""
+    [no] = saved(PROBE_SAYS_NO, scopes=("org:acme",))
+    [yes] = saved(PROBE_SAYS_YES, scopes=("org:other",))
+    assert detect_for(knowledge_ids=[yes.id]) == []
+
+
+@pytest.mark.django_db
+def test_a_dismissed_pair_is_never_raised_again(detection, fake_openai, curator):
+    no, yes = saved(PROBE_SAYS_NO, PROBE_SAYS_YES)
+    fake_openai.reply_json({"relation": "contradiction", "explanation": "opposite"})
+    [conflict] = detect_for(knowledge_ids=[yes.id])
+    response = curator.post(f"/api/conflicts/{conflict.id}/resolve", {"action": "dismiss"}, format="json")
+    assert response.status_code == 200 and response.json()["status"] == "dismissed"
+    calls = len(fake_openai.requests)
+    assert detect_for(knowledge_ids=[yes.id]) == [] and detect_for(knowledge_ids=[no.id]) == []
+    assert len(fake_openai.requests) == calls  # not even judged again
+    assert Conflict.objects.get().status == "dismissed"
+
+
+def _open_conflict(fake_openai, relation="contradiction"):
+    no, yes = saved(PROBE_SAYS_NO, PROBE_SAYS_YES)
+    fake_openai.reply_json({"relation": relation, "explanation": "opposite advice"})
+    [conflict] = detect_for(knowledge_ids=[yes.id])
+    return no, yes, conflict
+
+
+def _search_ids(client, q, **params):
+    return [hit["id"] for hit in client.get("/api/knowledge/search", {"q": q, "min_score": 1, **params}).json()["results"]]
+
+
+@pytest.mark.django_db
+def test_supersede_takes_the_older_item_out_of_search_and_reopening_brings_it_back(detection, fake_openai, curator):
+    no, yes, conflict = _open_conflict(fake_openai)
+    agent = agent_client("research_agent", ["org:acme"])
+    assert no.id in _search_ids(agent, "liveness probe database")
+
+    settled = curator.post(f"/api/conflicts/{conflict.id}/resolve", {"action": "supersede", "successor_id": no.id},
+                           format="json").json()
+    assert settled["status"] == "superseded" and settled["resolution"] == {"superseded": yes.id, "successor": no.id}
+    old = agent.get(f"/api/knowledge/{yes.id}").json()
+    assert (old["status"], old["superseded_by"]) == ("superseded", no.id)
+    assert agent.get(f"/api/knowledge/{no.id}").json()["supersedes"] == [yes.id]
+    assert yes.id not in _search_ids(agent, "liveness probe check the database")
+    asked = agent.get("/api/knowledge/search", {"q": "liveness probe check the database", "min_score": 1,
+                                                 "include_superseded": "true"}).json()["results"]
+    assert {"id": yes.id, "superseded_by": no.id}.items() <= next(h for h in asked if h["id"] == yes.id).items()
+
+    reopened = curator.post(f"/api/conflicts/{conflict.id}/reopen").json()
+    assert reopened["status"] == "open" and reopened["resolution"] == {}
+    assert Knowledge.objects.get(pk=yes.id).status == "active" and Knowledge.objects.get(pk=yes.id).superseded_by is None
+    assert yes.id in _search_ids(agent, "liveness probe check the database")
+    assert list(AuditEvent.objects.filter(operation__startswith="conflict_").values_list("operation", flat=True)
+                .order_by("id")) == ["conflict_resolve", "conflict_reopen"]
+
+
+@pytest.mark.django_db
+def test_supersede_by_default_keeps_the_newer_item(detection, fake_openai, curator):
+    no, yes, conflict = _open_conflict(fake_openai)
+    curator.post(f"/api/conflicts/{conflict.id}/resolve", {"action": "supersede"}, format="json")
+    newer, older = sorted([no, yes], key=lambda k: (k.created_at, k.id), reverse=True)
+    assert Knowledge.objects.get(pk=older.id).superseded_by_id == newer.id
+
+
+@pytest.mark.django_db
+def test_merge_goes_through_the_merge_path_and_reopening_unmerges(detection, fake_openai, curator):
+    no, yes, conflict = _open_conflict(fake_openai, relation="refinement")
+    merged = curator.post(f"/api/conflicts/{conflict.id}/resolve",
+                          {"action": "merge", "task": "Liveness probe", "content": "Check only the process."}, format="json").json()
+    merged_id = merged["resolution"]["merged_id"]
+    assert merged["status"] == "merged"
+    assert set(Knowledge.objects.filter(merged_into_id=merged_id).values_list("id", flat=True)) == {no.id, yes.id}
+    proposal = MergeProposal.objects.get(merged_id=merged_id)
+    assert (proposal.status, proposal.decided_by) == ("edited", "user:carl")
+
+    curator.post(f"/api/conflicts/{conflict.id}/reopen")
+    assert set(Knowledge.objects.filter(pk__in=[no.id, yes.id]).values_list("status", flat=True)) == {"active"}
+    assert Knowledge.objects.get(pk=merged_id).status == "archived"
+    assert Conflict.objects.get(pk=conflict.id).status == "open"
+
+
+@pytest.mark.django_db
+def test_keep_both_is_remembered_against_merging_and_reversible(detection, fake_openai, curator):
+    no, yes, conflict = _open_conflict(fake_openai)
+    assert curator.post(f"/api/conflicts/{conflict.id}/resolve", {"action": "keep_both"}, format="json").json()["status"] == "kept_both"
+    assert SlimRejection.objects.filter(first_id=min(no.id, yes.id), second_id=max(no.id, yes.id)).exists()
+    assert curator.post(f"/api/conflicts/{conflict.id}/resolve", {"action": "dismiss"}, format="json").status_code == 409
+    curator.post(f"/api/conflicts/{conflict.id}/reopen")
+    assert not SlimRejection.objects.exists() and Conflict.objects.get().status == "open"
+
+
+@pytest.mark.django_db
+def test_bad_actions_get_a_4xx_naming_the_field(detection, fake_openai, curator):
+    no, yes, conflict = _open_conflict(fake_openai)
+    bad = curator.post(f"/api/conflicts/{conflict.id}/resolve", {"action": "delete"}, format="json")
+    assert bad.status_code == 400 and "action" in bad.json()["error"]["fields"]
+    stranger = curator.post(f"/api/conflicts/{conflict.id}/resolve", {"action": "supersede", "successor_id": "knowledge-20260101-zzzz"},
+                            format="json")
+    assert stranger.status_code == 409 and stranger.json()["error"]["fields"].keys() == {"successor_id"}
+    no_text = curator.post(f"/api/conflicts/{conflict.id}/resolve", {"action": "merge"}, format="json")
+    assert no_text.status_code == 409 and no_text.json()["error"]["fields"].keys() == {"task"}
+    assert curator.get("/api/conflicts/999999").status_code == 404
+    assert curator.get("/api/conflicts/abc").status_code == 404
+    assert Knowledge.objects.filter(status="active").count() == 2
+
+
+@pytest.mark.django_db
+def test_only_curators_see_and_settle_conflicts_and_only_within_their_scopes(detection, fake_openai, django_user_model):
+    no, yes, conflict = _open_conflict(fake_openai)
+    viewer = session_client(person_in(django_user_model, "viewer", "vera"))
+    nobody = session_client(person_in(django_user_model, None, "nina"))
+    agent = agent_client("research_agent", ["org:acme"])
+    other_curator = agent_client("other_curator", ["org:other"], can_curate=True)
+    acme_curator = agent_client("acme_curator", ["org:acme"], can_curate=True)
+    for client in (viewer, nobody, agent):
+        assert client.get("/api/conflicts").status_code == 403
+        assert client.post(f"/api/conflicts/{conflict.id}/resolve", {"action": "dismiss"}, format="json").status_code == 403
+    assert other_curator.get("/api/conflicts").json()["count"] == 0
+    assert other_curator.post(f"/api/conflicts/{conflict.id}/resolve", {"action": "dismiss"}, format="json").status_code == 404
+    listed = acme_curator.get("/api/conflicts").json()
+    assert listed["count"] == 1 and listed["results"][0]["first"]["id"] == min(no.id, yes.id)
+    assert acme_curator.post(f"/api/conflicts/{conflict.id}/resolve", {"action": "dismiss"}, format="json").status_code == 200
+    assert acme_curator.get("/api/conflicts").json()["count"] == 0
+    assert acme_curator.get("/api/conflicts", {"status": "all"}).json()["count"] == 1
+
+
+@pytest.mark.django_db
+def test_supersede_directly_follows_the_edit_rule_and_activate_reverses_it(django_user_model):
+    no, yes = saved(PROBE_SAYS_NO, PROBE_SAYS_YES)
+    owner = agent_client("research_agent", ["org:acme"])
+    peer = agent_client("peer_agent", ["org:acme"])
+    assert peer.post(f"/api/knowledge/{yes.id}/supersede", {"successor_id": no.id}, format="json").status_code == 403
+    done = owner.post(f"/api/knowledge/{yes.id}/supersede", {"successor_id": no.id}, format="json")
+    assert done.status_code == 200 and done.json()["status"] == "superseded"
+    again = owner.post(f"/api/knowledge/{no.id}/supersede", {"successor_id": yes.id}, format="json")
+    assert again.status_code == 409 and again.json()["error"]["fields"].keys() == {"successor_id"}  # a superseded item succeeds nothing
+    missing = owner.post(f"/api/knowledge/{yes.id}/supersede", {}, format="json")
+    assert missing.status_code == 400 and "successor_id" in missing.json()["error"]["fields"]
+    back = owner.post(f"/api/knowledge/{yes.id}/activate", {}, format="json").json()
+    assert (back["status"], back["superseded_by"]) == ("active", None)
+
+
+@pytest.fixture
+def detecting_worker(fake_openai, django_db_setup, django_db_blocker):
+    """A real worker with conflict detection on, its LLM the loopback fake."""
+    with django_db_blocker.unblock():
+        worker = CeleryWorker(name="detect-worker", extra_env={
+            "OPENAI_BASE_URL": fake_openai.base_url, "OPENAI_API_KEY": "test-key", "KNOWHUB_LLM_MODEL": "fake-model",
+            "KNOWHUB_CONFLICT_DETECTION": "1"}).start()
+    yield worker
+    worker.stop()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_save_through_the_api_raises_a_conflict_through_the_real_worker(fake_openai, detecting_worker):
+    agent = agent_client("research_agent", ["org:acme"])
+    first = agent.post("/api/knowledge", {"task": PROBE_SAYS_NO[0], "content": PROBE_SAYS_NO[1], "types": ["strategy"]},
+                       format="json").json()
+    wait_for(lambda: Knowledge.objects.get(pk=first["id"]).embedding is not None, timeout=60, message="first vector")
+    fake_openai.reply_json({"relation": "contradiction", "explanation": "opposite advice on the probe"})
+    second = agent.post("/api/knowledge", {"task": PROBE_SAYS_YES[0], "content": PROBE_SAYS_YES[1], "types": ["strategy"]},
+                        format="json").json()
+    conflict = wait_for(lambda: Conflict.objects.first(), timeout=60, message="the conflict")
+    assert {conflict.first_id, conflict.second_id} == {first["id"], second["id"]}
+    assert (conflict.kind, conflict.explanation) == ("contradiction", "opposite advice on the probe")
+    # whichever item's detection found the pair first, the other's does not judge it again
+    wait_for(lambda: Knowledge.objects.get(pk=second["id"]).embedding is not None, timeout=60, message="second vector")
+    import time
+    time.sleep(3)
+    assert len([r for r in fake_openai.requests if "knowledge_relation" in str(r["body"].get("response_format"))]) == 1
+    assert Conflict.objects.get().kind == "contradiction"

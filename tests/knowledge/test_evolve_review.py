@@ -1,0 +1,108 @@
+"""Evolve under review (issue 17): with the setting on (everywhere or per scope) the rewrite waits as a proposal
+until a curator accepts it; off, evolve applies at once as before."""
+import pytest
+
+from jobs.models import Job
+from knowledge import evolve
+from knowledge.models import Knowledge, KnowledgeVersion
+from tests.callers import agent_client, person_in, session_client
+from tests.factories import make_knowledge
+
+REWRITE = {"task": "Log in to site A despite the captcha", "content": "Solve the captcha first.", "summary_of_changes": "captcha"}
+
+
+@pytest.fixture
+def curator(django_user_model):
+    return session_client(person_in(django_user_model, "curator", "carl"))
+
+
+def evolved(item, fake_openai, feedback="mention the captcha") -> Job:
+    """An evolve job asked for through the service and run in process (the worker runs this same function)."""
+    job = evolve.evolve_request(agent_caller(), knowledge_id=item.id, feedback=feedback)
+    fake_openai.reply_json(REWRITE)
+    return evolve.evolve_run(job_id=str(job.id), worker="test")
+
+
+def agent_caller():
+    from tests.callers import acting
+
+    return acting("agent:research_agent")
+
+
+@pytest.mark.django_db
+def test_under_review_the_rewrite_waits_and_goes_live_only_when_accepted(settings, fake_openai, curator):
+    settings.KNOWHUB_EVOLVE_REVIEW = True
+    item = make_knowledge(task="Log in to site A", content="Use the stored password.", embed=False)
+    job = evolved(item, fake_openai)
+    assert job.status == "succeeded" and job.result["review"] == "pending" and job.result["proposal"]["task"] == REWRITE["task"]
+    assert Knowledge.objects.get(pk=item.id).task == "Log in to site A" and not KnowledgeVersion.objects.exists()
+
+    accepted = curator.post(f"/api/jobs/{job.id}/accept")
+    assert accepted.status_code == 200 and accepted.json()["task"] == REWRITE["task"]
+    version = KnowledgeVersion.objects.get(knowledge_id=item.id)
+    assert (version.task, version.job_id, version.changed_by) == ("Log in to site A", job.id, "user:carl")
+    assert Job.objects.get(pk=job.id).result["review"] == "accepted"
+    assert curator.post(f"/api/jobs/{job.id}/accept").status_code == 409  # once
+    rolled = curator.post(f"/api/jobs/{job.id}/rollback")  # an accepted rewrite rolls back like any evolve
+    assert rolled.status_code == 200 and rolled.json()["task"] == "Log in to site A"
+
+
+@pytest.mark.django_db
+def test_a_rejected_rewrite_leaves_the_item_unchanged_and_keeps_the_proposal(settings, fake_openai, curator):
+    settings.KNOWHUB_EVOLVE_REVIEW = True
+    item = make_knowledge(task="Log in to site A", content="Use the stored password.", embed=False)
+    job = evolved(item, fake_openai)
+    rejected = curator.post(f"/api/jobs/{job.id}/reject")
+    assert rejected.status_code == 200 and rejected.json()["result"]["review"] == "rejected"
+    assert rejected.json()["result"]["proposal"]["task"] == REWRITE["task"]
+    assert Knowledge.objects.get(pk=item.id).task == "Log in to site A"
+    assert curator.post(f"/api/jobs/{job.id}/accept").status_code == 409
+
+
+@pytest.mark.django_db
+def test_a_rewrite_of_text_that_changed_since_is_not_accepted(settings, fake_openai, curator):
+    settings.KNOWHUB_EVOLVE_REVIEW = True
+    item = make_knowledge(task="Log in to site A", content="Use the stored password.", embed=False)
+    job = evolved(item, fake_openai)
+    curator.patch(f"/api/knowledge/{item.id}", {"content": "Use the password from the vault."}, format="json")
+    refused = curator.post(f"/api/jobs/{job.id}/accept")
+    assert refused.status_code == 409 and "changed" in refused.json()["error"]["message"]
+    assert Knowledge.objects.get(pk=item.id).content == "Use the password from the vault."
+
+
+@pytest.mark.django_db
+def test_review_per_scope_applies_only_to_items_in_those_scopes(settings, fake_openai):
+    settings.KNOWHUB_EVOLVE_REVIEW_SCOPES = ["org:careful"]
+    careful = make_knowledge(task="Deploy", content="Run the script.", scopes=["org:careful"], embed=False)
+    relaxed = make_knowledge(task="Deploy", content="Run the script.", scopes=["org:acme"], embed=False)
+    assert evolved(careful, fake_openai).result["review"] == "pending"
+    assert "review" not in evolved(relaxed, fake_openai).result  # the default: applied at once
+    assert Knowledge.objects.get(pk=relaxed.id).task == REWRITE["task"]
+    assert Knowledge.objects.get(pk=careful.id).task == "Deploy"
+
+
+@pytest.mark.django_db
+def test_only_curators_accept_or_reject(settings, fake_openai, django_user_model):
+    settings.KNOWHUB_EVOLVE_REVIEW = True
+    item = make_knowledge(task="Log in to site A", content="Use the stored password.", embed=False)
+    job = evolved(item, fake_openai)
+    viewer = session_client(person_in(django_user_model, "viewer", "vera"))
+    for client in (viewer, agent_client("research_agent", ["org:acme"]), agent_client("x", ["org:other"], can_curate=True)):
+        assert client.post(f"/api/jobs/{job.id}/accept").status_code in (403, 404)
+    assert Knowledge.objects.get(pk=item.id).task == "Log in to site A"
+
+
+@pytest.mark.django_db
+def test_the_item_page_shows_the_proposal_and_accepting_there_puts_it_live(settings, fake_openai, django_user_model):
+    from django.test import Client
+
+    settings.KNOWHUB_EVOLVE_REVIEW = True
+    item = make_knowledge(task="Log in to site A", content="Use the stored password.", embed=False)
+    job = evolved(item, fake_openai)
+    browser = Client()
+    browser.force_login(person_in(django_user_model, "curator", "cara"))
+    panel = browser.get(f"/jobs/{job.id}/").content.decode()
+    assert "Under review" in panel and REWRITE["content"] in panel and f"/jobs/{job.id}/accept/" in panel
+    done = browser.post(f"/jobs/{job.id}/accept/", HTTP_HX_REQUEST="true").content.decode()
+    assert "Accepted (now live)" in done and 'id="content"' in done and REWRITE["content"] in done
+    assert "Under review" not in done
