@@ -164,6 +164,7 @@ SLOW_TESTS = [
     "tests/knowhub_site/test_healthz.py::test_healthz_is_ok_with_a_real_worker_running",
     "tests/knowhub_site/test_healthz.py::test_a_stopped_worker_clears_its_heartbeat_and_healthz_names_it",
     "tests/knowhub_site/test_healthz.py::test_a_worker_on_redis_reports_in",
+    "tests/webhooks/test_worker.py",
 ]
 SLOW_MARKERS = ("e2e", "browser")
 

@@ -12,10 +12,11 @@ def test_each_app_has_one_initial_migration_and_no_other():
     from django.db.migrations.loader import MigrationLoader
 
     loader = MigrationLoader(None, ignore_no_migrations=True)
-    ours = {"agents", "jobs", "resources", "knowledge", "ingest", "curation"}
+    ours = {"agents", "jobs", "resources", "knowledge", "ingest", "webhooks", "curation"}
     names = {}
     for app, name in loader.disk_migrations:
         if app in ours:
             names.setdefault(app, []).append(name)
     assert names == {"agents": ["0001_squashed"], "jobs": ["0001_squashed"], "resources": ["0001_squashed"],
-                     "knowledge": ["0001_squashed"], "ingest": ["0001_initial"], "curation": ["0001_roles"]}
+                     "knowledge": ["0001_squashed"], "ingest": ["0001_initial"], "webhooks": ["0001_initial"],
+                     "curation": ["0001_roles"]}

@@ -34,6 +34,9 @@ NOT_AN_OPENAI_TOOL = {
              "agent's model" for name in ("knowledge_versions", "knowledge_restore_version", "knowledge_archive",
                                           "knowledge_activate", "knowledge_unmerge", "merge_proposals",
                                           "merge_approve", "merge_reject", "evolve_rollback")},
+    **{name: "webhooks are set up by a person or a curator agent's own code, not by a working agent's model"
+       for name in ("webhook_subscribe", "webhook_list", "webhook_get", "webhook_change", "webhook_delete",
+                    "webhook_resend")},
 }
 
 

@@ -48,6 +48,7 @@ def _seed_org(scope: str, owner: str):
     from jobs.models import Job
     from knowledge import services
     from tests.factories import make_knowledge, make_resource
+    from webhooks.models import Delivery, Subscription
 
     item = make_knowledge(task="Deploy to the staging site", content=f"first draft {MARKERS[scope]}",
                           scopes=[scope], owner=owner, tags={"marker": MARKERS[scope]})
@@ -60,7 +61,13 @@ def _seed_org(scope: str, owner: str):
     document = Document.objects.create(origin="upload", uri=f"{name}-{MARKERS[scope]}.md", kind="markdown", scopes=[scope],
                                        types=["tool"], chunk_size=1200, chunk_overlap=150, requested_by=owner,
                                        title=MARKERS[scope], status="done")
-    return {"item": item.id, "job": str(job.id), "resource": f"credentials/{name}-site", "document": str(document.id)}
+    hook = Subscription.objects.create(url=f"https://8.8.8.8/hooks/{name}", event_types=["knowledge.created"],
+                                       scopes=[scope], created_by="user:curator-user")
+    delivery = Delivery.objects.create(subscription=hook, event_id=f"msg_seed_{name}", event_type="knowledge.created",
+                                       payload={"type": "knowledge.created", "data": {}}, status="failed", attempts=1,
+                                       response_status=500)
+    return {"item": item.id, "job": str(job.id), "resource": f"credentials/{name}-site", "document": str(document.id),
+            "webhook": str(hook.id), "delivery": str(delivery.id)}
 
 
 @pytest.fixture(scope="module")

@@ -44,6 +44,13 @@ ENDPOINTS = {
     "resource_save": ("post", "/api/resource", {"id": "code/new", "title": "t", "scopes": ["org:acme"]}),
     "resource_get": ("get", "/api/resource/{resource}", None),
     "resource_reveal": ("get", "/api/resource/{resource}?reveal=true", None),
+    "webhooks": ("get", "/api/webhooks", None),
+    "webhook_subscribe": ("post", "/api/webhooks", {"url": "https://8.8.8.8/hooks/knowhub", "events": ["knowledge.created"],
+                                                    "scopes": ["org:acme"]}),
+    "webhook_get": ("get", "/api/webhooks/{webhook}?reveal=true", None),
+    "webhook_change": ("patch", "/api/webhooks/{webhook}", {"active": False}),
+    "webhook_resend": ("post", "/api/webhooks/{webhook}/deliveries/{delivery}/resend", {}),
+    "webhook_delete": ("delete", "/api/webhooks/{webhook}", None),
     "schema": ("get", "/api/schema/", None),
     "docs": ("get", "/api/docs/", None),
     "ui_dashboard": ("get", "/", None),
@@ -105,6 +112,13 @@ EXPECTED = {  #        owner other reader nosec viewer curat admin norole anon
     "resource_save":   (201, 403, 403, 201, 403, 201, 201, 403, 401),
     "resource_get":    (200, 404, 200, 200, 200, 200, 200, 403, 401),
     "resource_reveal": (200, 404, 403, 403, 403, 403, 200, 403, 401),
+    # webhooks: curators only (a token needs can_curate, which none of these has); each cell is rolled back
+    "webhooks":          (403, 403, 403, 403, 403, 200, 200, 403, 401),
+    "webhook_subscribe": (403, 403, 403, 403, 403, 201, 201, 403, 401),
+    "webhook_get":       (403, 403, 403, 403, 403, 200, 200, 403, 401),
+    "webhook_change":    (403, 403, 403, 403, 403, 200, 200, 403, 401),
+    "webhook_resend":    (403, 403, 403, 403, 403, 202, 202, 403, 401),
+    "webhook_delete":    (403, 403, 403, 403, 403, 200, 200, 403, 401),
     "schema":          (200, 200, 200, 200, 200, 200, 200, 200, 200),  # public, no data
     "docs":            (200, 200, 200, 200, 200, 200, 200, 200, 200),
     # the curation UI: sessions only (a Bearer token is not a login)
@@ -166,6 +180,12 @@ MCP_TOOLS = {
     "resource_save": ("resource_save", {"id": "code/mcp-{caller}", "title": "t", "scopes": ["org:acme"]}),
     "resource_get": ("resource_get", {"id": "{resource}"}),
     "resource_reveal": ("resource_get", {"id": "{resource}", "reveal": True}),
+    "webhooks": ("webhook_list", {}),
+    "webhook_subscribe": ("webhook_subscribe", {"url": "https://8.8.8.8/hooks/knowhub", "events": ["knowledge.created"]}),
+    "webhook_get": ("webhook_get", {"webhook_id": "{webhook}", "reveal": True}),
+    "webhook_change": ("webhook_change", {"webhook_id": "{webhook}", "active": False}),
+    "webhook_resend": ("webhook_resend", {"webhook_id": "{webhook}", "delivery_id": "{delivery}"}),
+    "webhook_delete": ("webhook_delete", {"webhook_id": "{webhook}"}),
 }
 EXPECTED.update({f"mcp_{name}": tuple(200 if status in (201, 202) else status for status in EXPECTED[name][:len(AGENTS)])
                  + (401,) * (len(SESSIONS) + 1) for name in MCP_TOOLS})
