@@ -232,7 +232,7 @@ def _send(client: httpx.Client, url: httpx.URL, addresses: list[Address], deadli
         pinned = url.copy_with(host=str(address))
         request = httpx.Request(
             method, pinned, content=content,
-            headers={"User-Agent": USER_AGENT, "Accept": "*/*", **(headers or {}), "Host": url.netloc.decode("ascii")},
+            headers=_headers(url, headers),
             extensions={"timeout": httpx.Timeout(remaining).as_dict(),
                         **({"sni_hostname": host} if url.scheme == "https" else {})},
         )
@@ -247,6 +247,14 @@ def _send(client: httpx.Client, url: httpx.URL, addresses: list[Address], deadli
     if last_error is not None and deadline > time.monotonic():
         raise FetchRefused(f"cannot connect to {url.netloc.decode('ascii')}: {last_error}")
     raise FetchRefused(f"fetching {url} timed out")
+
+
+def _headers(url: httpx.URL, given: dict[str, str] | None) -> httpx.Headers:
+    """Ours, overridden by the caller's whatever their case; the Host header always the URL's own."""
+    headers = httpx.Headers({"User-Agent": USER_AGENT, "Accept": "*/*"})
+    headers.update(given or {})
+    headers["Host"] = url.netloc.decode("ascii")
+    return headers
 
 
 def _read(response: httpx.Response, url: httpx.URL, max_bytes: int, deadline: float,

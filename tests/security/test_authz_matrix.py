@@ -79,6 +79,13 @@ ENDPOINTS = {
     "ui_document": ("get", "/documents/{document}/", None),
     "ui_doc_upload": ("post", "/documents/upload/", {}),
     "ui_doc_import": ("post", "/documents/import/", {}),
+    "ui_webhooks": ("get", "/webhooks/", None),
+    "ui_webhook_subscribe": ("post", "/webhooks/subscribe/", {}),
+    "ui_webhook_pause": ("post", "/webhooks/{webhook}/pause/", {}),
+    "ui_webhook_resume": ("post", "/webhooks/{webhook}/resume/", {}),
+    "ui_webhook_secret": ("post", "/webhooks/{webhook}/secret/", {}),
+    "ui_webhook_resend": ("post", "/webhooks/{webhook}/deliveries/{delivery}/resend/", {}),
+    "ui_webhook_delete": ("post", "/webhooks/{webhook}/delete/", {}),
     "ui_audit": ("get", "/audit/", None),
     "admin_index": ("get", "/admin/", None),
     "admin_knowledge": ("get", "/admin/knowledge/knowledge/", None),
@@ -149,6 +156,13 @@ EXPECTED = {  #        owner other reader nosec viewer curat admin norole anon
     "ui_document":     (L, L, L, L, 200, 200, 200, 403, L),
     "ui_doc_upload":   (L, L, L, L, 403, 422, 422, 403, L),
     "ui_doc_import":   (L, L, L, L, 403, 422, 422, 403, L),
+    "ui_webhooks":          (L, L, L, L, 403, 200, 200, 403, L),
+    "ui_webhook_subscribe": (L, L, L, L, 403, 422, 422, 403, L),
+    "ui_webhook_pause":     (L, L, L, L, 403, 200, 200, 403, L),
+    "ui_webhook_resume":    (L, L, L, L, 403, 200, 200, 403, L),
+    "ui_webhook_secret":    (L, L, L, L, 403, 200, 200, 403, L),
+    "ui_webhook_resend":    (L, L, L, L, 403, 200, 200, 403, L),
+    "ui_webhook_delete":    (L, L, L, L, 403, 200, 200, 403, L),
     # the Django admin: staff, then each model's own permission
     "admin_index":       (AL, AL, AL, AL, 200, 200, 200, 200, AL),  # norole: an empty index
     "admin_knowledge":   (AL, AL, AL, AL, 200, 200, 200, 403, AL),
@@ -275,7 +289,8 @@ def test_the_table_covers_every_caller_and_every_curation_url():
     assert all(len(row) == len(CALLERS) for row in EXPECTED.values())
     ui_paths = {ENDPOINTS[e][1].split("?")[0] for e in ENDPOINTS if e.startswith("ui_")}
     placeholders = {"<str:knowledge_id>": "{item}", "<int:number>": "1", "<uuid:job_id>": "{job}",
-                    "<uuid:document_id>": "{document}",
+                    "<uuid:document_id>": "{document}", "<uuid:webhook_id>": "{webhook}",
+                    "<uuid:delivery_id>": "{delivery}",
                     "<path:resource_id>": "{resource}"}
     for pattern in urlpatterns:
         route = "/" + str(pattern.pattern)

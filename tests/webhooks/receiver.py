@@ -16,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class Received:
     headers: dict[str, str]
     body: bytes
+    names: list[str]  # every header name as sent, repeats included
 
     @property
     def json(self) -> dict:
@@ -39,7 +40,8 @@ class Receiver:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("content-length", 0)))
-                receiver.received.append(Received({k.lower(): v for k, v in self.headers.items()}, body))
+                receiver.received.append(Received({k.lower(): v for k, v in self.headers.items()}, body,
+                                                  [k.lower() for k in self.headers.keys()]))
                 status = receiver.statuses.pop(0) if len(receiver.statuses) > 1 else receiver.statuses[0]
                 answer = f"answered {status}".encode()
                 self.send_response(status)

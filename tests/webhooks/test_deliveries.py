@@ -198,3 +198,13 @@ def test_a_bulk_save_announces_each_new_item(carl, receiver, committed):
         reply = agent_client("writer", ["org:acme"]).post("/api/knowledge/bulk", {"items": items}, format="json")
     assert reply.status_code == 200 and reply.json()["succeeded"] == 3
     assert sorted(r.json["data"]["task"] for r in receiver.received) == ["Tip 0", "Tip 1", "Tip 2"]
+
+
+def test_one_user_agent_and_the_receivers_host_are_sent(carl, receiver, committed):
+    subscribe(carl, receiver.url)
+    with committed():
+        services.knowledge_create(acting(), task="t", content="c", types=["tool"], scopes=["org:acme"])
+    [request] = receiver.received
+    assert request.headers["user-agent"] == "KnowHub-webhooks/1" and request.names.count("user-agent") == 1
+    assert request.headers["host"] == receiver.url.split("/")[2]
+    assert request.headers["content-type"] == "application/json"
