@@ -380,3 +380,47 @@ async def knowledge_supersede(ctx: Context, knowledge_id: str, successor_id: str
     """Mark an item superseded by a better one (its owner or a curator token): search skips it, nothing is
     deleted; knowledge_activate brings it back."""
     return await _call(ctx, _op("knowledge_supersede", {"successor_id": successor_id}, knowledge_id=knowledge_id))
+# Webhooks (webhooks.operations): curators subscribe URLs to events; curator tokens only.
+
+@server.tool()
+async def webhook_subscribe(ctx: Context, url: str, events: list[str], scopes: list[str] | None = None,
+                            description: str = "") -> dict[str, Any]:
+    """Subscribe a URL to events (knowledge.created, knowledge.updated, knowledge.merged, knowledge.superseded,
+    knowledge.archived, conflict.raised, feedback.received, job.finished, resource.expiring) in scopes this token
+    reads (default: all of them). The reply holds the signing secret (whsec_...); deliveries are signed as in
+    Standard Webhooks."""
+    return await _call(ctx, _op("webhook_subscribe", _given(url=url, events=events, scopes=scopes,
+                                                            description=description)))
+
+
+@server.tool()
+async def webhook_list(ctx: Context) -> dict[str, Any]:
+    """This token's webhook subscriptions with their state (active, or paused and why)."""
+    return await _call(ctx, _op("webhook_list"))
+
+
+@server.tool()
+async def webhook_get(ctx: Context, webhook_id: str, reveal: bool = False) -> dict[str, Any]:
+    """One subscription with its recent deliveries (status, response code, attempts); reveal=true adds its secret."""
+    return await _call(ctx, _op("webhook_get", {"reveal": reveal}, webhook_id=webhook_id))
+
+
+@server.tool()
+async def webhook_change(ctx: Context, webhook_id: str, url: str | None = None, events: list[str] | None = None,
+                         scopes: list[str] | None = None, description: str | None = None,
+                         active: bool | None = None) -> dict[str, Any]:
+    """Change a subscription; active=false pauses it, active=true resumes a paused one."""
+    data = _given(url=url, events=events, scopes=scopes, description=description, active=active)
+    return await _call(ctx, _op("webhook_change", data, webhook_id=webhook_id))
+
+
+@server.tool()
+async def webhook_delete(ctx: Context, webhook_id: str) -> dict[str, Any]:
+    """Delete a subscription and its delivery log."""
+    return await _call(ctx, _op("webhook_delete", webhook_id=webhook_id))
+
+
+@server.tool()
+async def webhook_resend(ctx: Context, webhook_id: str, delivery_id: str) -> dict[str, Any]:
+    """Send a finished delivery again (same event id and body, a new attempt)."""
+    return await _call(ctx, _op("webhook_resend", webhook_id=webhook_id, delivery_id=delivery_id))

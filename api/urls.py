@@ -8,6 +8,7 @@ from api.jobs import JobDetailApi
 from api.resources import ResourceCollectionApi, ResourceDetailApi
 from api.documents import DocumentCollectionApi, DocumentDetailApi
 from api.transfer import ExportApi, ImportApi
+from api.webhooks import WebhookCollectionApi, WebhookDetailApi, WebhookResendApi
 
 
 class SegmentConverter:
@@ -58,6 +59,10 @@ urlpatterns = [
     path("documents/<segment:document_id>", DocumentDetailApi.as_view(), name="document-detail"),
     path("export", ExportApi.as_view(), name="export"),
     path("import", ImportApi.as_view(), name="import"),
+    path("webhooks", WebhookCollectionApi.as_view(), name="webhook-collection"),
+    path("webhooks/<segment:webhook_id>", WebhookDetailApi.as_view(), name="webhook-detail"),
+    path("webhooks/<segment:webhook_id>/deliveries/<segment:delivery_id>/resend", WebhookResendApi.as_view(),
+         name="webhook-resend"),
     path("resource", ResourceCollectionApi.as_view(), name="resource-collection"),
     path("resource/<nulfree_path:resource_id>", ResourceDetailApi.as_view(), name="resource-detail"),
     # Last: any other /api/ path is a JSON 404 (/api/schema and /api/docs keep their slash redirect).

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from curation.browse import with_quality
 from jobs.models import Job
-from knowledge.models import FeedbackCase, Knowledge, KnowledgeVersion
+from knowledge.models import Conflict, FeedbackCase, Knowledge, KnowledgeVersion
 from knowledge.search_log import weekly_trend
 from knowledge.slim import slim_proposals_pending
 from resources.models import Resource
@@ -32,6 +32,7 @@ def attention() -> dict:
         "lowest_quality": list(active.order_by("quality", "-updated_at")[:ATTENTION]),
         "expiring": list(Resource.objects.filter(expires_at__lte=soon).order_by("expires_at")[:ATTENTION]),
         "proposals": len(slim_proposals_pending()),
+        "conflicts": Conflict.objects.filter(status=Conflict.Status.OPEN).count(),
         "failed_jobs": list(Job.objects.filter(status=Job.Status.FAILED).order_by("-finished_at")[:ATTENTION]),
     }
 

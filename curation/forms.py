@@ -3,6 +3,7 @@ import json
 
 from django import forms
 
+from core.events import EVENT_TYPES
 from knowledge.limits import CONTENT_MAX, EVOLVE_FEEDBACK_MAX, NOTE_MAX, REASON_MAX, TASK_MAX
 from knowledge.models import KnowledgeType
 from knowledge.search.filters import FilterError, parse_filter
@@ -188,6 +189,21 @@ class ImportForm(forms.Form):
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("auto_id", "import_%s")  # ids apart from the upload form's on the same page
         super().__init__(*args, **kwargs)
+
+    def clean_scopes(self):
+        return split_list(self.cleaned_data["scopes"])
+
+
+class WebhookForm(forms.Form):
+    """A URL subscribed to events (the webhook_subscribe operation checks the URL and the scopes further)."""
+
+    url = forms.CharField(max_length=2000, label="URL", help_text="https://… receiving a signed POST per event",
+                          widget=forms.TextInput(attrs={"placeholder": "https://ci.example.com/knowhub"}))
+    events = forms.MultipleChoiceField(choices=[(t, t) for t in EVENT_TYPES], widget=forms.CheckboxSelectMultiple)
+    scopes = forms.CharField(required=False, max_length=500,
+                             help_text="comma-separated, e.g. org:acme; empty: every scope",
+                             widget=forms.TextInput(attrs={"list": "known-scopes", "placeholder": "org:acme"}))
+    description = forms.CharField(required=False, max_length=200)
 
     def clean_scopes(self):
         return split_list(self.cleaned_data["scopes"])

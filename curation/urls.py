@@ -1,6 +1,8 @@
 from django.urls import path
 
-from curation.views import audit, conflicts, dashboard, documents, evolve, knowledge, playground, resources, review, versions
+from curation.views import (
+    audit, conflicts, dashboard, documents, evolve, knowledge, playground, resources, review, versions, webhooks,
+)
 
 app_name = "curation"
 
@@ -35,6 +37,14 @@ urlpatterns = [
     path("documents/upload/", documents.document_upload, name="document_upload"),
     path("documents/import/", documents.document_import, name="document_import"),
     path("documents/<uuid:document_id>/", documents.document_detail, name="document_detail"),
+    path("webhooks/", webhooks.webhooks, name="webhooks"),
+    path("webhooks/subscribe/", webhooks.webhook_subscribe, name="webhook_subscribe"),
+    path("webhooks/<uuid:webhook_id>/pause/", webhooks.webhook_pause, name="webhook_pause"),
+    path("webhooks/<uuid:webhook_id>/resume/", webhooks.webhook_resume, name="webhook_resume"),
+    path("webhooks/<uuid:webhook_id>/delete/", webhooks.webhook_delete, name="webhook_delete"),
+    path("webhooks/<uuid:webhook_id>/secret/", webhooks.webhook_secret, name="webhook_secret"),
+    path("webhooks/<uuid:webhook_id>/deliveries/<uuid:delivery_id>/resend/", webhooks.webhook_resend,
+         name="webhook_resend"),
     path("playground/", playground.playground, name="playground"),
     path("audit/", audit.audit, name="audit"),
 ]

@@ -55,18 +55,26 @@ def fetch(url: str, *, max_bytes: int, timeout: float, max_redirects: int = 5, a
     if max_bytes <= 0 or timeout <= 0 or max_redirects < 0:
         raise ValueError("max_bytes and timeout must be positive and max_redirects at least 0")
     hosts, networks = _parse_allow([allow] if isinstance(allow, str) else list(allow))
-    # The deadline holds whatever the server does: the fetch runs in a daemon thread the caller waits for
-    # at most `timeout` seconds. httpx's own timeouts apply per operation (a server trickling one byte a
-    # second never trips them) and getaddrinfo has none; the thread, abandoned at the deadline, stops at its
-    # next chunk (`cancelled`) or when its own per-operation timeout, set to the time that was left, expires.
+    return _within_deadline(
+        lambda deadline, cancelled: _fetch(url, max_bytes, deadline, max_redirects, hosts, networks, cancelled),
+        timeout, f"fetching {url}")
+
+
+def _within_deadline(work, timeout: float, what: str):
+    """`work(deadline, cancelled)`'s result, or FetchRefused once `timeout` seconds have passed.
+
+    The deadline holds whatever the server does: the work runs in a daemon thread the caller waits for
+    at most `timeout` seconds. httpx's own timeouts apply per operation (a server trickling one byte a
+    second never trips them) and getaddrinfo has none; the thread, abandoned at the deadline, stops at its
+    next chunk (`cancelled`) or when its own per-operation timeout, set to the time that was left, expires.
+    """
     cancelled = threading.Event()
     outcome: dict[str, object] = {}
-
     deadline = time.monotonic() + timeout
 
     def run() -> None:
         try:
-            outcome["fetched"] = _fetch(url, max_bytes, deadline, max_redirects, hosts, networks, cancelled)
+            outcome["done"] = work(deadline, cancelled)
         except BaseException as exc:  # handed to the caller below
             outcome["error"] = exc
 
@@ -75,10 +83,10 @@ def fetch(url: str, *, max_bytes: int, timeout: float, max_redirects: int = 5, a
     worker.join(max(deadline - time.monotonic(), 0))
     if worker.is_alive():
         cancelled.set()
-        raise FetchRefused(f"fetching {url} timed out after {timeout:g} seconds")
+        raise FetchRefused(f"{what} timed out after {timeout:g} seconds")
     if "error" in outcome:
         raise outcome["error"]  # type: ignore[misc]
-    return outcome["fetched"]  # type: ignore[return-value]
+    return outcome["done"]
 
 
 def _parse_allow(entries: list[str]) -> tuple[set[str], list[Network]]:
@@ -205,8 +213,10 @@ def _non_public(address: Address) -> str | None:
     return None
 
 
-def _send(client: httpx.Client, url: httpx.URL, addresses: list[Address], deadline: float) -> httpx.Response:
-    """Send the GET to the checked addresses, in order, until one accepts the connection.
+def _send(client: httpx.Client, url: httpx.URL, addresses: list[Address], deadline: float, *, method: str = "GET",
+          content: bytes | None = None, headers: dict[str, str] | None = None) -> httpx.Response:
+    """Send the request (a GET unless `method` says otherwise) to the checked addresses, in order, until one accepts
+    the connection.
 
     Pinning: the request URL names the checked IP address, so no second DNS lookup (which a rebinding DNS
     server could answer differently) ever happens; the Host header keeps the original host[:port], and for
@@ -221,8 +231,8 @@ def _send(client: httpx.Client, url: httpx.URL, addresses: list[Address], deadli
             break
         pinned = url.copy_with(host=str(address))
         request = httpx.Request(
-            "GET", pinned,
-            headers={"Host": url.netloc.decode("ascii"), "User-Agent": USER_AGENT, "Accept": "*/*"},
+            method, pinned, content=content,
+            headers=_headers(url, headers),
             extensions={"timeout": httpx.Timeout(remaining).as_dict(),
                         **({"sni_hostname": host} if url.scheme == "https" else {})},
         )
@@ -237,6 +247,14 @@ def _send(client: httpx.Client, url: httpx.URL, addresses: list[Address], deadli
     if last_error is not None and deadline > time.monotonic():
         raise FetchRefused(f"cannot connect to {url.netloc.decode('ascii')}: {last_error}")
     raise FetchRefused(f"fetching {url} timed out")
+
+
+def _headers(url: httpx.URL, given: dict[str, str] | None) -> httpx.Headers:
+    """Ours, overridden by the caller's whatever their case; the Host header always the URL's own."""
+    headers = httpx.Headers({"User-Agent": USER_AGENT, "Accept": "*/*"})
+    headers.update(given or {})
+    headers["Host"] = url.netloc.decode("ascii")
+    return headers
 
 
 def _read(response: httpx.Response, url: httpx.URL, max_bytes: int, deadline: float,
@@ -281,3 +299,42 @@ def check_url(url: str, *, allow: Iterable[str] = ()) -> str:
     _resolve(host, parsed.port or (443 if parsed.scheme == "https" else 80), networks,
              checked=host.lower().rstrip(".") not in hosts)
     return str(parsed)
+
+
+@dataclass(frozen=True)
+class Posted:
+    status_code: int
+    body: bytes  # at most `max_response_bytes` of the response body
+
+
+def post(url: str, *, content: bytes, headers: dict[str, str], timeout: float, allow: Iterable[str] = (),
+         max_response_bytes: int = 4096) -> Posted:
+    """POST `content` to `url` under `fetch`'s rules (scheme, no credentials, public or allowed addresses, the
+    checked address pinned, one deadline); redirects are not followed (a webhook receiver answers, it does not
+    send us elsewhere). Any answer is returned, whatever its status, with the start of its body; FetchRefused
+    when the URL is refused or no answer came."""
+    if timeout <= 0 or max_response_bytes < 0:
+        raise ValueError("timeout must be positive and max_response_bytes at least 0")
+    hosts, networks = _parse_allow([allow] if isinstance(allow, str) else list(allow))
+
+    def send(deadline: float, cancelled: threading.Event) -> Posted:
+        target = _checked_url(url)
+        host = target.raw_host.decode("ascii")
+        addresses = _resolve(host, target.port or (443 if target.scheme == "https" else 80), networks,
+                             checked=host.lower().rstrip(".") not in hosts)
+        with httpx.Client(verify=_ssl_context(os.environ.get("SSL_CERT_FILE") or certifi.where()),
+                          trust_env=False, follow_redirects=False) as client:
+            response = _send(client, target, addresses, deadline, method="POST", content=content, headers=headers)
+            try:
+                body = b""
+                for part in response.iter_bytes():
+                    body += part
+                    if len(body) >= max_response_bytes or cancelled.is_set() or time.monotonic() > deadline:
+                        break
+            except httpx.HTTPError:
+                pass  # the status is the answer; a body cut short is only a shorter log line
+            finally:
+                response.close()
+            return Posted(status_code=response.status_code, body=body[:max_response_bytes])
+
+    return _within_deadline(send, timeout, f"posting to {url}")

@@ -16,6 +16,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from core import events
 from jobs.kinds import task_for
 from jobs.models import Job, WorkerHeartbeat
 
@@ -76,12 +77,26 @@ def job_progress(*, job_id, progress: dict, attempt: int | None = None) -> bool:
 
 def job_succeed(*, job_id, result, attempt: int | None = None) -> bool:
     """A running job finished with `result`; False when it was not running (or not under this attempt)."""
-    return _move(job_id, Job.Status.SUCCEEDED, attempt=attempt, result=result, finished_at=timezone.now())
+    moved = _move(job_id, Job.Status.SUCCEEDED, attempt=attempt, result=result, finished_at=timezone.now())
+    if moved:
+        _announce_finished(job_id)
+    return moved
 
 
 def job_fail(*, job_id, error: str, attempt: int | None = None) -> bool:
     """A queued or running job failed with `error` (kept to 2,000 characters); False when it had finished already."""
-    return _move(job_id, Job.Status.FAILED, attempt=attempt, error=error[:2000], finished_at=timezone.now())
+    moved = _move(job_id, Job.Status.FAILED, attempt=attempt, error=error[:2000], finished_at=timezone.now())
+    if moved:
+        _announce_finished(job_id)
+    return moved
+
+
+def _announce_finished(job_id) -> None:
+    """job.finished, without scopes: who may see it is who may read the job (`Job.objects.visible_to`)."""
+    job = Job.objects.filter(pk=job_id).values("id", "kind", "status", "subject", "requested_by", "error").get()
+    events.emit(events.JOB_FINISHED, scopes=None, data={
+        "job_id": str(job["id"]), "kind": job["kind"], "status": job["status"], "subject": job["subject"],
+        "requested_by": job["requested_by"], "error": job["error"][:300]})
 
 
 def job_annotate(*, job_id, **result) -> bool:

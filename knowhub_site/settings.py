@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "resources",
     "jobs",
     "ingest",
+    "webhooks",
     "curation",
     "api",
 ]
@@ -146,6 +147,7 @@ CELERY_BEAT_SCHEDULE = {
     # saves are embedded by the worker; this sweep catches any whose message was lost (broker down)
     "embed-pending": {"task": "knowledge.tasks.embed_pending", "schedule": float(env_int("KNOWHUB_EMBED_SWEEP_SECONDS", 15))},
     "forget-search-logs": {"task": "knowledge.tasks.forget_search_logs", "schedule": 3600.0},
+    "resend-stale-webhook-deliveries": {"task": "webhooks.tasks.resend_stale_deliveries", "schedule": 60.0},
 }
 # A worker counts as alive while its heartbeat row is younger than this.
 KNOWHUB_WORKER_STALE_SECONDS = env_int("KNOWHUB_WORKER_STALE_SECONDS", 30)
@@ -174,6 +176,18 @@ KNOWHUB_FETCH_TIMEOUT_SECONDS = env_int("KNOWHUB_FETCH_TIMEOUT_SECONDS", 20)
 # Hosts, addresses or networks a document URL may point at although they are private or loopback
 # (e.g. "wiki.internal,10.1.0.0/16"); none by default.
 KNOWHUB_FETCH_ALLOW = env_list("KNOWHUB_FETCH_ALLOW", [])
+
+# --- Webhooks -------------------------------------------------------------------
+# Hosts, addresses or networks a webhook URL may point at although they are private or loopback (added to
+# KNOWHUB_FETCH_ALLOW, which webhooks honour too); none by default.
+KNOWHUB_WEBHOOK_ALLOW = env_list("KNOWHUB_WEBHOOK_ALLOW", [])
+# A failed delivery is tried again after each of these delays (seconds), then counts as failed.
+KNOWHUB_WEBHOOK_RETRY_DELAYS = [int(s) for s in env_list("KNOWHUB_WEBHOOK_RETRY_DELAYS", ["10", "60", "300", "1800", "7200"])]
+KNOWHUB_WEBHOOK_TIMEOUT_SECONDS = env_int("KNOWHUB_WEBHOOK_TIMEOUT_SECONDS", 10)
+# A subscription is paused after this many deliveries in a row failed (every retry used up).
+KNOWHUB_WEBHOOK_PAUSE_AFTER = env_int("KNOWHUB_WEBHOOK_PAUSE_AFTER", 5)
+# `resource.expiring` is announced once for each resource whose expiry is this close.
+KNOWHUB_RESOURCE_EXPIRING_DAYS = env_int("KNOWHUB_RESOURCE_EXPIRING_DAYS", 3)
 
 # --- LLM and embeddings -------------------------------------------------------
 OPENAI_API_KEY = env_str("OPENAI_API_KEY")

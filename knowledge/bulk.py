@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from core import events
 from knowledge.errors import KnowledgeIdConflictError
 from knowledge.ids import new_knowledge_id
 from knowledge.models import FeedbackCase, Knowledge, KnowledgeResource
@@ -72,6 +73,7 @@ def knowledge_bulk_create(
     FeedbackCase.objects.bulk_create(cases, batch_size=INSERT_BATCH)
     for item in items:
         item.__dict__.pop("search_document", None)  # the expression it was inserted with; read back on access
+        events.emit(events.KNOWLEDGE_CREATED, scopes=item.scopes, data=events.knowledge_data(item, by=caller.principal))
     if vectors is not None and items:
         indexing.vector.ensure_index(model_name, len(items[0].embedding))
     elif embed and items:

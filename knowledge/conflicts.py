@@ -18,6 +18,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from core import events
 from knowledge import llm, slim
 from knowledge.errors import KnowledgeStateError
 from knowledge.models import Conflict, Knowledge, KnowledgeStatus, MergeProposal, SlimRejection
@@ -116,13 +117,17 @@ def _detect(item: Knowledge) -> list[Conflict]:
 
 def _record(item, other, *, kind, explanation, model, similarity) -> Conflict:
     first, second = _ordered(item.id, other.id)
-    conflict, _ = Conflict.objects.update_or_create(
+    conflict, created = Conflict.objects.update_or_create(
         first_id=first, second_id=second,
         defaults={"kind": kind, "explanation": explanation, "model": model, "similarity": similarity,
                   "detected_for": item.id, "updated_at": timezone.now()},
         create_defaults={"kind": kind, "explanation": explanation, "model": model, "similarity": similarity,
                          "detected_for": item.id},
     )
+    if created:
+        events.emit(events.CONFLICT_RAISED, scopes=sorted(set(item.scopes) & set(other.scopes)), data={
+            "conflict_id": conflict.id, "kind": kind, "first_id": first, "second_id": second,
+            "detected_for": item.id, "explanation": explanation[:300]})
     return conflict
 
 

@@ -8,6 +8,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from core import events
 from knowledge.models import FeedbackCase, Knowledge
 
 MAX_CASE_KEYS = 20
@@ -36,6 +37,11 @@ def feedback_record(caller, *, knowledge_id: str, helpful: bool, case: dict | No
         knowledge_id=knowledge_id, kind=kind, case=normalize_case(case, reported_by=reported_by), reported_by=reported_by,
         search_id=search_id,
     )
+    # the case itself is the reporter's free text: the event names the item and the verdict only
+    scopes = Knowledge.objects.filter(pk=knowledge_id).values_list("scopes", flat=True).get()
+    events.emit(events.FEEDBACK_RECEIVED, scopes=scopes, data={
+        "knowledge_id": knowledge_id, "kind": kind, "reported_by": reported_by,
+        "search_id": None if search_id is None else str(search_id)})
 
 
 def score_set(caller, *, knowledge_id: str, score: int) -> None:

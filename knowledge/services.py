@@ -11,6 +11,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from rest_framework.exceptions import PermissionDenied
 
+from core import events
 from knowledge.errors import KnowledgeIdConflictError, KnowledgeStateError, ResourceScopeError, UnknownResourceError
 from knowledge.ids import MAX_SUFFIX_LENGTH, SUFFIX_LENGTH, new_knowledge_id
 from knowledge.models import FeedbackCase, Knowledge, KnowledgeResource, KnowledgeVersion
@@ -109,6 +110,7 @@ def knowledge_create(
     indexing.index_keywords(item=item)
     if embed:
         transaction.on_commit(lambda: indexing.embed_later(knowledge_ids=[item.id]))
+    events.emit(events.KNOWLEDGE_CREATED, scopes=item.scopes, data=events.knowledge_data(item, by=caller.principal))
     return item
 
 
@@ -223,6 +225,8 @@ def knowledge_edit(
         transaction.on_commit(lambda: indexing.embed_later(knowledge_ids=[item.id]))
     item.save(update_fields=fields)
     indexing.index_keywords(item=item)
+    events.emit(events.KNOWLEDGE_UPDATED, scopes=item.scopes,
+                data=events.knowledge_data(item, changed=sorted(changes), reason=reason[:200], by=caller.principal))
     return item
 
 
@@ -262,6 +266,8 @@ def knowledge_set_status(caller, *, knowledge_id: str, status: str) -> Knowledge
                                   "made active (a merged item comes back through unmerge)", field="status")
     item.status, item.updated_at = status, timezone.now()
     item.save(update_fields=["status", "updated_at"])
+    kind = events.KNOWLEDGE_ARCHIVED if status == Knowledge.Status.ARCHIVED else events.KNOWLEDGE_UPDATED
+    events.emit(kind, scopes=item.scopes, data=events.knowledge_data(item, changed=["status"], by=caller.principal))
     return item
 
 
@@ -285,5 +291,9 @@ def knowledge_change_fields(caller, *, knowledge_id: str, changes: Mapping, reas
     plain = {name: changes[name] for name in PLAIN_FIELDS if name in changes}
     if plain:
         Knowledge.objects.filter(pk=knowledge_id).update(**plain, updated_at=timezone.now())
-    return Knowledge.objects.get(pk=knowledge_id)
+    item = Knowledge.objects.get(pk=knowledge_id)
+    if plain:
+        events.emit(events.KNOWLEDGE_UPDATED, scopes=item.scopes,
+                    data=events.knowledge_data(item, changed=sorted(plain), reason=reason[:200], by=caller.principal))
+    return item
 

@@ -20,6 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents.caller import Caller
+from core import events
 from jobs.models import Job
 from jobs.services import job_claim, job_create, job_progress, job_succeed
 from knowledge import llm, services
@@ -123,6 +124,8 @@ def merge_group(caller, ids: list[str], *, text: dict) -> Knowledge:
         harmful_history=[c.case for c in cases if c.kind == "harmful"],
     )
     Knowledge.objects.filter(pk__in=ids).update(status=KnowledgeStatus.MERGED, merged_into=merged, updated_at=timezone.now())
+    events.emit(events.KNOWLEDGE_MERGED, scopes=merged.scopes,
+                data=events.knowledge_data(merged, merged_ids=[k.id for k in items], by=caller.principal))
     return merged
 
 
@@ -137,6 +140,9 @@ def knowledge_unmerge(caller, *, merged_id: str) -> list[str]:
         raise ValueError(f"{merged_id} is not the result of a merge")
     Knowledge.objects.filter(pk__in=originals).update(status=KnowledgeStatus.ACTIVE, merged_into=None, updated_at=timezone.now())
     Knowledge.objects.filter(pk=merged.pk).update(status=KnowledgeStatus.ARCHIVED, updated_at=timezone.now())
+    merged.status = KnowledgeStatus.ARCHIVED
+    events.emit(events.KNOWLEDGE_ARCHIVED, scopes=merged.scopes,
+                data=events.knowledge_data(merged, restored_ids=originals, by=caller.principal))
     return originals
 
 

@@ -7,6 +7,7 @@ asked (`include_superseded`), and the successor lists what it replaced (`superse
 from django.db import transaction
 from django.utils import timezone
 
+from core import events
 from knowledge.errors import KnowledgeStateError
 from knowledge.models import Knowledge, KnowledgeStatus
 from knowledge.services import require_write_any
@@ -28,6 +29,8 @@ def knowledge_supersede(caller, *, knowledge_id: str, successor_id: str) -> Know
         raise KnowledgeStateError(f"{successor.id} is {successor.status}; the successor must be active", field="successor_id")
     item.status, item.superseded_by, item.updated_at = KnowledgeStatus.SUPERSEDED, successor, timezone.now()
     item.save(update_fields=["status", "superseded_by", "updated_at"])
+    events.emit(events.KNOWLEDGE_SUPERSEDED, scopes=item.scopes,
+                data=events.knowledge_data(item, superseded_by=successor.id, by=caller.principal))
     return item
 
 
@@ -40,4 +43,6 @@ def knowledge_unsupersede(caller, *, knowledge_id: str) -> Knowledge:
         raise KnowledgeStateError(f"{item.id} is {item.status}, not superseded", field="knowledge_id")
     item.status, item.superseded_by, item.updated_at = KnowledgeStatus.ACTIVE, None, timezone.now()
     item.save(update_fields=["status", "superseded_by", "updated_at"])
+    events.emit(events.KNOWLEDGE_UPDATED, scopes=item.scopes,
+                data=events.knowledge_data(item, changed=["status"], reason="no longer superseded", by=caller.principal))
     return item

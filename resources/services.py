@@ -4,6 +4,9 @@ Every function takes the caller (agents.caller.Caller) first: the owner, who rep
 who saw a secret come from it, a new resource's scopes pass its write check, and a reveal is refused
 to a caller without the right to read secrets, whichever entry point asked.
 """
+import hashlib
+from datetime import timedelta
+
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from rest_framework.exceptions import PermissionDenied
@@ -126,6 +129,24 @@ def resources_mark_expired() -> list[str]:
     due = Resource.objects.filter(expires_at__lte=timezone.now(), is_expired=False)
     ids = list(due.values_list("id", flat=True))
     Resource.objects.filter(pk__in=ids).update(is_expired=True)
+    return ids
+
+
+def resources_announce_expiring(*, within: timedelta) -> list[str]:
+    """Announce `resource.expiring` for each resource whose expiry falls within `within` from now; returns their ids.
+
+    Run by every periodic check, so each announcement has a stable event id (the resource and its expiry):
+    a listener keeps one delivery per id, and a resource saved with a new expiry is announced again."""
+    from core import events
+
+    now = timezone.now()
+    due = Resource.objects.filter(expires_at__gt=now, expires_at__lte=now + within, is_expired=False)
+    ids = []
+    for resource_id, scopes, expires_at, content_type in due.values_list("id", "scopes", "expires_at", "content_type"):
+        digest = hashlib.sha256(f"{resource_id}\n{expires_at.isoformat()}".encode()).hexdigest()[:32]
+        events.emit(events.RESOURCE_EXPIRING, scopes=scopes, event_id=f"msg_expiring_{digest}", data={
+            "resource_id": resource_id, "content_type": content_type, "expires_at": expires_at.isoformat()})
+        ids.append(resource_id)
     return ids
 
 

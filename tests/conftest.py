@@ -121,6 +121,8 @@ def llm_worker(fake_openai, django_db_setup, django_db_blocker):
 # Each entry costs seconds to minutes of subprocesses or waiting; a listed module must exist and a listed
 # test must be defined in it, or the run stops (a stale entry would quietly slow the fast suite down).
 SLOW_TESTS = [
+    # Conflict detection through a real worker of its own (detection on): a save over the API raises a conflict.
+    "tests/knowledge/test_conflicts.py::test_a_save_through_the_api_raises_a_conflict_through_the_real_worker",
     # Fault injection: a real Celery worker against a loopback LLM that fails, stalls or answers junk,
     # retried with backoff (~3.5 min).
     "tests/faults/test_llm_faults.py",
@@ -164,6 +166,7 @@ SLOW_TESTS = [
     "tests/knowhub_site/test_healthz.py::test_healthz_is_ok_with_a_real_worker_running",
     "tests/knowhub_site/test_healthz.py::test_a_stopped_worker_clears_its_heartbeat_and_healthz_names_it",
     "tests/knowhub_site/test_healthz.py::test_a_worker_on_redis_reports_in",
+    "tests/webhooks/test_worker.py",
 ]
 SLOW_MARKERS = ("e2e", "browser")
 

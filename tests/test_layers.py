@@ -1,4 +1,4 @@
-"""The apps' layering holds (issue 15): core <- agents <- jobs <- resources <- knowledge <- api | curation."""
+"""The apps' layering holds (issue 15): core <- agents <- jobs <- resources <- knowledge <- ingest <- webhooks <- api | curation."""
 import subprocess
 import sys
 from pathlib import Path

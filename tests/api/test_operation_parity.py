@@ -36,6 +36,9 @@ NOT_AN_OPENAI_TOOL = {
                                           "merge_approve", "merge_reject", "evolve_rollback", "evolve_accept",
                                           "evolve_reject", "knowledge_supersede", "conflict_list", "conflict_get",
                                           "conflict_resolve", "conflict_reopen")},
+    **{name: "webhooks are set up by a person or a curator agent's own code, not by a working agent's model"
+       for name in ("webhook_subscribe", "webhook_list", "webhook_get", "webhook_change", "webhook_delete",
+                    "webhook_resend")},
 }
 
 

@@ -6,7 +6,7 @@ from django.utils import timezone
 from agents.services import agent_token_create
 from jobs.models import Job
 from knowledge import feedback, services, slim
-from knowledge.models import FeedbackCase
+from knowledge.models import Conflict, FeedbackCase
 from knowledge.search.indexing import embed_items
 from tests.factories import make_knowledge, make_resource
 from tests.callers import acting
@@ -24,6 +24,8 @@ ITEMS = [
      {"domain": "http"}, 2),
     ("Scrape site B with requests", "Reuse the exported cookies in a requests.Session and rotate proxies.", ["tool"],
      {"domain": "scraping"}, 3),
+    ("Retry HTTP calls that fail", "Retry every failed request, 4xx included, three times without waiting.", ["strategy"],
+     {"domain": "http"}, 3),
 ]
 
 
@@ -50,5 +52,10 @@ def make_demo() -> dict:
                                       "task": "Log in to site A with Selenium",
                                       "content": "Use undetected_chromedriver and pause randomly (1-3 s) between steps."}}]})
     slim.store_proposal(proposal.result["groups"][0]["ids"], proposal.result["groups"][0]["proposal"], job_id=proposal.id)
+    first, second = sorted([items[4].id, items[6].id])  # the two retry items give opposite advice
+    Conflict.objects.create(first_id=first, second_id=second, kind="contradiction", detected_for=items[6].id,
+                            model="demo", similarity=0.83, explanation=(
+                                "One never retries 4xx and backs off exponentially; the other retries 4xx at once, "
+                                "three times: following one means not following the other."))
     token, _ = agent_token_create(agent_id="research_agent", readable_scopes=["org:acme"])
     return {"items": items, "secret": secret, "proposal": proposal, "token": token}

@@ -12,7 +12,7 @@ from curation.screenshots import DESKTOP, PHONE, capture, log_in
 from knowledge.models import Knowledge, SlimRejection
 from tests.conftest import REPO_ROOT
 from tests.curation.conftest import checked_page
-from tests.curation.demo import make_demo
+from tests.curation.demo import ITEMS, make_demo
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 PASSWORD = "pw-for-browser-tests"
@@ -37,7 +37,7 @@ def test_log_in_search_and_filter(page, live_server, demo):
     page.fill("#id_password", PASSWORD)
     page.click("button[type=submit]")
     page.wait_for_url(f"{live_server.url}/knowledge/")
-    assert page.locator("#results li").count() == 6
+    assert page.locator("#results li").count() == len(ITEMS)
 
     page.evaluate("window.notReloaded = true")
     page.fill("#id_q", "invoices ledger")  # live: no submit, htmx fires after the debounce
@@ -112,11 +112,13 @@ def test_screenshots_of_the_main_pages(page, live_server, demo, tmp_path, django
         "knowledge-list": "/knowledge/?q=selenium+login&sort=relevance",
         "knowledge-detail": f"/knowledge/{item.id}/?q=selenium+login",
         "review": "/review/",
+        "conflicts": "/conflicts/",
         "resource-detail": f"/resources/{demo['secret'].id}/",
         "playground": f"/playground/?token={demo['token'].pk}&q=selenium+login&top_k=3&min_score=3&rank=quality",
     }
     saved = capture(page, live_server.url, out, pages)
     page.set_viewport_size(PHONE)
-    saved += capture(page, live_server.url, out, {"phone-knowledge-list": "/knowledge/?types=tool"})
+    saved += capture(page, live_server.url, out, {"phone-knowledge-list": "/knowledge/?types=tool", "phone-dashboard": "/",
+                                                  "phone-knowledge-detail": f"/knowledge/{item.id}/"})
     assert all(p.stat().st_size > 10_000 for p in saved)
     assert "DEMO-SECRET-123" not in page.content()

@@ -48,6 +48,12 @@ def test_a_curator_gets_the_actions_and_settled_conflicts_move_to_their_tab(djan
     assert again.status_code == 409 and "already kept_both" in again.content.decode()
 
 
+def test_the_dashboard_counts_open_conflicts(django_user_model):
+    a_conflict()
+    page = signed_in(django_user_model, "viewer", "vera").get("/").content.decode()
+    assert "1 open conflict between items" in page
+
+
 def test_the_item_page_links_its_open_conflicts(django_user_model):
     conflict = a_conflict()
     page = signed_in(django_user_model, "viewer", "vera").get(f"/knowledge/{conflict.first_id}/").content.decode()

@@ -239,15 +239,15 @@ def test_a_save_through_the_api_raises_a_conflict_through_the_real_worker(fake_o
     agent = agent_client("research_agent", ["org:acme"])
     first = agent.post("/api/knowledge", {"task": PROBE_SAYS_NO[0], "content": PROBE_SAYS_NO[1], "types": ["strategy"]},
                        format="json").json()
-    wait_for(lambda: Knowledge.objects.get(pk=first["id"]).embedding is not None, timeout=60, message="first vector")
+    wait_for(lambda: Knowledge.objects.get(pk=first["id"]).embedding is not None, timeout=180, message="first vector")
     fake_openai.reply_json({"relation": "contradiction", "explanation": "opposite advice on the probe"})
     second = agent.post("/api/knowledge", {"task": PROBE_SAYS_YES[0], "content": PROBE_SAYS_YES[1], "types": ["strategy"]},
                         format="json").json()
-    conflict = wait_for(lambda: Conflict.objects.first(), timeout=60, message="the conflict")
+    conflict = wait_for(lambda: Conflict.objects.first(), timeout=120, message="the conflict")
     assert {conflict.first_id, conflict.second_id} == {first["id"], second["id"]}
     assert (conflict.kind, conflict.explanation) == ("contradiction", "opposite advice on the probe")
     # whichever item's detection found the pair first, the other's does not judge it again
-    wait_for(lambda: Knowledge.objects.get(pk=second["id"]).embedding is not None, timeout=60, message="second vector")
+    wait_for(lambda: Knowledge.objects.get(pk=second["id"]).embedding is not None, timeout=120, message="second vector")
     import time
     time.sleep(3)
     assert len([r for r in fake_openai.requests if "knowledge_relation" in str(r["body"].get("response_format"))]) == 1

@@ -48,6 +48,7 @@ def _seed_org(scope: str, owner: str):
     from jobs.models import Job
     from knowledge import services
     from tests.factories import make_knowledge, make_resource
+    from webhooks.models import Delivery, Subscription
 
     item = make_knowledge(task="Deploy to the staging site", content=f"first draft {MARKERS[scope]}",
                           scopes=[scope], owner=owner, tags={"marker": MARKERS[scope]})
@@ -67,8 +68,13 @@ def _seed_org(scope: str, owner: str):
     first, second = sorted([item.id, rival.id])
     conflict = Conflict.objects.create(first_id=first, second_id=second, kind="contradiction", detected_for=rival.id,
                                        explanation=f"opposite advice {MARKERS[scope]}")
+    hook = Subscription.objects.create(url=f"https://8.8.8.8/hooks/{name}", event_types=["knowledge.created"],
+                                       scopes=[scope], created_by="user:curator-user")
+    delivery = Delivery.objects.create(subscription=hook, event_id=f"msg_seed_{name}", event_type="knowledge.created",
+                                       payload={"type": "knowledge.created", "data": {}}, status="failed", attempts=1,
+                                       response_status=500)
     return {"item": item.id, "job": str(job.id), "resource": f"credentials/{name}-site", "document": str(document.id),
-            "conflict": str(conflict.id)}
+            "conflict": str(conflict.id), "webhook": str(hook.id), "delivery": str(delivery.id)}
 
 
 @pytest.fixture(scope="module")

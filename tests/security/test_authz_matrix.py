@@ -52,6 +52,13 @@ ENDPOINTS = {
     "resource_save": ("post", "/api/resource", {"id": "code/new", "title": "t", "scopes": ["org:acme"]}),
     "resource_get": ("get", "/api/resource/{resource}", None),
     "resource_reveal": ("get", "/api/resource/{resource}?reveal=true", None),
+    "webhooks": ("get", "/api/webhooks", None),
+    "webhook_subscribe": ("post", "/api/webhooks", {"url": "https://8.8.8.8/hooks/knowhub", "events": ["knowledge.created"],
+                                                    "scopes": ["org:acme"]}),
+    "webhook_get": ("get", "/api/webhooks/{webhook}?reveal=true", None),
+    "webhook_change": ("patch", "/api/webhooks/{webhook}", {"active": False}),
+    "webhook_resend": ("post", "/api/webhooks/{webhook}/deliveries/{delivery}/resend", {}),
+    "webhook_delete": ("delete", "/api/webhooks/{webhook}", None),
     "schema": ("get", "/api/schema/", None),
     "docs": ("get", "/api/docs/", None),
     "ui_dashboard": ("get", "/", None),
@@ -86,6 +93,13 @@ ENDPOINTS = {
     "ui_document": ("get", "/documents/{document}/", None),
     "ui_doc_upload": ("post", "/documents/upload/", {}),
     "ui_doc_import": ("post", "/documents/import/", {}),
+    "ui_webhooks": ("get", "/webhooks/", None),
+    "ui_webhook_subscribe": ("post", "/webhooks/subscribe/", {}),
+    "ui_webhook_pause": ("post", "/webhooks/{webhook}/pause/", {}),
+    "ui_webhook_resume": ("post", "/webhooks/{webhook}/resume/", {}),
+    "ui_webhook_secret": ("post", "/webhooks/{webhook}/secret/", {}),
+    "ui_webhook_resend": ("post", "/webhooks/{webhook}/deliveries/{delivery}/resend/", {}),
+    "ui_webhook_delete": ("post", "/webhooks/{webhook}/delete/", {}),
     "ui_audit": ("get", "/audit/", None),
     "admin_index": ("get", "/admin/", None),
     "admin_knowledge": ("get", "/admin/knowledge/knowledge/", None),
@@ -129,6 +143,13 @@ EXPECTED = {  #        owner other reader nosec viewer curat admin norole anon
     "resource_save":   (201, 403, 403, 201, 403, 201, 201, 403, 401),
     "resource_get":    (200, 404, 200, 200, 200, 200, 200, 403, 401),
     "resource_reveal": (200, 404, 403, 403, 403, 403, 200, 403, 401),
+    # webhooks: curators only (a token needs can_curate, which none of these has); each cell is rolled back
+    "webhooks":          (403, 403, 403, 403, 403, 200, 200, 403, 401),
+    "webhook_subscribe": (403, 403, 403, 403, 403, 201, 201, 403, 401),
+    "webhook_get":       (403, 403, 403, 403, 403, 200, 200, 403, 401),
+    "webhook_change":    (403, 403, 403, 403, 403, 200, 200, 403, 401),
+    "webhook_resend":    (403, 403, 403, 403, 403, 202, 202, 403, 401),
+    "webhook_delete":    (403, 403, 403, 403, 403, 200, 200, 403, 401),
     "schema":          (200, 200, 200, 200, 200, 200, 200, 200, 200),  # public, no data
     "docs":            (200, 200, 200, 200, 200, 200, 200, 200, 200),
     # the curation UI: sessions only (a Bearer token is not a login)
@@ -165,6 +186,13 @@ EXPECTED = {  #        owner other reader nosec viewer curat admin norole anon
     "ui_document":     (L, L, L, L, 200, 200, 200, 403, L),
     "ui_doc_upload":   (L, L, L, L, 403, 422, 422, 403, L),
     "ui_doc_import":   (L, L, L, L, 403, 422, 422, 403, L),
+    "ui_webhooks":          (L, L, L, L, 403, 200, 200, 403, L),
+    "ui_webhook_subscribe": (L, L, L, L, 403, 422, 422, 403, L),
+    "ui_webhook_pause":     (L, L, L, L, 403, 200, 200, 403, L),
+    "ui_webhook_resume":    (L, L, L, L, 403, 200, 200, 403, L),
+    "ui_webhook_secret":    (L, L, L, L, 403, 200, 200, 403, L),
+    "ui_webhook_resend":    (L, L, L, L, 403, 200, 200, 403, L),
+    "ui_webhook_delete":    (L, L, L, L, 403, 200, 200, 403, L),
     # the Django admin: staff, then each model's own permission
     "admin_index":       (AL, AL, AL, AL, 200, 200, 200, 200, AL),  # norole: an empty index
     "admin_knowledge":   (AL, AL, AL, AL, 200, 200, 200, 403, AL),
@@ -203,6 +231,12 @@ MCP_TOOLS = {
     "resource_save": ("resource_save", {"id": "code/mcp-{caller}", "title": "t", "scopes": ["org:acme"]}),
     "resource_get": ("resource_get", {"id": "{resource}"}),
     "resource_reveal": ("resource_get", {"id": "{resource}", "reveal": True}),
+    "webhooks": ("webhook_list", {}),
+    "webhook_subscribe": ("webhook_subscribe", {"url": "https://8.8.8.8/hooks/knowhub", "events": ["knowledge.created"]}),
+    "webhook_get": ("webhook_get", {"webhook_id": "{webhook}", "reveal": True}),
+    "webhook_change": ("webhook_change", {"webhook_id": "{webhook}", "active": False}),
+    "webhook_resend": ("webhook_resend", {"webhook_id": "{webhook}", "delivery_id": "{delivery}"}),
+    "webhook_delete": ("webhook_delete", {"webhook_id": "{webhook}"}),
 }
 EXPECTED.update({f"mcp_{name}": tuple(200 if status in (201, 202) else status for status in EXPECTED[name][:len(AGENTS)])
                  + (401,) * (len(SESSIONS) + 1) for name in MCP_TOOLS})
@@ -293,6 +327,7 @@ def test_the_table_covers_every_caller_and_every_curation_url():
     ui_paths = {ENDPOINTS[e][1].split("?")[0] for e in ENDPOINTS if e.startswith("ui_")}
     placeholders = {"<str:knowledge_id>": "{item}", "<int:number>": "1", "<uuid:job_id>": "{job}",
                     "<uuid:document_id>": "{document}", "<int:conflict_id>": "{conflict}",
+                    "<uuid:webhook_id>": "{webhook}", "<uuid:delivery_id>": "{delivery}",
                     "<path:resource_id>": "{resource}"}
     for pattern in urlpatterns:
         route = "/" + str(pattern.pattern)

@@ -237,3 +237,35 @@ def document_list(status: str | None, limit: int, offset: int) -> Call:
 
 def document_get(document_id: str) -> Call:
     return Call("GET", f"/api/documents/{quote(str(document_id), safe='')}", idempotent=True)
+
+
+def _webhook_path(webhook_id: str, *rest: str) -> str:
+    return "/".join(["/api/webhooks", quote(str(webhook_id), safe=""), *rest])
+
+
+def webhook_subscribe(url: str, events: list[str], scopes: list[str] | None, description: str) -> Call:
+    # Not idempotent: each call makes a subscription with its own secret.
+    return Call("POST", "/api/webhooks", json=_drop_none({"url": url, "events": list(events), "scopes": scopes,
+                                                          "description": description}))
+
+
+def webhook_list() -> Call:
+    return Call("GET", "/api/webhooks", idempotent=True)
+
+
+def webhook_get(webhook_id: str, reveal: bool) -> Call:
+    return Call("GET", _webhook_path(webhook_id), params={"reveal": "true"} if reveal else None, idempotent=True)
+
+
+def webhook_change(webhook_id: str, *, url: str | None, events: list[str] | None, scopes: list[str] | None,
+                   description: str | None, active: bool | None) -> Call:
+    body = _drop_none({"url": url, "events": events, "scopes": scopes, "description": description, "active": active})
+    return Call("PATCH", _webhook_path(webhook_id), json=body, idempotent=True)  # the same change twice is one
+
+
+def webhook_delete(webhook_id: str) -> Call:
+    return Call("DELETE", _webhook_path(webhook_id))
+
+
+def webhook_resend(webhook_id: str, delivery_id: str) -> Call:
+    return Call("POST", _webhook_path(webhook_id, "deliveries", quote(str(delivery_id), safe=""), "resend"))

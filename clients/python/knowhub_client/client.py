@@ -354,6 +354,41 @@ class KnowHub(_Base):
     def conflict_reopen(self, conflict_id: int) -> Json:
         """Undo a conflict's resolution; it is open again (curator token)."""
         return self._request(_calls.conflict_reopen(conflict_id))
+    # Webhooks (curator tokens): deliveries are POSTed to the URL, signed as Standard Webhooks describes.
+
+    def webhook_subscribe(self, url: str, events: list[str], *, scopes: list[str] | None = None,
+                          description: str = "") -> Json:
+        """Subscribe ``url`` to ``events`` in ``scopes`` (default: the token's); the reply's ``secret`` verifies
+        each delivery's ``webhook-signature``.
+
+        >>> hook = hub.webhook_subscribe("https://ci.example.com/knowhub", ["knowledge.created"])
+        >>> hook["secret"].startswith("whsec_")
+        True
+        """
+        return self._request(_calls.webhook_subscribe(url, events, scopes, description))
+
+    def webhook_list(self) -> Json:
+        """This token's subscriptions with their state (GET /api/webhooks)."""
+        return self._request(_calls.webhook_list())
+
+    def webhook_get(self, webhook_id: str, *, reveal: bool = False) -> Json:
+        """One subscription with its recent ``deliveries``; ``reveal=True`` adds its ``secret``."""
+        return self._request(_calls.webhook_get(webhook_id, reveal))
+
+    def webhook_change(self, webhook_id: str, *, url: str | None = None, events: list[str] | None = None,
+                       scopes: list[str] | None = None, description: str | None = None,
+                       active: bool | None = None) -> Json:
+        """Change a subscription; ``active=False`` pauses it, ``active=True`` resumes a paused one."""
+        return self._request(_calls.webhook_change(webhook_id, url=url, events=events, scopes=scopes,
+                                                   description=description, active=active))
+
+    def webhook_delete(self, webhook_id: str) -> Json:
+        """Delete a subscription and its delivery log."""
+        return self._request(_calls.webhook_delete(webhook_id))
+
+    def webhook_resend(self, webhook_id: str, delivery_id: str) -> Json:
+        """Send a finished delivery again (same ``webhook-id``, a new attempt)."""
+        return self._request(_calls.webhook_resend(webhook_id, delivery_id))
 
     def wait_for_job(self, job: str | Json, timeout: float = 60.0, interval: float = 0.5) -> Json:
         """Poll until the job succeeded (returned) or failed (`JobFailed`); `JobTimeout` after ``timeout`` s.
@@ -616,6 +651,33 @@ class AsyncKnowHub(_Base):
     async def conflict_reopen(self, conflict_id: int) -> Json:
         """See `KnowHub.conflict_reopen`."""
         return await self._request(_calls.conflict_reopen(conflict_id))
+    async def webhook_subscribe(self, url: str, events: list[str], *, scopes: list[str] | None = None,
+                                description: str = "") -> Json:
+        """See `KnowHub.webhook_subscribe`."""
+        return await self._request(_calls.webhook_subscribe(url, events, scopes, description))
+
+    async def webhook_list(self) -> Json:
+        """See `KnowHub.webhook_list`."""
+        return await self._request(_calls.webhook_list())
+
+    async def webhook_get(self, webhook_id: str, *, reveal: bool = False) -> Json:
+        """See `KnowHub.webhook_get`."""
+        return await self._request(_calls.webhook_get(webhook_id, reveal))
+
+    async def webhook_change(self, webhook_id: str, *, url: str | None = None, events: list[str] | None = None,
+                             scopes: list[str] | None = None, description: str | None = None,
+                             active: bool | None = None) -> Json:
+        """See `KnowHub.webhook_change`."""
+        return await self._request(_calls.webhook_change(webhook_id, url=url, events=events, scopes=scopes,
+                                                         description=description, active=active))
+
+    async def webhook_delete(self, webhook_id: str) -> Json:
+        """See `KnowHub.webhook_delete`."""
+        return await self._request(_calls.webhook_delete(webhook_id))
+
+    async def webhook_resend(self, webhook_id: str, delivery_id: str) -> Json:
+        """See `KnowHub.webhook_resend`."""
+        return await self._request(_calls.webhook_resend(webhook_id, delivery_id))
 
     async def wait_for_job(self, job: str | Json, timeout: float = 60.0, interval: float = 0.5) -> Json:
         """See `KnowHub.wait_for_job`."""

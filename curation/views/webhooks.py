@@ -1,0 +1,99 @@
+"""Webhooks: curators subscribe URLs to events, watch each subscription's deliveries, pause, resume, delete and
+re-send. Every action runs the registered webhook operation, as the API does; each subscription is one card
+that an action swaps in place."""
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET, require_POST
+from rest_framework.exceptions import PermissionDenied as OperationRefused
+from rest_framework.exceptions import ValidationError
+
+from agents import operations
+from core.errors import DomainError
+from curation import permissions
+from curation.browse import known_scopes
+from curation.forms import WebhookForm
+from curation.views.common import caller_of, render_parts
+from curation.views.documents import refuse
+
+PAGE = "curation/webhooks.html"
+DELIVERIES_SHOWN = 10
+
+
+def card(subscription, *, secret: str | None = None, message: str = "") -> dict:
+    return {"sub": subscription, "deliveries": list(subscription.deliveries.all()[:DELIVERIES_SHOWN]),
+            "secret": secret, "message": message}
+
+
+def subscriptions_context(request) -> dict:
+    found = operations.call("webhook_list", caller_of(request))
+    return {"cards": [card(sub) for sub in found["results"]], "count": found["count"]}
+
+
+def _card_response(request, webhook_id, **extra):
+    from webhooks.operations import visible_subscription
+
+    sub = visible_subscription(caller_of(request), webhook_id)
+    return render(request, f"{PAGE}#subscription", {"card": card(sub, **extra)})
+
+
+@permissions.require(permissions.CURATE)
+@require_GET
+def webhooks(request):
+    context = {**subscriptions_context(request), "form": WebhookForm(), "scopes": known_scopes()}
+    return render(request, PAGE, context)
+
+
+@permissions.require(permissions.CURATE)
+@require_POST
+def webhook_subscribe(request):
+    form = WebhookForm(request.POST)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            sub = operations.call("webhook_subscribe", caller_of(request), data={
+                "url": data["url"].strip(), "events": data["events"], "description": data["description"],
+                **({"scopes": data["scopes"]} if data["scopes"] else {})})
+        except (DomainError, ValidationError, OperationRefused) as exc:
+            refuse(form, exc)
+        else:
+            context = {**subscriptions_context(request), "form": WebhookForm(), "created": sub, "oob": True}
+            return render_parts(request, PAGE, ["subscribe", "list"], context)
+    return render(request, f"{PAGE}#subscribe", {"form": form}, status=422)
+
+
+@permissions.require(permissions.CURATE)
+@require_POST
+def webhook_pause(request, webhook_id):
+    operations.call("webhook_change", caller_of(request), data={"active": False}, webhook_id=str(webhook_id))
+    return _card_response(request, webhook_id, message="Paused: no events are sent until you resume it.")
+
+
+@permissions.require(permissions.CURATE)
+@require_POST
+def webhook_resume(request, webhook_id):
+    operations.call("webhook_change", caller_of(request), data={"active": True}, webhook_id=str(webhook_id))
+    return _card_response(request, webhook_id, message="Resumed.")
+
+
+@permissions.require(permissions.CURATE)
+@require_POST
+def webhook_delete(request, webhook_id):
+    operations.call("webhook_delete", caller_of(request), webhook_id=str(webhook_id))
+    return HttpResponse('<p class="ok" role="status">Subscription deleted.</p>')
+
+
+@permissions.require(permissions.CURATE)
+@require_POST
+def webhook_secret(request, webhook_id):
+    shown = operations.call("webhook_get", caller_of(request), data={"reveal": True}, webhook_id=str(webhook_id))
+    return _card_response(request, webhook_id, secret=shown["secret"])
+
+
+@permissions.require(permissions.CURATE)
+@require_POST
+def webhook_resend(request, webhook_id, delivery_id):
+    try:
+        operations.call("webhook_resend", caller_of(request), webhook_id=str(webhook_id), delivery_id=str(delivery_id))
+    except DomainError as exc:  # still being sent
+        return _card_response(request, webhook_id, message=exc.message)
+    return _card_response(request, webhook_id, message="Re-sent: a new attempt is on its way.")

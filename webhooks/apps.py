@@ -1,0 +1,13 @@
+from django.apps import AppConfig
+
+
+class WebhooksConfig(AppConfig):
+    name = "webhooks"
+    verbose_name = "Webhooks"
+
+    def ready(self):
+        from core import events
+        from webhooks import operations  # noqa: F401 - declares the webhook operations
+        from webhooks.services import deliveries_for_event
+
+        events.listen(deliveries_for_event)  # every committed event fans out to the subscriptions that may see it
