@@ -40,9 +40,9 @@ NEIGHBOURS = 5
 # keyword 0.05-0.3 or off, limit 3/5/8) whose recall is at least 0.95 averaged over the four kinds of true pair
 # (XQuAD-R translations, hand-written duplicates, refinements, contradictions): recall 0.958 (0.949, 1.0,
 # 0.929, 0.957) at 1.39 pairs per item. Without the keyword search refinements fall to 0.43 and contradictions to
-# 0.65 (a refinement or an opposite tip
-# repeats the other item's words more than its meaning). Held-out test half: recall 0.922 at 1.38 pairs per item, but
-# contradictions 0.609: five of its twelve EN/ZH contradictions score 0.64-0.68 across scripts (BENCHMARKS.md).
+# 0.65 (a refinement or an opposite tip repeats the other item's words more than its meaning). Held-out test
+# half: recall 0.922 at 1.38 pairs per item, but contradictions 0.609: five of its twelve EN/ZH contradictions
+# score 0.64-0.68 across scripts (BENCHMARKS.md).
 CANDIDATE_SAME_SCRIPT = 0.80  # mean cosine
 CANDIDATE_CROSS_SCRIPT = 0.68  # mean cosine
 CANDIDATE_KEYWORD = 0.10  # BM25 share of a whole item's text taken as the query: a paraphrase scores 0.1-0.3

@@ -54,8 +54,8 @@ def _pair(a: str, b: str) -> tuple[str, str]:
 def find_groups(*, writable_scopes: list[str] | None = None, threshold: float | None = None) -> list[list[str]]:
     """Groups of active items to merge, each sorted, ordered by their first id.
 
-    `threshold`: join pairs whose similarity reaches it whatever their scripts (a bench's sweep); by default
-    the pairs `close_pairs` marks `duplicate_likely`.
+    By default the pairs `close_pairs` marks `duplicate_likely` are joined; with `threshold`, its candidate
+    pairs whose similarity reaches that number, whatever their scripts.
     """
     active = Knowledge.objects.filter(status=KnowledgeStatus.ACTIVE, embedding_model=settings.KNOWHUB_EMBEDDING_MODEL)
     if writable_scopes is not None:
