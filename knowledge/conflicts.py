@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from core import events
 from knowledge import llm, slim
+from knowledge.relation import judge
 from knowledge.errors import KnowledgeStateError
 from knowledge.models import Conflict, Knowledge, KnowledgeStatus, MergeProposal, SlimRejection
 from knowledge.neighbours import close_pairs
@@ -28,38 +29,11 @@ from knowledge.supersede import knowledge_supersede, knowledge_unsupersede
 logger = logging.getLogger(__name__)
 
 MAX_JUDGED_PER_SAVE = 5  # the LLM calls one save may cost at most
-RELATIONS = ["duplicate", "refinement", "contradiction", "unrelated"]
 ACTIONS = ["keep_both", "supersede", "merge", "dismiss"]
-SYSTEM = (
-    "You keep a knowledge base for AI agents true. Compare two items and say how they relate: "
-    "'duplicate' (they give the same advice, perhaps in other words or another language), "
-    "'refinement' (one adds a condition, a detail or a correction to the other), "
-    "'contradiction' (following one means not following the other), or 'unrelated'. "
-    "Explain in one or two sentences, in the language of the items."
-)
-SCHEMA = {
-    "type": "object",
-    "properties": {
-        "relation": {"type": "string", "enum": RELATIONS},
-        "explanation": {"type": "string", "maxLength": 2000},
-    },
-    "required": ["relation", "explanation"],
-    "additionalProperties": False,
-}
 
 
 def _ordered(a: str, b: str) -> tuple[str, str]:
     return (a, b) if a < b else (b, a)
-
-
-def judge(item: Knowledge, other: Knowledge) -> dict:
-    """The LLM's {relation, explanation} for a pair. Raises llm.LLMError."""
-    from resources.selectors import secrets_of
-
-    text = "\n\n".join(f"Item {n}\nTask: {k.task}\nContent: {k.content}" for n, k in ((1, item), (2, other)))
-    secrets = secrets_of(r for k in (item, other) for r in k.resources.all())
-    return llm.chat_json(system=SYSTEM, user=f"How do these two items relate?\n\n{text}", schema=SCHEMA,
-                         schema_name="knowledge_relation", secrets=secrets)
 
 
 def _candidates(item: Knowledge):

@@ -15,6 +15,11 @@ that saved an item, so two agents saving the same advice always differ in
 owner, and the former same-owner rule kept exactly those duplicates apart.
 The audience is the scopes.
 
+No similarity threshold keeps contradictions out (opposite advice in the same words scores as high as a
+paraphrase: 3 of 23 contradictions reach the duplicate threshold on each half of the set), so a slim job
+asks the LLM about every joined pair first (`relation.judge`, one call per pair) and groups only the pairs
+it confirms as duplicates; the others are listed in the job's result as held back, with the reason.
+
 For each group the LLM writes one merged task/content (structured output).
 Everything else is merged by rule: union of types, tags (first wins on a
 clash), resource ids and source urls; helpful/harmful summed and their
@@ -30,7 +35,7 @@ from agents.caller import Caller
 from core import events
 from jobs.models import Job
 from jobs.services import job_claim, job_create, job_progress, job_succeed
-from knowledge import llm, services
+from knowledge import llm, relation, services
 from knowledge.models import Conflict, FeedbackCase, Knowledge, KnowledgeStatus, MergeProposal, SlimRejection
 from knowledge.neighbours import DUPLICATE_SAME_SCRIPT, NEIGHBOURS, close_pairs
 
@@ -58,6 +63,12 @@ def find_groups(*, writable_scopes: list[str] | None = None, threshold: float | 
     By default the pairs `close_pairs` marks `duplicate_likely` are joined; with `threshold`, its candidate
     pairs whose similarity reaches that number, whatever their scripts.
     """
+    edges, rejected = duplicate_edges(writable_scopes=writable_scopes, threshold=threshold)
+    return group_pairs(edges, rejected=rejected)
+
+
+def duplicate_edges(*, writable_scopes: list[str] | None = None, threshold: float | None = None):
+    """The pairs find_groups joins, and the rejected pairs it keeps apart."""
     active = Knowledge.objects.filter(status=KnowledgeStatus.ACTIVE, embedding_model=settings.KNOWHUB_EMBEDDING_MODEL)
     if writable_scopes is not None:
         active = active.filter(scopes__contained_by=list(writable_scopes))
@@ -68,8 +79,27 @@ def find_groups(*, writable_scopes: list[str] | None = None, threshold: float | 
         same_audience = active.filter(scopes__contains=item.scopes, scopes__contained_by=item.scopes).exclude(pk=item.pk)
         for pair in close_pairs(item, same_audience):
             if pair.duplicate_likely if threshold is None else pair.similarity >= threshold:
-                edges.append((item.id, pair.other_id))
-    return group_pairs(edges, rejected=rejected)
+                edges.append(_pair(item.id, pair.other_id))
+    return list(dict.fromkeys(edges)), rejected
+
+
+def checked_groups(edges, *, rejected, model: str | None) -> tuple[list[list[str]], list[dict]]:
+    """Groups from only the pairs the LLM confirms are duplicates (`relation.judge`, one call per pair): two items
+    that look alike but refine or contradict each other are never merged. Returns the groups and the pairs held
+    back (with the LLM's relation and explanation, or the error that kept it from answering)."""
+    items = Knowledge.objects.in_bulk({i for edge in edges for i in edge})
+    confirmed, held_back = [], []
+    for a, b in edges:
+        try:
+            verdict = relation.judge(items[a], items[b], model=model)
+        except llm.LLMError as exc:
+            held_back.append({"ids": [a, b], "relation": None, "error": str(exc)[:300]})
+            continue
+        if verdict["relation"] == "duplicate":
+            confirmed.append((a, b))
+        else:
+            held_back.append({"ids": [a, b], "relation": verdict["relation"], "explanation": verdict["explanation"][:500]})
+    return group_pairs(confirmed, rejected=rejected), held_back
 
 
 def group_pairs(edges, *, rejected: set[tuple[str, str]] = frozenset()) -> list[list[str]]:
@@ -215,8 +245,11 @@ def slim_run(*, job_id: str, worker: str = "") -> Job:
     if not claimed:
         return job
     params = job.params
-    groups = find_groups(writable_scopes=params.get("writable_scopes"))
-    progress = {"groups_found": len(groups), "merged": 0, "proposed": 0, "failed": 0}
+    edges, rejected = duplicate_edges(writable_scopes=params.get("writable_scopes"))
+    job_progress(job_id=job_id, progress={"pairs_to_check": len(edges)}, attempt=claimed)
+    groups, held_back = checked_groups(edges, rejected=rejected, model=params.get("model"))
+    progress = {"pairs_checked": len(edges), "held_back": len(held_back), "groups_found": len(groups), "merged": 0,
+                "proposed": 0, "failed": 0}
     job_progress(job_id=job_id, progress=progress, attempt=claimed)
     outcomes = []
     for ids in groups:
@@ -235,7 +268,7 @@ def slim_run(*, job_id: str, worker: str = "") -> Job:
             outcomes.append({"ids": ids, "error": str(exc)[:500]})
             progress["failed"] += 1
         job_progress(job_id=job_id, progress=progress, attempt=claimed)
-    job_succeed(job_id=job_id, attempt=claimed, result={"groups": outcomes})
+    job_succeed(job_id=job_id, attempt=claimed, result={"groups": outcomes, "held_back": held_back})
     return Job.objects.get(pk=job_id)
 
 

@@ -19,6 +19,8 @@ class FakeOpenAI:
         self.requests: list[dict] = []
         self._script: deque = deque()
         self.default = ("text", "{}")
+        # replies by the requested JSON schema's name, e.g. {"knowledge_relation": {...}}: before the script
+        self.by_schema: dict[str, object] = {}
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -28,7 +30,11 @@ class FakeOpenAI:
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
                 fake.requests.append({"path": self.path, "body": body, "at": time.monotonic()})
-                kind, value = fake._script.popleft() if fake._script else fake.default
+                schema_name = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
+                if schema_name in fake.by_schema:
+                    kind, value = "json", fake.by_schema[schema_name]
+                else:
+                    kind, value = fake._script.popleft() if fake._script else fake.default
                 if kind == "stall":
                     time.sleep(value)
                     kind, value = "text", "{}"

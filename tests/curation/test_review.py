@@ -96,6 +96,7 @@ def test_unmerge_from_the_merged_items_page(curator_client):
 def test_find_duplicates_runs_a_dry_run_job_whose_proposals_appear(curator_client, fake_openai, llm_worker):
     ids = seed(rows=TABS)
     fake_openai.reply_json({"task": "The user prefers tabs", "content": "Tabs and type hints."})
+    fake_openai.by_schema["knowledge_relation"] = {"relation": "duplicate", "explanation": "same preference"}
     response = curator_client.post("/review/find/")
     assert response.status_code == 200 and "Slim job" in response.content.decode()
     job = Job.objects.get(kind="slim")

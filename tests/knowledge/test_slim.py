@@ -63,13 +63,18 @@ def test_slim_merges_groups_through_the_worker_and_unmerge_restores_exactly(fake
     Knowledge.objects.filter(pk=ids[1]).update(helpful=3, score=3)
     before = {k.id: (k.task, k.content, k.status, k.helpful) for k in Knowledge.objects.all()}
     fake_openai.default = ("json", {"task": "Merged task", "content": "Merged content"})
+    fake_openai.by_schema["knowledge_relation"] = {"relation": "duplicate", "explanation": "same advice"}
 
     response = acme.post("/api/knowledge/slim", {"model": "google/gemini-2.0-flash-001"}, format="json")
     assert response.status_code == 202
     url = response.json()["job"]["url"]
     job = wait_for(lambda: (b := acme.get(url).json())["status"] in ("succeeded", "failed") and b, timeout=120, message="slim")
     assert job["status"] == "succeeded", job
-    assert job["progress"] == {"groups_found": 2, "merged": 2, "proposed": 0, "failed": 0}
+    pairs = job["progress"]["pairs_checked"]
+    assert pairs >= 3 and job["progress"] == {"pairs_checked": pairs, "held_back": 0, "groups_found": 2, "merged": 2,
+                                              "proposed": 0, "failed": 0}
+    checks = [r for r in fake_openai.requests if r["body"]["response_format"]["json_schema"]["name"] == "knowledge_relation"]
+    assert len(checks) == pairs  # one LLM check per joined pair, before any merge
     assert fake_openai.requests[-1]["body"]["model"] == "google/gemini-2.0-flash-001"
 
     merged_ids = [g["merged_id"] for g in job["result"]["groups"]]
@@ -93,6 +98,7 @@ def test_dry_run_proposes_without_writing(fake_openai, llm_worker):
     acme = client_for("research_agent", ["org:acme"])
     ids = seed(rows=TABS)
     fake_openai.default = ("json", {"task": "Tabs", "content": "Tabs and type hints"})
+    fake_openai.by_schema["knowledge_relation"] = {"relation": "duplicate", "explanation": "same preference"}
     url = acme.post("/api/knowledge/slim", {"dry_run": True}, format="json").json()["job"]["url"]
     job = wait_for(lambda: (b := acme.get(url).json())["status"] in ("succeeded", "failed") and b, timeout=120, message="slim")
     [group] = job["result"]["groups"]
@@ -119,3 +125,34 @@ def test_a_curator_approves_an_edited_proposal():
     assert set(Knowledge.objects.filter(pk__in=ids).values_list("status", flat=True)) == {"merged"}
     with pytest.raises(ValueError, match="no longer active"):
         slim_approve(acting("user:alice"), ids=ids, task="again", content="again")
+
+
+@pytest.mark.django_db
+def test_a_pair_the_llm_calls_a_contradiction_is_held_back_and_never_merged(fake_openai):
+    from jobs.services import job_create
+    from knowledge.slim import slim_run
+
+    ids = seed(rows=[("Liveness probe", "The liveness probe must not check the database."),
+                     ("Liveness probe", "The liveness probe must check the database.")])
+    assert find_groups() == [sorted(ids)]  # the words alone would merge them
+    fake_openai.by_schema["knowledge_relation"] = {"relation": "contradiction", "explanation": "opposite advice"}
+    job = job_create(kind="slim", requested_by="agent:a", params={"model": None, "dry_run": False, "writable_scopes": None})
+    done = slim_run(job_id=str(job.id), worker="test")
+    assert done.result == {"groups": [], "held_back": [{"ids": sorted(ids), "relation": "contradiction",
+                                                        "explanation": "opposite advice"}]}
+    assert done.progress["held_back"] == 1 and done.progress["merged"] == 0
+    assert set(Knowledge.objects.values_list("status", flat=True)) == {"active"}
+
+
+@pytest.mark.django_db
+def test_a_pair_the_llm_could_not_judge_is_held_back_too(fake_openai):
+    from jobs.services import job_create
+    from knowledge.slim import slim_run
+
+    ids = seed(rows=TABS)
+    fake_openai.fail(500)
+    job = job_create(kind="slim", requested_by="agent:a", params={"model": None, "dry_run": True, "writable_scopes": None})
+    done = slim_run(job_id=str(job.id), worker="test")
+    [held] = done.result["held_back"]
+    assert held["ids"] == sorted(ids) and held["relation"] is None and held["error"]
+    assert not MergeProposal.objects.exists()
