@@ -94,15 +94,18 @@ server = MCPServer(name="knowhub", instructions=INSTRUCTIONS)
 async def knowledge_search(ctx: Context, query: str, top_k: int = 5, min_score: int = 3, types: list[str] | None = None,
                            filters: dict[str, Any] | list[Any] | None = None, rank: str | None = None,
                            scopes: list[str] | None = None, answer_floor: float | None = None,
-                           relevance_floor: float | None = None, relevance_ratio: float | None = None) -> dict[str, Any]:
+                           relevance_floor: float | None = None, relevance_ratio: float | None = None,
+                           include_superseded: bool = False) -> dict[str, Any]:
     """Search knowledge (two stages: hybrid retrieval, then a relevance gate and the quality rerank). Each result
     carries its `relevance` (0-1); an empty list means nothing here answers the query. `filters` is a filter
     expression, e.g. {"op": "EQ", "key": "tags.domain", "value": "coding_style"}; `rank` is quality (default),
     relevance or seed. The relevance gate's thresholds (answer_floor, relevance_floor, relevance_ratio) default to the
     server's. The reply's `search_id` goes with your feedback on its results (knowledge_update,
-    knowledge_batch_update)."""
+    knowledge_batch_update). A result with `conflicts` disagrees with (or refines) another item you can read: read
+    both before acting. Superseded items are left out unless include_superseded."""
     data = _given(q=query, top_k=top_k, min_score=min_score, types=types, filters=filters, rank=rank, scopes=scopes,
-                  answer_floor=answer_floor, relevance_floor=relevance_floor, relevance_ratio=relevance_ratio)
+                  answer_floor=answer_floor, relevance_floor=relevance_floor, relevance_ratio=relevance_ratio,
+                  include_superseded=include_superseded or None)
     return await _call(ctx, _op("knowledge_search", data))
 
 

@@ -117,6 +117,21 @@ def _propose_merge(conflict: Conflict, items: list[Knowledge]) -> None:
     slim.store_proposal([first, second], text, conflict=conflict)
 
 
+def open_conflicts_of(ids: list[str], *, visible) -> dict[str, list[dict]]:
+    """For each of `ids`, its open conflicts other than duplicates ({conflict_id, kind, with}) whose other item is
+    in `visible` (a queryset of the items the caller may read): what a search hit warns an agent about."""
+    found: dict[str, list[dict]] = {}
+    rows = (Conflict.objects.filter(Q(first_id__in=ids) | Q(second_id__in=ids), status=Conflict.Status.OPEN)
+            .exclude(kind=Conflict.Kind.DUPLICATE).values_list("id", "kind", "first_id", "second_id"))
+    rows = list(rows)
+    others = set(visible.filter(pk__in={i for _, _, a, b in rows for i in (a, b)}).values_list("id", flat=True))
+    for conflict_id, kind, first, second in rows:
+        for this, other in ((first, second), (second, first)):
+            if this in ids and other in others:
+                found.setdefault(this, []).append({"conflict_id": conflict_id, "kind": kind, "with": other})
+    return found
+
+
 # --- review -------------------------------------------------------------------------------------------
 
 

@@ -28,6 +28,9 @@ class SearchHit(serializers.Serializer):
         help_text="calibrated probability (0..1) that the item answers the query; the same scale for every query")
     explanation = serializers.DictField(required=False)
     superseded_by = serializers.CharField(required=False, help_text="only with include_superseded: the item that replaced this one")
+    conflicts = serializers.ListField(child=serializers.DictField(), required=False, help_text=(
+        "only when there are some: this item's open conflicts with other items you can read ({conflict_id, kind: "
+        "contradiction, refinement or close, with}): read both before acting"))
 
 
 class SearchOutput(serializers.Serializer):

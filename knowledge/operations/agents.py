@@ -13,7 +13,7 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 
 from agents.caller import Caller
 from agents.operations import operation
-from knowledge import evolve, feedback, search_log, selectors, services, slim
+from knowledge import conflicts, evolve, feedback, search_log, selectors, services, slim
 from knowledge import inputs, outputs
 from core.errors import error_payload, invalid_fields
 from knowledge.pagination import encode_cursor
@@ -97,6 +97,10 @@ def knowledge_search(caller: Caller, *, q, top_k, min_score, types, scopes, filt
     hits = result.ordered_items()  # the engine already loaded them; only their resource links are missing
     prefetch_related_objects(hits, "resource_links")
     results = [search_result(item, hit, explain) for item, hit in zip(hits, result.hits)]
+    flagged = conflicts.open_conflicts_of([row["id"] for row in results], visible=Knowledge.objects.visible_to(caller))
+    for row in results:
+        if row["id"] in flagged:
+            row["conflicts"] = flagged[row["id"]]
     body = {"results": results, "count": len(results)}
     log = search_log.search_log_record(
         principal=caller.principal, readable_scopes=caller.readable_scopes, filters=filters,

@@ -252,3 +252,56 @@ def test_a_save_through_the_api_raises_a_conflict_through_the_real_worker(fake_o
     time.sleep(3)
     assert len([r for r in fake_openai.requests if "knowledge_relation" in str(r["body"].get("response_format"))]) == 1
     assert Conflict.objects.get().kind == "contradiction"
+
+
+@pytest.mark.django_db
+def test_a_search_hit_warns_of_its_open_conflicts_with_items_the_caller_can_read(detection, settings):
+    settings.KNOWHUB_LLM_MODEL = ""
+    [no] = saved(PROBE_SAYS_NO, scopes=("org:acme", "org:other"))
+    [yes] = saved(PROBE_SAYS_YES, scopes=("org:acme",))
+    [conflict] = detect_for(knowledge_ids=[yes.id])
+    acme = agent_client("research_agent", ["org:acme"])
+    hits = {h["id"]: h for h in acme.get("/api/knowledge/search", {"q": "liveness probe database", "min_score": 1}).json()["results"]}
+    assert hits[no.id]["conflicts"] == [{"conflict_id": conflict.id, "kind": "close", "with": yes.id}]
+    assert hits[yes.id]["conflicts"] == [{"conflict_id": conflict.id, "kind": "close", "with": no.id}]
+    outsider = agent_client("other_agent", ["org:other"])  # reads `no` but not the item it conflicts with
+    [hit] = outsider.get("/api/knowledge/search", {"q": "liveness probe database", "min_score": 1}).json()["results"]
+    assert hit["id"] == no.id and "conflicts" not in hit
+    Conflict.objects.update(status="dismissed")
+    assert all("conflicts" not in h for h in acme.get("/api/knowledge/search", {"q": "liveness probe database",
+                                                                                 "min_score": 1}).json()["results"])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_client_and_mcp_search_superseded_items_only_when_asked(live_server):
+    from knowhub_client import KnowHub
+
+    from api.mcp_server import _op, _run_sync
+    from tests.callers import agent_key
+
+    no, yes = saved(PROBE_SAYS_NO, PROBE_SAYS_YES)
+    from knowledge.supersede import knowledge_supersede
+    from tests.callers import acting
+
+    knowledge_supersede(acting("user:carl"), knowledge_id=yes.id, successor_id=no.id)
+    key = agent_key("research_agent", ["org:acme"])
+    with KnowHub(live_server.url, token=key) as client:
+        assert yes.id not in [h["id"] for h in client.knowledge_search("liveness probe check the database", min_score=1)["results"]]
+        asked = client.knowledge_search("liveness probe check the database", min_score=1, include_superseded=True)["results"]
+        assert {"id": yes.id, "superseded_by": no.id}.items() <= next(h for h in asked if h["id"] == yes.id).items()
+    over_mcp = _run_sync(key, _op("knowledge_search", {"q": "liveness probe check the database", "min_score": 1,
+                                                       "include_superseded": True}))
+    assert yes.id in [h["id"] for h in over_mcp["results"]]  # the operation as the MCP tool runs it
+
+
+@pytest.mark.django_db
+def test_a_dismissed_conflict_reopened_is_judged_again_after_an_edit(detection, fake_openai, curator):
+    no, yes, conflict = _open_conflict(fake_openai)
+    curator.post(f"/api/conflicts/{conflict.id}/resolve", {"action": "dismiss"}, format="json")
+    reopened = curator.post(f"/api/conflicts/{conflict.id}/reopen").json()
+    assert reopened["status"] == "open" and not SlimRejection.objects.exists()
+    curator.patch(f"/api/knowledge/{yes.id}", {"content": PROBE_SAYS_YES[1] + " Always."}, format="json")
+    embed_items(items=[Knowledge.objects.get(pk=yes.id)])
+    fake_openai.reply_json({"relation": "refinement", "explanation": "now it adds a condition"})
+    [again] = detect_for(knowledge_ids=[yes.id])
+    assert (again.id, again.kind, again.status) == (conflict.id, "refinement", "open")

@@ -15,11 +15,12 @@ def _drop_none(data: dict[str, Any]) -> dict[str, Any]:
 
 def knowledge_search(query: str, top_k: int, min_score: int, types: list[str] | None, filters: Any,
                      scopes: list[str] | None, rank: str | None, explain: bool, *, answer_floor: float | None = None,
-                     relevance_floor: float | None = None, relevance_ratio: float | None = None) -> Call:
+                     relevance_floor: float | None = None, relevance_ratio: float | None = None,
+                     include_superseded: bool = False) -> Call:
     body = _drop_none({"q": query, "top_k": top_k, "min_score": min_score, "types": types, "scopes": scopes,
                        "filters": filter_json(filters), "rank": rank, "explain": explain or None,
                        "answer_floor": answer_floor, "relevance_floor": relevance_floor,
-                       "relevance_ratio": relevance_ratio})
+                       "relevance_ratio": relevance_ratio, "include_superseded": include_superseded or None})
     return Call("POST", "/api/knowledge/search", json=body, idempotent=True)  # a search changes nothing
 
 

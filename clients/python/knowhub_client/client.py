@@ -83,7 +83,8 @@ class KnowHub(_Base):
     def knowledge_search(self, query: str, top_k: int = 5, min_score: int = 3, types: list[str] | None = None, *,
                          filters: Any = None, scopes: list[str] | None = None, rank: str | None = None,
                          explain: bool = False, answer_floor: float | None = None,
-                         relevance_floor: float | None = None, relevance_ratio: float | None = None) -> Json:
+                         relevance_floor: float | None = None, relevance_ratio: float | None = None,
+                         include_superseded: bool = False) -> Json:
         """Search (seed: GET /api/knowledge/search). Returns ``{"results": [...], "count": n, "search_id": ...}``;
         send ``search_id`` back with feedback on these results (`knowledge_update`, `knowledge_batch_update`).
         Each result carries its ``relevance`` (0-1); an empty list means nothing here answers the query. The
@@ -95,7 +96,8 @@ class KnowHub(_Base):
         """
         return self._request(_calls.knowledge_search(query, top_k, min_score, types, filters, scopes, rank, explain,
                                                      answer_floor=answer_floor, relevance_floor=relevance_floor,
-                                                     relevance_ratio=relevance_ratio))
+                                                     relevance_ratio=relevance_ratio,
+                                                     include_superseded=include_superseded))
 
     def knowledge_save(self, task: str, content: str, types: list[str], tags: dict[str, str] | None = None,
                        scopes: list[str] | None = None, owner: str | None = None, source_name: str = "",
@@ -465,12 +467,14 @@ class AsyncKnowHub(_Base):
     async def knowledge_search(self, query: str, top_k: int = 5, min_score: int = 3, types: list[str] | None = None,
                                *, filters: Any = None, scopes: list[str] | None = None, rank: str | None = None,
                                explain: bool = False, answer_floor: float | None = None,
-                               relevance_floor: float | None = None, relevance_ratio: float | None = None) -> Json:
+                               relevance_floor: float | None = None, relevance_ratio: float | None = None,
+                               include_superseded: bool = False) -> Json:
         """See `KnowHub.knowledge_search`."""
         return await self._request(_calls.knowledge_search(query, top_k, min_score, types, filters, scopes, rank,
                                                            explain, answer_floor=answer_floor,
                                                            relevance_floor=relevance_floor,
-                                                           relevance_ratio=relevance_ratio))
+                                                           relevance_ratio=relevance_ratio,
+                                                           include_superseded=include_superseded))
 
     async def knowledge_save(self, task: str, content: str, types: list[str], tags: dict[str, str] | None = None,
                              scopes: list[str] | None = None, owner: str | None = None, source_name: str = "",
