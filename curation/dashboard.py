@@ -32,7 +32,7 @@ def attention() -> dict:
         "lowest_quality": list(active.order_by("quality", "-updated_at")[:ATTENTION]),
         "expiring": list(Resource.objects.filter(expires_at__lte=soon).order_by("expires_at")[:ATTENTION]),
         "proposals": len(slim_proposals_pending()),
-        "conflicts": Conflict.objects.filter(status=Conflict.Status.OPEN).count(),
+        "conflicts": Conflict.objects.filter(status=Conflict.Status.OPEN, first__status="active", second__status="active").count(),
         "failed_jobs": list(Job.objects.filter(status=Job.Status.FAILED).order_by("-finished_at")[:ATTENTION]),
     }
 

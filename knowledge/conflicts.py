@@ -19,6 +19,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from core import events
+from core.safe_json import UNSAFE_CHARACTERS
 from knowledge import llm, slim
 from knowledge.relation import judge
 from knowledge.errors import KnowledgeStateError
@@ -77,7 +78,7 @@ def _detect(item: Knowledge) -> list[Conflict]:
                 kind, explanation, model = verdict["relation"], verdict["explanation"], settings.KNOWHUB_LLM_MODEL
             except llm.LLMError as exc:  # left for a person rather than lost
                 logger.warning("could not judge %s / %s: %s", item.id, other.id, exc)
-                explanation = f"the LLM could not judge this pair ({str(exc)[:300]})"
+                explanation = UNSAFE_CHARACTERS.sub("\ufffd", f"the LLM could not judge this pair ({str(exc)[:300]})")
         if kind == "unrelated":
             Conflict.objects.filter(first_id=_ordered(item.id, other.id)[0], second_id=_ordered(item.id, other.id)[1],
                                     status=Conflict.Status.OPEN).delete()  # an edit made an open pair unrelated
@@ -124,7 +125,8 @@ def open_conflicts_of(ids: list[str], *, visible) -> dict[str, list[dict]]:
     rows = (Conflict.objects.filter(Q(first_id__in=ids) | Q(second_id__in=ids), status=Conflict.Status.OPEN)
             .exclude(kind=Conflict.Kind.DUPLICATE).values_list("id", "kind", "first_id", "second_id"))
     rows = list(rows)
-    others = set(visible.filter(pk__in={i for _, _, a, b in rows for i in (a, b)}).values_list("id", flat=True))
+    others = set(visible.filter(pk__in={i for _, _, a, b in rows for i in (a, b)}, status=KnowledgeStatus.ACTIVE)
+                 .values_list("id", flat=True))  # a pair whose other item left (archived, merged, superseded) is moot
     for conflict_id, kind, first, second in rows:
         for this, other in ((first, second), (second, first)):
             if this in ids and other in others:
@@ -180,6 +182,11 @@ def conflict_resolve(caller, *, conflict_id: int, action: str, successor_id: str
         if not SlimRejection.objects.filter(first_id=pair[0], second_id=pair[1]).exists():
             slim.slim_reject(caller, first_id=pair[0], second_id=pair[1])  # nor is the pair proposed for a merge
             resolution = {"rejected_merge": True}
+        proposal = MergeProposal.objects.filter(ids=sorted(pair), status=MergeProposal.Status.PENDING).first()
+        if proposal is not None:  # the merge review's proposal for this pair is settled too
+            MergeProposal.objects.filter(pk=proposal.pk).update(
+                status=MergeProposal.Status.REJECTED, decided_by=caller.principal, decided_at=timezone.now())
+            resolution["rejected_proposal"] = proposal.id
     else:
         raise KnowledgeStateError(f"unknown action {action!r}: one of {', '.join(ACTIONS)}", field="action")
     Conflict.objects.filter(pk=conflict.pk).update(status=status, resolution=resolution, resolved_by=caller.principal,
@@ -205,6 +212,11 @@ def conflict_reopen(caller, *, conflict_id: int) -> Conflict:
             slim.knowledge_unmerge(caller, merged_id=merged.id)
     if conflict.resolution.get("rejected_merge"):
         SlimRejection.objects.filter(first_id=conflict.first_id, second_id=conflict.second_id).delete()
+    proposal_id = conflict.resolution.get("rejected_proposal")
+    if proposal_id and not MergeProposal.objects.filter(ids=sorted([conflict.first_id, conflict.second_id]),
+                                                        status=MergeProposal.Status.PENDING).exists():
+        MergeProposal.objects.filter(pk=proposal_id, status=MergeProposal.Status.REJECTED).update(
+            status=MergeProposal.Status.PENDING, decided_by="", decided_at=None)
     Conflict.objects.filter(pk=conflict.pk).update(status=Conflict.Status.OPEN, resolution={}, resolved_by="",
                                                    resolved_at=None, updated_at=timezone.now())
     conflict.refresh_from_db()

@@ -35,6 +35,7 @@ from agents.caller import Caller
 from core import events
 from jobs.models import Job
 from jobs.services import job_claim, job_create, job_progress, job_succeed
+from core.safe_json import UNSAFE_CHARACTERS
 from knowledge import llm, relation, services
 from knowledge.models import Conflict, FeedbackCase, Knowledge, KnowledgeStatus, MergeProposal, SlimRejection
 from knowledge.neighbours import DUPLICATE_SAME_SCRIPT, NEIGHBOURS, close_pairs
@@ -93,7 +94,7 @@ def checked_groups(edges, *, rejected, model: str | None) -> tuple[list[list[str
         try:
             verdict = relation.judge(items[a], items[b], model=model)
         except llm.LLMError as exc:
-            held_back.append({"ids": [a, b], "relation": None, "error": str(exc)[:300]})
+            held_back.append({"ids": [a, b], "relation": None, "error": UNSAFE_CHARACTERS.sub("\ufffd", str(exc)[:300])})
             continue
         if verdict["relation"] == "duplicate":
             confirmed.append((a, b))
@@ -183,6 +184,9 @@ def knowledge_unmerge(caller, *, merged_id: str) -> list[str]:
     Knowledge.objects.filter(pk__in=originals).update(status=KnowledgeStatus.ACTIVE, merged_into=None, updated_at=timezone.now())
     Knowledge.objects.filter(pk=merged.pk).update(status=KnowledgeStatus.ARCHIVED, updated_at=timezone.now())
     merged.status = KnowledgeStatus.ARCHIVED
+    # a conflict settled by this merge is open again: its pair is back, for a person to judge
+    Conflict.objects.filter(status=Conflict.Status.MERGED, resolution__merged_id=merged_id).update(
+        status=Conflict.Status.OPEN, resolution={}, resolved_by="", resolved_at=None, updated_at=timezone.now())
     events.emit(events.KNOWLEDGE_ARCHIVED, scopes=merged.scopes,
                 data=events.knowledge_data(merged, restored_ids=originals, by=caller.principal))
     return originals
@@ -202,8 +206,8 @@ def slim_approve(caller, *, ids: list[str], task: str, content: str) -> Knowledg
                            else MergeProposal.Status.EDITED)  # the proposal's text stays as proposed
     proposal.merged_id, proposal.decided_by, proposal.decided_at = merged.id, caller.principal, timezone.now()
     proposal.save()
-    if proposal.conflict_id:
-        Conflict.objects.filter(pk=proposal.conflict_id).update(
+    if proposal.conflict_id:  # settled by this merge, unless a person settled it some other way already
+        Conflict.objects.filter(pk=proposal.conflict_id, status=Conflict.Status.OPEN).update(
             status=Conflict.Status.MERGED, resolution={"merged_id": merged.id}, resolved_by=caller.principal,
             resolved_at=timezone.now(), updated_at=timezone.now())
     return merged

@@ -27,6 +27,10 @@ def knowledge_supersede(caller, *, knowledge_id: str, successor_id: str) -> Know
         raise KnowledgeStateError(f"{item.id} is {item.status}; only an active item is superseded", field="knowledge_id")
     if successor.status != KnowledgeStatus.ACTIVE:
         raise KnowledgeStateError(f"{successor.id} is {successor.status}; the successor must be active", field="successor_id")
+    unreached = sorted(set(item.scopes) - set(successor.scopes))
+    if unreached:  # its readers there would lose the item and could not read what replaced it
+        raise KnowledgeStateError(f"{successor.id} is not in {', '.join(unreached)}, where {item.id} is read: a successor "
+                                  "must be readable by everyone who reads the item it replaces", field="successor_id")
     item.status, item.superseded_by, item.updated_at = KnowledgeStatus.SUPERSEDED, successor, timezone.now()
     item.save(update_fields=["status", "superseded_by", "updated_at"])
     events.emit(events.KNOWLEDGE_SUPERSEDED, scopes=item.scopes,

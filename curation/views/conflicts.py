@@ -9,7 +9,9 @@ from agents import operations
 from curation import permissions
 from curation.views.common import caller_of, paginate
 from knowledge.errors import KnowledgeStateError
-from knowledge.models import Conflict, MergeProposal
+from core.errors import DomainError
+from knowledge.limits import CONTENT_MAX, TASK_MAX
+from knowledge.models import Conflict
 from knowledge.operations.conflicts import visible_conflicts
 
 PAGE = "curation/conflicts.html"
@@ -17,9 +19,10 @@ STATUSES = [("open", "Open"), *((s, label.capitalize()) for s, label in Conflict
 
 
 def _row(conflict: Conflict, **extra) -> dict:
-    proposal = MergeProposal.objects.filter(conflict=conflict, status=MergeProposal.Status.PENDING).first()
+    proposal = next(iter(getattr(conflict, "pending", None) or []), None)  # prefetched by visible_conflicts
     newer, older = sorted([conflict.first, conflict.second], key=lambda k: (k.created_at, k.id), reverse=True)
-    return {"conflict": conflict, "items": [older, newer], "newer": newer, "older": older, "proposal": proposal, **extra}
+    return {"conflict": conflict, "items": [older, newer], "newer": newer, "older": older, "proposal": proposal,
+            "task_max": TASK_MAX, "content_max": CONTENT_MAX, **extra}
 
 
 @permissions.require(permissions.VIEW)
@@ -54,7 +57,16 @@ def resolve(request, conflict_id):
         operations.call("conflict_resolve", caller_of(request), conflict_id=conflict_id, data=data)
     except KnowledgeStateError as exc:
         return _card(request, conflict_id, status=409, error=exc.message)
+    except DomainError as exc:  # refused input (an unknown action, a text over the limits): said on the card
+        return _card(request, conflict_id, status=422, error=_readable(exc))
     return _card(request, conflict_id, done=True)
+
+
+def _readable(exc: DomainError) -> str:
+    fields = getattr(exc, "api_fields", lambda: {})() or {}
+    details = "; ".join(f"{name}: {' '.join(map(str, errors)) if isinstance(errors, list) else errors}"
+                        for name, errors in fields.items())
+    return f"{exc.message}{' (' + details + ')' if details else ''}"
 
 
 @permissions.require(permissions.CURATE)

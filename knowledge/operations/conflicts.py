@@ -3,7 +3,7 @@
 A conflict is visible when both its items are; acting on one needs write access to both (a person with the
 curator role: any). Superseding an item directly follows the edit rule (its owner or a curator).
 """
-from django.db.models import Q
+from django.db.models import Prefetch, Q
 from django.http import Http404
 from rest_framework import serializers
 
@@ -75,12 +75,14 @@ class ConflictListOutput(serializers.Serializer):
 
 
 def visible_conflicts(caller: Caller):
+    """Conflicts both of whose items `caller` may read, with the items and the pair's pending merge proposal."""
     visible = Knowledge.objects.visible_to(caller)
-    return Conflict.objects.filter(first__in=visible, second__in=visible).select_related("first", "second")
+    return Conflict.objects.filter(first__in=visible, second__in=visible).select_related("first", "second").prefetch_related(
+        Prefetch("proposals", queryset=MergeProposal.objects.filter(status=MergeProposal.Status.PENDING), to_attr="pending"))
 
 
 def conflict_reply(conflict: Conflict) -> dict:
-    proposal = MergeProposal.objects.filter(conflict=conflict, status=MergeProposal.Status.PENDING).first()
+    proposal = next(iter(getattr(conflict, "pending", None) or []), None)
     return {"id": conflict.id, "kind": conflict.kind, "status": conflict.status, "explanation": conflict.explanation,
             "similarity": round(conflict.similarity, 4), "model": conflict.model, "detected_for": conflict.detected_for,
             "first": conflict.first, "second": conflict.second, "proposal_id": proposal.id if proposal else None,

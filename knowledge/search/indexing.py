@@ -137,7 +137,10 @@ def embed_pending(*, limit: int = 512, batch_size: int = EMBED_BATCH) -> int:
                 batch = list(stale_items(embedder.name).only("id", "task", "content")[: min(batch_size, limit - done)])
                 if not batch:
                     break
-                embed_items(items=batch, embedder=embedder)
+                if embed_items(items=batch, embedder=embedder):
+                    from knowledge.tasks import detect_later
+
+                    detect_later([item.id for item in batch])  # as after a save's own embedding message
                 done += len(batch)
             return done
         finally:

@@ -58,3 +58,14 @@ def test_the_item_page_links_its_open_conflicts(django_user_model):
     conflict = a_conflict()
     page = signed_in(django_user_model, "viewer", "vera").get(f"/knowledge/{conflict.first_id}/").content.decode()
     assert "Open conflicts" in page and f"#conflict-{conflict.id}" in page
+
+
+def test_a_refused_merge_text_is_said_on_the_card_not_a_500(django_user_model):
+    conflict = a_conflict()
+    curator = signed_in(django_user_model, "curator", "carl")
+    too_long = curator.post(f"/conflicts/{conflict.id}/resolve/", {"action": "merge", "task": "t", "content": "x" * 100_001},
+                            HTTP_HX_REQUEST="true")
+    assert too_long.status_code == 422 and "content" in too_long.content.decode()
+    bogus = curator.post(f"/conflicts/{conflict.id}/resolve/", {"action": "explode"}, HTTP_HX_REQUEST="true")
+    assert bogus.status_code == 422 and "action" in bogus.content.decode()
+    assert Conflict.objects.get().status == "open"

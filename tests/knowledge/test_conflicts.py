@@ -305,3 +305,70 @@ def test_a_dismissed_conflict_reopened_is_judged_again_after_an_edit(detection, 
     fake_openai.reply_json({"relation": "refinement", "explanation": "now it adds a condition"})
     [again] = detect_for(knowledge_ids=[yes.id])
     assert (again.id, again.kind, again.status) == (conflict.id, "refinement", "open")
+
+
+@pytest.mark.django_db
+def test_a_successor_must_reach_every_reader_of_the_item_it_replaces(detection, settings, curator):
+    settings.KNOWHUB_LLM_MODEL = ""
+    [wide] = saved(PROBE_SAYS_NO, scopes=("org:acme", "org:other"))
+    [narrow] = saved(PROBE_SAYS_YES, scopes=("org:acme",))
+    [conflict] = detect_for(knowledge_ids=[narrow.id])
+    refused = curator.post(f"/api/conflicts/{conflict.id}/resolve", {"action": "supersede", "successor_id": narrow.id},
+                           format="json")
+    assert refused.status_code == 409 and "org:other" in refused.json()["error"]["message"]
+    assert Knowledge.objects.get(pk=wide.id).status == "active"
+    fine = curator.post(f"/api/conflicts/{conflict.id}/resolve", {"action": "supersede", "successor_id": wide.id},
+                        format="json")
+    assert fine.status_code == 200 and Knowledge.objects.get(pk=narrow.id).superseded_by_id == wide.id
+
+
+@pytest.mark.django_db
+def test_an_llm_explanation_with_a_nul_byte_is_stored_without_it(detection, fake_openai):
+    no, yes = saved(PROBE_SAYS_NO, PROBE_SAYS_YES)
+    fake_openai.reply_json({"relation": "contradiction", "explanation": "bad\u0000byte"})
+    [conflict] = detect_for(knowledge_ids=[yes.id])
+    assert Conflict.objects.get(pk=conflict.pk).explanation == "bad\ufffdbyte"
+
+
+@pytest.mark.django_db
+def test_unmerging_a_conflicts_merge_reopens_the_conflict(detection, fake_openai, curator):
+    no, yes, conflict = _open_conflict(fake_openai)
+    merged = curator.post(f"/api/conflicts/{conflict.id}/resolve",
+                          {"action": "merge", "task": "Probe", "content": "Check the process only."}, format="json").json()
+    curator.post(f"/api/knowledge/{merged['resolution']['merged_id']}/unmerge")
+    assert Conflict.objects.get(pk=conflict.id).status == "open"
+
+
+@pytest.mark.django_db
+def test_keeping_both_settles_the_pairs_merge_proposal_and_reopening_restores_it(detection, fake_openai, curator):
+    no, same = saved(PROBE_SAYS_NO, PROBE_IN_OTHER_WORDS)
+    fake_openai.reply_json({"relation": "duplicate", "explanation": "Same advice."})
+    fake_openai.reply_json({"task": "Liveness probe", "content": "Never check the database in a liveness probe."})
+    [conflict] = detect_for(knowledge_ids=[same.id])
+    curator.post(f"/api/conflicts/{conflict.id}/resolve", {"action": "keep_both"}, format="json")
+    assert MergeProposal.objects.get().status == "rejected"
+    curator.post(f"/api/conflicts/{conflict.id}/reopen")
+    assert MergeProposal.objects.get().status == "pending" and Conflict.objects.get().status == "open"
+
+
+@pytest.mark.django_db
+def test_search_does_not_warn_of_a_conflict_with_an_item_no_longer_active(detection, settings):
+    settings.KNOWHUB_LLM_MODEL = ""
+    no, yes = saved(PROBE_SAYS_NO, PROBE_SAYS_YES)
+    detect_for(knowledge_ids=[yes.id])
+    Knowledge.objects.filter(pk=yes.id).update(status="archived")
+    agent = agent_client("research_agent", ["org:acme"])
+    hits = agent.get("/api/knowledge/search", {"q": "liveness probe database", "min_score": 1}).json()["results"]
+    assert [h["id"] for h in hits] == [no.id] and "conflicts" not in hits[0]
+
+
+@pytest.mark.django_db
+def test_items_the_periodic_sweep_embeds_are_checked_for_conflicts_too(detection, monkeypatch):
+    from knowledge import tasks
+    from knowledge.search.indexing import embed_pending
+
+    queued = []
+    monkeypatch.setattr(tasks.detect_conflicts, "delay", lambda ids: queued.append(list(ids)))
+    item = make_knowledge(task=PROBE_SAYS_NO[0], content=PROBE_SAYS_NO[1], embed=False)  # its message "lost"
+    assert embed_pending() == 1
+    assert queued == [[item.id]]
