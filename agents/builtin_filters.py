@@ -63,7 +63,11 @@ REQUIRE_CALLER = register(Filter("require_caller", "pre_invocation", require_cal
 VALIDATE_INPUT = register(Filter("validate_input", "pre_invocation", validate_input, priority=-50))
 
 def _target(result, args) -> str:
-    for candidate in (getattr(result, "pk", None), args.get("knowledge_id"), args.get("id")):
+    """What a write was about: the row it returned, else the id it was called with (an item, a conflict, a webhook
+    subscription), else the id in its reply (webhook_delete's `{"id", "deleted"}`)."""
+    replied = result.get("id") if isinstance(result, dict) else None
+    for candidate in (getattr(result, "pk", None), args.get("knowledge_id"), args.get("conflict_id"),
+                      args.get("webhook_id"), args.get("id"), replied):
         if candidate:
             return str(candidate)
     return ""

@@ -86,15 +86,17 @@ class Found:
     scripts: dict[str, str]  # id -> its script
 
 
-def close_pairs(item: Knowledge, candidates: QuerySet[Knowledge], *, limit: int = NEIGHBOURS) -> list[ClosePair]:
+def close_pairs(item: Knowledge, candidates: QuerySet[Knowledge], *, limit: int = NEIGHBOURS,
+                keywords: bool = True) -> list[ClosePair]:
     """Items of `candidates` (the caller narrows them: same scopes, active, not item itself) close enough to
     `item` to be judged as duplicate / refinement / contradiction / unrelated, closest first. Vector neighbours
     (via the HNSW index / exact scan as knowledge.search.vector does) and keyword neighbours (the item's text as a query),
-    so paraphrases and translations are found."""
-    return choose(gather(item, candidates, depth=limit), limit=limit, thresholds=current_thresholds())
+    so paraphrases and translations are found. `keywords=False` skips the keyword search (slim: a duplicate
+    is decided by similarity alone, and the BM25 query of a whole item is most of the cost)."""
+    return choose(gather(item, candidates, depth=limit, keywords=keywords), limit=limit, thresholds=current_thresholds())
 
 
-def gather(item: Knowledge, candidates: QuerySet[Knowledge], *, depth: int) -> Found:
+def gather(item: Knowledge, candidates: QuerySet[Knowledge], *, depth: int, keywords: bool = True) -> Found:
     """The `depth` nearest items of `candidates` per writing system, and the `depth` best keyword matches."""
     candidates = candidates.exclude(pk=item.pk)
     vector: dict[str, list[tuple[str, float]]] = {}
@@ -105,7 +107,7 @@ def gather(item: Knowledge, candidates: QuerySet[Knowledge], *, depth: int) -> F
                 candidates.filter(script=script), vector=item.embedding, model_name=item.embedding_model,
                 dimensions=dimensions, limit=depth, size=size,
             )
-    by_keyword = keyword.keyword_candidates(candidates, text=item_text(item.task, item.content), limit=depth)
+    by_keyword = keyword.keyword_candidates(candidates, text=item_text(item.task, item.content), limit=depth) if keywords else []
     similarity = {other: s for rows in vector.values() for other, s in rows}
     ids = set(similarity) | {other for other, _ in by_keyword}
     scripts = dict(Knowledge.objects.filter(pk__in=ids).values_list("id", "script"))

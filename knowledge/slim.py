@@ -78,7 +78,7 @@ def duplicate_edges(*, writable_scopes: list[str] | None = None, threshold: floa
     fields = ("id", "scopes", "script", "task", "content", "embedding", "embedding_model")
     for item in active.only(*fields).iterator(chunk_size=500):
         same_audience = active.filter(scopes__contains=item.scopes, scopes__contained_by=item.scopes).exclude(pk=item.pk)
-        for pair in close_pairs(item, same_audience):
+        for pair in close_pairs(item, same_audience, keywords=False):
             if pair.duplicate_likely if threshold is None else pair.similarity >= threshold:
                 edges.append(_pair(item.id, pair.other_id))
     return list(dict.fromkeys(edges)), rejected

@@ -22,12 +22,19 @@ from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
+from core.safe_json import UNSAFE_CHARACTERS
 from ingest.fetch import FetchRefused, post
 from webhooks.models import SECRET_PREFIX, Delivery, Subscription
 from webhooks.services import allow_list
 
 USER_AGENT = "KnowHub-webhooks/1"
 RESPONSE_KEPT_BYTES = 2000
+
+
+def storable(text: str, limit: int = 2000) -> str:
+    """`text` as the database can store it: at most `limit` characters, a NUL or lone surrogate (which PostgreSQL
+    refuses, failing the update and so repeating the delivery forever) replaced by U+FFFD."""
+    return UNSAFE_CHARACTERS.sub("\ufffd", text[:limit])
 
 
 def body_of(payload: dict) -> bytes:
@@ -63,7 +70,7 @@ def delivery_attempt(*, delivery_id: str, attempt: int, retries: bool = True) ->
     sub = delivery.subscription
     if not sub.active and retries:
         Delivery.objects.filter(pk=delivery.pk, status=Delivery.Status.PENDING).update(
-            status=Delivery.Status.FAILED, error=f"not sent: the subscription is paused ({sub.paused_reason})"[:2000],
+            status=Delivery.Status.FAILED, error=storable(f"not sent: the subscription is paused ({sub.paused_reason})"),
             next_attempt_at=None, updated_at=timezone.now())
         return Outcome(delivered=False, retry_in=None)
     now = timezone.now()
@@ -89,10 +96,11 @@ def delivery_attempt(*, delivery_id: str, attempt: int, retries: bool = True) ->
     else:
         state = Delivery.Status.PENDING if retry_in is not None else Delivery.Status.FAILED
     Delivery.objects.filter(pk=delivery.pk, attempts=attempt).update(
-        status=state, response_status=status, response_body=answer, error=error[:2000], updated_at=timezone.now(),
+        status=state, response_status=status, response_body=storable(answer, RESPONSE_KEPT_BYTES),
+        error=storable(error), updated_at=timezone.now(),
         next_attempt_at=None if retry_in is None else timezone.now() + timedelta(seconds=retry_in))
     if retries and state != Delivery.Status.PENDING:
-        _count(sub, delivered=delivered, error=error)
+        _count(sub, delivered=delivered, error=storable(error))
     return Outcome(delivered=delivered, retry_in=retry_in)
 
 

@@ -2,13 +2,15 @@
 
 A person with the curator role sees and changes every subscription; a curator token the ones it made
 (`Subscription.objects.visible_to`). The signing secret is in the reply that creates a subscription, and
-afterwards only on asking (`webhook_get` with `reveal`), to whoever may see the subscription.
+afterwards only on asking (`webhook_get` with `reveal`), to whoever may see the subscription; each such reveal
+leaves an audit record (`webhook_secret_reveal`, naming the subscription).
 """
 import uuid
 
 from django.http import Http404
 from rest_framework import serializers
 
+from agents.audit import audit_record
 from agents.operations import operation
 from core import events
 from core.fields import NoUnknownFields, StrictBooleanField, valid_scopes
@@ -126,7 +128,9 @@ def webhook_get(caller, *, webhook_id, reveal=False) -> dict:
                                                "paused_reason", "consecutive_failures", "created_by", "created_at",
                                                "updated_at")},
               "deliveries": list(sub.deliveries.all()[:RECENT_DELIVERIES])}
-    if reveal:
+    if reveal:  # recorded first, as a resource's reveal is: no secret leaves unrecorded
+        audit_record(principal=caller.principal, operation="webhook_secret_reveal", target=str(sub.pk),
+                     args={"webhook_id": str(sub.pk), "reveal": True})
         detail["secret"] = sub.secret
     return detail
 

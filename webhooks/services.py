@@ -5,18 +5,25 @@ only for a person, who reads every scope). An event about scopes is delivered wh
 subscription's; an event without scopes of its own (a job) when its subject is visible through the same
 rule the API uses (`Job.objects.visible_to`) for a reader of the subscription's scopes, or its maker asked
 for it. Deliveries are created after the event's transaction committed and sent by `webhooks.tasks`.
+
+A subscription never outlives its maker's rights: at every fan-out the maker is looked up again (`makers`): a
+curator token's agent must still have an active curator token reading every scope of the subscription, a person
+must still exist, be active and hold the curate permission. Otherwise nothing is delivered and the subscription is
+paused with the reason shown; resuming it is refused until the maker's rights are back.
 """
 from __future__ import annotations
 
 import logging
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.contrib.auth import get_user_model
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 from rest_framework.exceptions import PermissionDenied
 
 from agents.caller import Caller
+from agents.models import AgentToken
 from agents.visibility import may_read
 from core import events
 from core.errors import DomainError
@@ -42,14 +49,68 @@ def allow_list() -> list[str]:
     return [*settings.KNOWHUB_FETCH_ALLOW, *settings.KNOWHUB_WEBHOOK_ALLOW]
 
 
+URL_MAX_LENGTH = Subscription._meta.get_field("url").max_length
+
+
 def checked_url(url: str) -> str:
+    """The URL as it will be stored and sent (normalised: percent-encoded), or WebhookRefused naming `url`."""
     try:
-        return check_url(url, allow=allow_list())
+        checked = check_url(url, allow=allow_list())
     except FetchRefused as exc:
         raise WebhookRefused(str(exc), field="url") from None
+    if len(checked) > URL_MAX_LENGTH:
+        raise WebhookRefused(f"the URL is {len(checked)} characters long once percent-encoded; at most "
+                             f"{URL_MAX_LENGTH} can be stored", field="url")
+    return checked
 
 
-def _checked_scopes(caller: Caller, scopes: list[str] | None) -> list[str]:
+AGENT_PREFIX, USER_PREFIX = "agent:", "user:"
+
+
+def makers(principals) -> dict[str, Caller]:
+    """The makers among `principals` (a subscription's `created_by`) that may still have subscriptions, each as a
+    reader with its current rights: an agent, reading what its active curator tokens read; a person, still active
+    and holding the curate permission (every scope). A principal missing from the result may not (its token was
+    revoked or lost can_curate, the person was deactivated, deleted or lost the curator role, or it is neither)."""
+    principals = set(principals)
+    found: dict[str, Caller] = {}
+    agent_ids = {p.removeprefix(AGENT_PREFIX) for p in principals if p.startswith(AGENT_PREFIX)}
+    if agent_ids:
+        readable: dict[str, set[str]] = {}
+        for agent_id, scopes in AgentToken.objects.filter(agent_id__in=agent_ids, is_active=True,
+                                                          can_curate=True).values_list("agent_id", "readable_scopes"):
+            readable.setdefault(agent_id, set()).update(scopes)
+        for agent_id, scopes in readable.items():
+            found[AGENT_PREFIX + agent_id] = Caller(principal=AGENT_PREFIX + agent_id, agent_id=agent_id,
+                                                    readable_scopes=tuple(sorted(scopes)), writable_scopes=(),
+                                                    curates=True)
+    usernames = {p.removeprefix(USER_PREFIX) for p in principals if p.startswith(USER_PREFIX)}
+    if usernames:
+        users = get_user_model().objects.filter(**{f"{get_user_model().USERNAME_FIELD}__in": usernames},
+                                                is_active=True)
+        for user in users:
+            caller = Caller.for_user(user)
+            if caller.curates and caller.principal in principals:
+                found[caller.principal] = caller
+    return found
+
+
+def maker_refusal(sub: Subscription, maker: Caller | None, scopes: list[str] | None = None) -> str:
+    """Why `sub` (with `scopes`, its own by default) may not be delivered for its maker `maker` (`makers`); "" when
+    it may."""
+    scopes = list(sub.scopes if scopes is None else scopes)
+    if maker is None:
+        return (f"paused: its maker {sub.created_by} no longer exists, is inactive or may no longer curate "
+                f"(a revoked token, a removed role); it may no longer read these scopes")
+    if maker.readable_scopes is None:
+        return ""
+    unreadable = [s for s in scopes if not may_read(maker.readable_scopes, [s])] if scopes else ["every scope"]
+    if unreadable:
+        return f"paused: its maker {sub.created_by} may no longer read these scopes: {', '.join(unreadable)}"
+    return ""
+
+
+def _checked_scopes(caller: Caller, scopes: list[str] | None, *, who: str = "this caller") -> list[str]:
     """The scopes to deliver: those given, each readable by `caller`; none given: a token's readable scopes,
     a person's every scope (stored as [])."""
     scopes = list(dict.fromkeys(scopes or ()))
@@ -57,7 +118,7 @@ def _checked_scopes(caller: Caller, scopes: list[str] | None) -> list[str]:
         return [] if caller.readable_scopes is None else list(caller.readable_scopes)
     unreadable = [s for s in scopes if not may_read(caller.readable_scopes, [s])]
     if unreadable:
-        raise PermissionDenied(f"this caller may not read scope(s): {', '.join(unreadable)}")
+        raise PermissionDenied(f"{who} may not read scope(s): {', '.join(unreadable)}")
     return scopes
 
 
@@ -89,10 +150,20 @@ def subscription_change(caller: Caller, *, subscription: Subscription, url: str 
         sub.url = checked_url(url)
     if event_types is not None:
         sub.event_types = _checked_events(event_types)
+    maker = makers([sub.created_by]).get(sub.created_by)
     if scopes is not None:
-        sub.scopes = _checked_scopes(caller, scopes)
+        if maker is None:
+            raise PermissionDenied(f"the scopes cannot change: this subscription's maker {sub.created_by} no longer "
+                                   f"exists, is inactive or may no longer curate")
+        # Within the maker's current rights (none given: the maker's default, not the editor's), and the editor's.
+        sub.scopes = _checked_scopes(maker, scopes, who=f"this subscription's maker {sub.created_by}")
+        if sub.scopes:
+            _checked_scopes(caller, sub.scopes)
     if description is not None:
         sub.description = description
+    if active is True and maker_refusal(sub, maker):
+        raise WebhookStateError(f"cannot resume: {maker_refusal(sub, maker).removeprefix('paused: ')}; delete it, "
+                                f"or restore its maker's rights first", field="active")
     if active is True:
         sub.active, sub.paused_reason, sub.consecutive_failures = True, "", 0
     elif active is False and sub.active:
@@ -146,21 +217,40 @@ def payload_of(event: events.Event) -> dict:
 
 def deliveries_for_event(event: events.Event) -> list[Delivery]:
     """The listener (`core.events.listen`): a pending delivery for each active subscription that wants `event` and
-    may see it, sent by the worker. Announcing the same event id again delivers nothing new."""
+    may see it, sent by the worker. Announcing the same event id again delivers nothing new. A subscription whose
+    maker lost the rights it was made with (`makers`) gets nothing and is paused with the reason.
+
+    A few queries per event whatever the number of subscriptions (theirs, their makers', the deliveries already
+    made for this event id, one insert), then one message per delivery to the worker."""
     wanted = Subscription.objects.filter(active=True, event_types__contains=[event.type])
     if event.scopes is not None:
         wanted = wanted.filter(Q(scopes=[]) | Q(scopes__overlap=list(event.scopes)))
-    created = []
+    wanted = list(wanted)
+    if not wanted:
+        return []
+    current = makers(sub.created_by for sub in wanted)
+    refused: dict[str, list] = {}
+    seeing = []
+    for sub in wanted:
+        reason = maker_refusal(sub, current.get(sub.created_by))
+        if reason:
+            refused.setdefault(reason, []).append(sub.pk)
+        elif _may_see(sub, event):
+            seeing.append(sub)
+    for reason, pks in refused.items():
+        logger.warning("webhook subscriptions %s paused: %s", pks, reason)
+        Subscription.objects.filter(pk__in=pks, active=True).update(active=False, paused_reason=reason[:500],
+                                                                     updated_at=timezone.now())
+    done = set(Delivery.objects.filter(event_id=event.id, subscription__in=seeing)
+               .values_list("subscription_id", flat=True))
+    now = timezone.now()
+    created = [Delivery(subscription=sub, event_id=event.id, event_type=event.type, payload=payload_of(event),
+                        next_attempt_at=now, created_at=now, updated_at=now)
+               for sub in seeing if sub.pk not in done]  # this event was delivered to the others before
+    if not created:
+        return []
     with transaction.atomic():
-        for sub in wanted:
-            if not _may_see(sub, event):
-                continue
-            try:
-                with transaction.atomic():
-                    delivery = Delivery.objects.create(subscription=sub, event_id=event.id, event_type=event.type,
-                                                       payload=payload_of(event), next_attempt_at=timezone.now())
-            except IntegrityError:  # this event was delivered to it before
-                continue
+        Delivery.objects.bulk_create(created, ignore_conflicts=True)  # a concurrent announcement's: it sends them
+        for delivery in created:
             _send_on_commit(delivery, retries=True)
-            created.append(delivery)
     return created

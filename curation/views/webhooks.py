@@ -1,6 +1,8 @@
 """Webhooks: curators subscribe URLs to events, watch each subscription's deliveries, pause, resume, delete and
 re-send. Every action runs the registered webhook operation, as the API does; each subscription is one card
 that an action swaps in place."""
+from django.db.models import F, Window
+from django.db.models.functions import RowNumber
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
@@ -14,19 +16,33 @@ from curation.browse import known_scopes
 from curation.forms import WebhookForm
 from curation.views.common import caller_of, render_parts
 from curation.views.documents import refuse
+from webhooks.models import Delivery
 
 PAGE = "curation/webhooks.html"
 DELIVERIES_SHOWN = 10
 
 
-def card(subscription, *, secret: str | None = None, message: str = "") -> dict:
-    return {"sub": subscription, "deliveries": list(subscription.deliveries.all()[:DELIVERIES_SHOWN]),
-            "secret": secret, "message": message}
+def latest_deliveries(subscriptions) -> dict:
+    """Each subscription's DELIVERIES_SHOWN latest deliveries, newest first, by subscription id: one query for all."""
+    latest = {sub.pk: [] for sub in subscriptions}
+    if latest:
+        ranked = Delivery.objects.filter(subscription_id__in=list(latest)).annotate(rank=Window(
+            RowNumber(), partition_by=[F("subscription_id")], order_by=[F("created_at").desc(), F("id").desc()]))
+        for delivery in ranked.filter(rank__lte=DELIVERIES_SHOWN).order_by("subscription_id", "rank"):
+            latest[delivery.subscription_id].append(delivery)
+    return latest
+
+
+def card(subscription, *, secret: str | None = None, message: str = "", deliveries: list | None = None) -> dict:
+    if deliveries is None:
+        deliveries = latest_deliveries([subscription])[subscription.pk]
+    return {"sub": subscription, "deliveries": deliveries, "secret": secret, "message": message}
 
 
 def subscriptions_context(request) -> dict:
     found = operations.call("webhook_list", caller_of(request))
-    return {"cards": [card(sub) for sub in found["results"]], "count": found["count"]}
+    latest = latest_deliveries(found["results"])
+    return {"cards": [card(sub, deliveries=latest[sub.pk]) for sub in found["results"]], "count": found["count"]}
 
 
 def _card_response(request, webhook_id, **extra):

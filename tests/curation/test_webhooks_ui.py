@@ -72,3 +72,30 @@ def test_pause_shows_the_reason_resume_clears_it_and_delete_removes_it(curator_c
 def test_a_viewer_gets_403_and_no_webhooks_link(viewer_client):
     assert viewer_client.get("/webhooks/").status_code == 403
     assert 'href="/webhooks/"' not in viewer_client.get("/").content.decode()
+
+
+def test_a_url_too_long_once_percent_encoded_is_refused_in_the_form(curator_client, receiver):
+    response = curator_client.post("/webhooks/subscribe/", {"url": receiver.url + "/" + "é" * 700,
+                                                            "events": ["knowledge.created"]}, **HX)
+    html = response.content.decode()
+    assert response.status_code == 422 and 'id="subscribe-url-errors"' in html and "percent-encoded" in html
+    assert not Subscription.objects.exists()
+
+
+def test_the_page_loads_every_subscription_s_latest_deliveries_in_one_query(curator_client, receiver, committed,
+                                                                            django_assert_max_num_queries):
+    for n in range(4):
+        curator_client.post("/webhooks/subscribe/", {"url": f"{receiver.url}/{n}", "events": ["knowledge.created"]},
+                            **HX)
+    with committed():
+        for n in range(12):
+            services.knowledge_create(acting(), task=f"t{n}", content="c", types=["tool"], scopes=["org:acme"])
+    assert Delivery.objects.count() == 48
+    with django_assert_max_num_queries(12) as queries:
+        page = curator_client.get("/webhooks/").content.decode()
+    assert sum('FROM "webhooks_delivery"' in q["sql"] for q in queries.captured_queries) == 1
+    for sub in Subscription.objects.all():
+        shown = list(sub.deliveries.all()[:10])
+        assert all(f'id="delivery-{d.id}"' in page for d in shown)
+        assert page.index(f'id="delivery-{shown[0].id}"') < page.index(f'id="delivery-{shown[-1].id}"')
+    assert page.count('id="delivery-') == 40

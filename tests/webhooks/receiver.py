@@ -32,8 +32,9 @@ def signature_valid(secret: str, headers: dict[str, str], body: bytes) -> bool:
 
 
 class Receiver:
-    def __init__(self, statuses=(200,)):
+    def __init__(self, statuses=(200,), answer: bytes | None = None):
         self.statuses = list(statuses)  # answered in turn; the last one repeats
+        self.answer = answer  # the body of every answer; default: "answered <status>"
         self.received: list[Received] = []
         receiver = self
 
@@ -43,7 +44,7 @@ class Receiver:
                 receiver.received.append(Received({k.lower(): v for k, v in self.headers.items()}, body,
                                                   [k.lower() for k in self.headers.keys()]))
                 status = receiver.statuses.pop(0) if len(receiver.statuses) > 1 else receiver.statuses[0]
-                answer = f"answered {status}".encode()
+                answer = f"answered {status}".encode() if receiver.answer is None else receiver.answer
                 self.send_response(status)
                 self.send_header("content-length", str(len(answer)))
                 self.end_headers()

@@ -230,3 +230,65 @@ def test_a_supersede_and_a_raised_conflict_are_announced(carl, receiver, committ
                                            "second_id": conflict.second_id, "detected_for": new.id, "explanation": ""}
     assert received["knowledge.superseded"]["knowledge_id"] == old.id
     assert received["knowledge.superseded"]["superseded_by"] == new.id
+
+
+def test_a_reply_with_a_nul_byte_is_stored_with_replacement_characters_and_the_delivery_succeeds(carl, committed):
+    with Receiver(answer=b"ok\x00\xff") as receiver:
+        subscribe(carl, receiver.url)
+        with committed():
+            services.knowledge_create(acting(), task="t", content="c", types=["tool"], scopes=["org:acme"])
+    assert len(receiver.received) == 1  # sent once: the outcome was stored, nothing repeats
+    delivery = Delivery.objects.get()
+    assert (delivery.status, delivery.attempts, delivery.response_status) == ("succeeded", 1, 200)
+    assert delivery.response_body == "ok\ufffd\ufffd"
+
+
+def test_an_error_with_a_nul_character_is_stored_and_the_delivery_fails_once(carl, committed, webhook_settings,
+                                                                              monkeypatch):
+    from ingest.fetch import FetchRefused
+    from webhooks import delivery as delivery_module
+
+    webhook_settings.KNOWHUB_WEBHOOK_RETRY_DELAYS = []
+    subscribe(carl, "http://127.0.0.1:9/hook")
+    calls = []
+
+    def refused(url, **kwargs):
+        calls.append(url)
+        raise FetchRefused("no answer from \x00\ud800 host")
+
+    monkeypatch.setattr(delivery_module, "post", refused)
+    with committed():
+        services.knowledge_create(acting(), task="t", content="c", types=["tool"], scopes=["org:acme"])
+    delivery = Delivery.objects.get()
+    assert len(calls) == 1 and delivery.status == "failed" and delivery.error == "no answer from \ufffd\ufffd host"
+    assert Subscription.objects.get().consecutive_failures == 1
+
+
+def test_a_url_too_long_once_percent_encoded_is_refused_with_a_400_naming_url(carl, receiver):
+    url = receiver.url + "/" + "é" * 700  # 700 characters become 4200 once percent-encoded
+    response = carl.post("/api/webhooks", {"url": url, "events": ["knowledge.created"]}, format="json")
+    assert response.status_code == 400, response.content
+    assert "url" in response.json()["error"]["fields"] and "2000" in response.json()["error"]["message"]
+    assert not Subscription.objects.exists()
+    hook = subscribe(carl, receiver.url)
+    changed = carl.patch(f"/api/webhooks/{hook['id']}", {"url": url}, format="json")
+    assert changed.status_code == 400 and "url" in changed.json()["error"]["fields"]
+    assert Subscription.objects.get().url == receiver.url
+
+
+def test_an_event_fans_out_to_many_subscriptions_in_a_few_queries(carl, receiver, django_assert_max_num_queries,
+                                                                   monkeypatch):
+    from core import events
+    from webhooks.services import deliveries_for_event
+    from webhooks.tasks import send_delivery
+
+    for n in range(6):
+        subscribe(carl, f"{receiver.url}/{n}")
+    subscribe(agent_client("curbot", ["org:acme"], can_curate=True), receiver.url)
+    sent = []
+    monkeypatch.setattr(send_delivery, "delay", lambda *args: sent.append(args))
+    event = events.Event(type="knowledge.created", scopes=("org:acme",), data={"knowledge_id": "k"})
+    with django_assert_max_num_queries(10):  # not one query (or savepoint) per subscription
+        created = deliveries_for_event(event)
+    assert len(created) == 7 == Delivery.objects.filter(event_id=event.id).count()
+    assert deliveries_for_event(event) == []  # the same event id again: nothing new
