@@ -14,7 +14,7 @@ Review actions (`conflict_resolve`): keep both, supersede (the older item, or th
 import logging
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -92,13 +92,13 @@ def _detect(item: Knowledge) -> list[Conflict]:
 
 def _record(item, other, *, kind, explanation, model, similarity) -> Conflict:
     first, second = _ordered(item.id, other.id)
-    conflict, created = Conflict.objects.update_or_create(
-        first_id=first, second_id=second,
-        defaults={"kind": kind, "explanation": explanation, "model": model, "similarity": similarity,
-                  "detected_for": item.id, "updated_at": timezone.now()},
-        create_defaults={"kind": kind, "explanation": explanation, "model": model, "similarity": similarity,
-                         "detected_for": item.id},
-    )
+    values = {"kind": kind, "explanation": explanation, "model": model, "similarity": similarity, "detected_for": item.id}
+    try:
+        with transaction.atomic():
+            conflict, created = Conflict.objects.update_or_create(
+                first_id=first, second_id=second, defaults={**values, "updated_at": timezone.now()}, create_defaults=values)
+    except IntegrityError:  # the other item's detection, in another worker, recorded the pair a moment ago
+        return Conflict.objects.get(first_id=first, second_id=second)
     if created:
         events.emit(events.CONFLICT_RAISED, scopes=sorted(set(item.scopes) & set(other.scopes)), data={
             "conflict_id": conflict.id, "kind": kind, "first_id": first, "second_id": second,

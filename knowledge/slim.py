@@ -28,7 +28,7 @@ The originals become `merged` with a pointer to the result; `knowledge_unmerge`
 restores them and archives the merged item.
 """
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from agents.caller import Caller
@@ -216,9 +216,13 @@ def slim_approve(caller, *, ids: list[str], task: str, content: str) -> Knowledg
 def store_proposal(ids: list[str], text: dict, *, job_id=None, conflict=None) -> MergeProposal:
     """The pending proposal for a group: stored once; proposing the same group again updates its text."""
     ids = sorted(set(ids))
-    proposal, created = MergeProposal.objects.get_or_create(
-        ids=ids, status=MergeProposal.Status.PENDING,
-        defaults={"task": text.get("task", ""), "content": text.get("content", ""), "job_id": job_id, "conflict": conflict})
+    defaults = {"task": text.get("task", ""), "content": text.get("content", ""), "job_id": job_id, "conflict": conflict}
+    try:
+        with transaction.atomic():
+            proposal, created = MergeProposal.objects.get_or_create(ids=ids, status=MergeProposal.Status.PENDING,
+                                                                    defaults=defaults)
+    except IntegrityError:  # proposed at the same moment by another worker (a slim job and a detection)
+        proposal, created = MergeProposal.objects.get(ids=ids, status=MergeProposal.Status.PENDING), False
     if not created:
         MergeProposal.objects.filter(pk=proposal.pk).update(
             task=text.get("task", ""), content=text.get("content", ""), job_id=job_id or proposal.job_id,

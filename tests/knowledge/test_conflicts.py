@@ -372,3 +372,30 @@ def test_items_the_periodic_sweep_embeds_are_checked_for_conflicts_too(detection
     item = make_knowledge(task=PROBE_SAYS_NO[0], content=PROBE_SAYS_NO[1], embed=False)  # its message "lost"
     assert embed_pending() == 1
     assert queued == [[item.id]]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_workers_detecting_the_same_pair_at_once_record_it_once(settings):
+    import threading
+
+    from django.db import connection
+
+    settings.KNOWHUB_CONFLICT_DETECTION, settings.KNOWHUB_LLM_MODEL = True, ""
+    no, yes = saved(PROBE_SAYS_NO, PROBE_SAYS_YES)
+    errors, barrier = [], threading.Barrier(2)
+
+    def detect(ids):
+        try:
+            barrier.wait(timeout=10)
+            detect_for(knowledge_ids=ids)
+        except Exception as exc:  # noqa: BLE001 - collected and asserted below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=detect, args=([item.id],)) for item in (no, yes)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert errors == [] and Conflict.objects.count() == 1
