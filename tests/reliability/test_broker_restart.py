@@ -61,7 +61,9 @@ def test_the_broker_stopped_and_restarted_loses_no_save_and_no_job(tmp_path):
         evolved = stack.request("GET", f"/api/knowledge/{first}", token=token).json()
         assert evolved["task"] == "Restart the worker after every deploy"
         assert stack.request("GET", f"/api/jobs/{job}", token=token).json()["attempts"] == 1
-        assert len([r for r in llm.requests if "chat" in r["path"]]) == 1  # the job ran once
+        evolve_calls = [r for r in llm.requests if "chat" in r["path"]
+                        and r["body"]["response_format"]["json_schema"]["name"] == "evolved_knowledge"]
+        assert len(evolve_calls) == 1  # the job ran once
     finally:
         stack.stop()
         llm.stop()
