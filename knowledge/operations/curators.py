@@ -166,15 +166,13 @@ def merge_reject(caller: Caller, *, ids) -> dict:
 @operation("evolve_rollback", output=KnowledgeSerializer, writes=True, permission="curate")
 def evolve_rollback(caller: Caller, *, job_id) -> Knowledge:
     """Put back the text an evolve job replaced (the evolved text is kept as a version)."""
-    job = Job.objects.visible_to(caller).filter(pk=job_id, kind="evolve").first() if _is_uuid(job_id) else None
-    if job is None:
-        raise Http404
-    changeable_item(caller, job.subject)
+    job = _evolve_job(caller, job_id)
     evolve.evolve_rollback(caller, job=job)
     return selectors.knowledge_get(knowledge_id=job.subject)
 
 
 def _evolve_job(caller: Caller, job_id) -> Job:
+    """The evolve job, if `caller` may see it and change its item (404 / 403 otherwise)."""
     job = Job.objects.visible_to(caller).filter(pk=job_id, kind="evolve").first() if _is_uuid(job_id) else None
     if job is None:
         raise Http404

@@ -71,6 +71,16 @@ def chromium():
         browser.close()
 
 
+# The sizes the layout-sensitive browser tests run at (each such test runs at both, as `sized_page`).
+SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
+
+
+@pytest.fixture(params=list(SIZES))
+def sized_page(request, chromium):
+    """A checked page (below) at a desktop and at a phone size."""
+    yield from checked_page(chromium, SIZES[request.param])
+
+
 def checked_page(chromium, viewport):
     """For a page fixture (`yield from`): a page in a fresh context at `viewport`; hx-confirm dialogs accepted; the
     test fails on any JavaScript error. Playwright's wait_for_function evaluates its string with eval, which the

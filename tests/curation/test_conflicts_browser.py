@@ -6,17 +6,15 @@ from django.contrib.auth.models import Group
 from curation.screenshots import log_in
 from jobs.models import Job
 from knowledge.models import Conflict, Knowledge
-from tests.curation.conftest import checked_page
 from tests.factories import make_knowledge
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 PASSWORD = "pw-for-conflict-tests"
-SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
 
 
-@pytest.fixture(params=list(SIZES))
-def page(request, chromium):
-    yield from checked_page(chromium, SIZES[request.param])
+@pytest.fixture
+def page(sized_page):
+    return sized_page
 
 
 @pytest.fixture

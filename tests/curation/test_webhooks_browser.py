@@ -8,18 +8,16 @@ from django.contrib.auth.models import Group
 from curation.screenshots import log_in
 from knowledge import services
 from tests.callers import acting
-from tests.curation.conftest import checked_page
 from tests.webhooks.conftest import inline_sends, webhook_settings  # noqa: F401 - fixtures
 from tests.webhooks.receiver import Receiver
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("inline_sends")]
 PASSWORD = "pw-for-webhook-tests"
-SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
 
 
-@pytest.fixture(params=list(SIZES))
-def page(request, chromium):
-    yield from checked_page(chromium, SIZES[request.param])
+@pytest.fixture
+def page(sized_page):
+    return sized_page
 
 
 def test_a_curator_subscribes_sees_a_failed_delivery_and_re_sends_it(page, live_server, django_user_model,
