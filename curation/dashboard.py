@@ -4,6 +4,7 @@ from datetime import timedelta
 from django.db.models import Count, F, Func
 from django.db.models.functions import TruncDate
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from curation.browse import with_quality
 from jobs.models import Job
@@ -39,13 +40,13 @@ def attention() -> dict:
 
 def recent_activity(limit: int = 10) -> list[dict]:
     """Saves (created items), edits, feedback and jobs, newest first."""
-    rows = [{"at": k.created_at, "what": f"saved by {k.owner}", "detail": k.task, "knowledge_id": k.id}
+    rows = [{"at": k.created_at, "what": _("saved by %(who)s") % {"who": k.owner}, "detail": k.task, "knowledge_id": k.id}
             for k in Knowledge.objects.only("id", "owner", "task", "created_at").order_by("-created_at")[:limit]]
-    rows += [{"at": v.created_at, "what": f"edited by {v.changed_by}", "detail": v.reason, "knowledge_id": v.knowledge_id}
+    rows += [{"at": v.created_at, "what": _("edited by %(who)s") % {"who": v.changed_by}, "detail": v.reason, "knowledge_id": v.knowledge_id}
              for v in KnowledgeVersion.objects.order_by("-created_at")[:limit]]
-    rows += [{"at": c.created_at, "what": f"{c.kind} report", "detail": c.reported_by, "knowledge_id": c.knowledge_id}
+    rows += [{"at": c.created_at, "what": _("%(kind)s report") % {"kind": c.kind}, "detail": c.reported_by, "knowledge_id": c.knowledge_id}
              for c in FeedbackCase.objects.order_by("-created_at")[:limit]]
-    rows += [{"at": j.created_at, "what": f"{j.kind} job {j.status}", "detail": j.requested_by, "knowledge_id": j.subject}
+    rows += [{"at": j.created_at, "what": _("%(kind)s job %(status)s") % {"kind": j.kind, "status": j.status}, "detail": j.requested_by, "knowledge_id": j.subject}
              for j in Job.objects.order_by("-created_at")[:limit]]
     return sorted(rows, key=lambda r: r["at"], reverse=True)[:limit]
 

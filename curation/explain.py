@@ -1,4 +1,6 @@
 """Why an item ranks where it does for a query: both search stages, as an agent with every scope sees them."""
+from django.utils.translation import gettext as _
+
 from knowledge.models import Knowledge
 from knowledge.search import engine
 
@@ -14,12 +16,14 @@ def explain_item(*, item: Knowledge, query: str, top_k: int = EXPLAIN_TOP_K, min
     found = next((c for c in result.candidates if c.id == item.id), None)
     reasons = []
     if item.status != "active":
-        reasons.append(f"its status is {item.status}: searches return active items only")
+        reasons.append(_("its status is %(status)s: searches return active items only") % {"status": item.status})
     if found is None and not reasons:
-        reasons.append(f"not among the best {len(candidate_ids)} stage-1 candidates: too little keyword or meaning overlap")
+        reasons.append(_("not among the best %(count)s stage-1 candidates: too little keyword or meaning overlap")
+                       % {"count": len(candidate_ids)})
     if found is not None and item.id not in hit_ids:
-        reasons.append(f"left out: {found.gate}" if not found.gate.startswith("beyond") else
-                       f"{top_k} items rank above it (relevance, then quality among equally relevant answers)")
+        reasons.append(_("left out: %(why)s") % {"why": found.gate} if not found.gate.startswith("beyond") else
+                       _("%(count)s items rank above it (relevance, then quality among equally relevant answers)")
+                       % {"count": top_k})
     return {
         "query": query,
         "candidate_rank": candidate_ids.index(item.id) + 1 if found else None,

@@ -13,5 +13,6 @@ urlpatterns = [
     path("api/", include("api.urls")),
     path("login/", auth_views.LoginView.as_view(template_name="curation/login.html", redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("i18n/", include("django.conf.urls.i18n")),  # set_language: the switcher's POST, remembered in a cookie
     path("", include("curation.urls")),
 ]

@@ -35,7 +35,7 @@ def test_log_in_search_and_filter(page, live_server, demo):
     assert "/login/" in page.url
     page.fill("#id_username", "carl")
     page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
+    page.click("#main button[type=submit]")
     page.wait_for_url(f"{live_server.url}/knowledge/")
     assert page.locator("#results li").count() == len(ITEMS)
 
