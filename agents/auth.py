@@ -1,5 +1,6 @@
 """Bearer tokens: DRF authentication by `Authorization: Bearer <token>`, and `active_token` for MCP."""
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from rest_framework import authentication, exceptions
 
 from agents.models import AgentToken
@@ -37,10 +38,10 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         if not header or header[0] != self.keyword:
             return None
         if len(header) != 2:
-            raise exceptions.AuthenticationFailed("Authorization header must be 'Bearer <token>'")
+            raise exceptions.AuthenticationFailed(_("Authorization header must be 'Bearer <token>'"))
         token = active_token(header[1])
         if token is None:
-            raise exceptions.AuthenticationFailed("invalid or revoked token")
+            raise exceptions.AuthenticationFailed(_("invalid or revoked token"))
         return AgentUser(token), token
 
     def authenticate_header(self, request):

@@ -15,12 +15,14 @@ token (`can_curate`), within its writable scopes.
 """
 from dataclasses import dataclass
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import BasePermission
 
 from agents.roles import rights_of
 
-NO_ROLE = "this account has no role (viewer, curator or admin): ask an admin to add you to one"
+NO_ROLE = gettext_lazy("this account has no role (viewer, curator or admin): ask an admin to add you to one")
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,7 @@ class Caller:
         may not write one of them (`require_write`)."""
         scopes = list(requested or ()) or list(self.writable_scopes or ())[:1]
         if not scopes:
-            raise PermissionDenied("name the scopes to write to (a person has no default scope)")
+            raise PermissionDenied(_("name the scopes to write to (a person has no default scope)"))
         self.require_write(scopes)
         return scopes
 
@@ -91,7 +93,7 @@ class Caller:
         """PermissionDenied naming the scopes of `scopes` this caller may not write."""
         refused = self.may_write(scopes)
         if refused:
-            raise PermissionDenied(f"this caller may not write to scope(s): {', '.join(refused)}")
+            raise PermissionDenied(_("this caller may not write to scope(s): %(scopes)s") % {"scopes": ", ".join(refused)})
 
 
 def caller_for_request(request) -> Caller:

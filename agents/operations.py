@@ -20,6 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 from rest_framework.exceptions import PermissionDenied
 
 from agents.caller import Caller
@@ -28,9 +30,10 @@ from agents.caller import Caller
 # write access to some scope (write); the curator role or a curator token (curate). Finer checks
 # (which scopes, whose item) are the handler's.
 PERMISSIONS = ("read", "feedback", "write", "curate")
-READ_ONLY_REFUSED = "read-only access: {name} needs the curator role or a token"
-NO_WRITE_SCOPE = "{name} writes, and this caller may not write to any scope"
-NOT_A_CURATOR = "{name} is a curator's operation: it needs the curator role, or a curator token (can_curate)"
+# Marked for translation here, translated when raised (in the request's language).
+READ_ONLY_REFUSED = gettext_noop("read-only access: {name} needs the curator role or a token")
+NO_WRITE_SCOPE = gettext_noop("{name} writes, and this caller may not write to any scope")
+NOT_A_CURATOR = gettext_noop("{name} is a curator's operation: it needs the curator role, or a curator token (can_curate)")
 
 
 @dataclass(frozen=True)
@@ -100,11 +103,11 @@ def check_permission(op: Operation, caller: Caller) -> None:
     if op.permission == "read":
         return
     if caller.read_only:
-        raise PermissionDenied(READ_ONLY_REFUSED.format(name=op.name))
+        raise PermissionDenied(_(READ_ONLY_REFUSED).format(name=op.name))
     if op.permission in ("write", "curate") and caller.writable_scopes is not None and not caller.writable_scopes:
-        raise PermissionDenied(NO_WRITE_SCOPE.format(name=op.name))
+        raise PermissionDenied(_(NO_WRITE_SCOPE).format(name=op.name))
     if op.permission == "curate" and not caller.curates:
-        raise PermissionDenied(NOT_A_CURATOR.format(name=op.name))
+        raise PermissionDenied(_(NOT_A_CURATOR).format(name=op.name))
 
 
 def call(name: str, caller: Caller, *, data: Any = None, **args) -> Any:

@@ -12,6 +12,7 @@ from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DataError, InterfaceError, OperationalError
 from django.http import Http404, JsonResponse
+from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
@@ -93,7 +94,7 @@ def _messages(value):
 
 def first_path(fields: dict) -> tuple[str, list]:
     """The dotted path to the first message in flattened `fields`, and that message list."""
-    path, value = next(iter(fields.items()), ("non_field_errors", ["invalid input"]))
+    path, value = next(iter(fields.items()), ("non_field_errors", [_("invalid input")]))
     while isinstance(value, dict) or (isinstance(value, list) and not all(isinstance(v, str) for v in value)):
         entries = [(k, v) for k, v in (value.items() if isinstance(value, dict) else enumerate(value)) if v]
         if not entries:
@@ -112,7 +113,7 @@ def invalid_fields(detail) -> tuple[str, dict]:
 
 def unavailable_response() -> Response:
     response = error_response(status.HTTP_503_SERVICE_UNAVAILABLE, "unavailable",
-                              "the database is unavailable; retry later")
+                              _("the database is unavailable; retry later"))
     response["Retry-After"] = str(RETRY_AFTER_SECONDS)
     return response
 
@@ -133,7 +134,7 @@ def api_exception_handler(exc, context):
         return unavailable_response()
     if isinstance(exc, DataError):  # a value validation let through; the SQL stays in the log
         logger.warning("the database refused a value: %s", exc)
-        return error_response(status.HTTP_400_BAD_REQUEST, "invalid", "non_field_errors: the database refused a value")
+        return error_response(status.HTTP_400_BAD_REQUEST, "invalid", "non_field_errors: " + _("the database refused a value"))
     if isinstance(exc, DomainError):  # every app's typed errors, filters' included
         response = error_response(exc.status, exc.code, exc.api_message(), exc.api_fields())
         if exc.retry_after is not None or exc.status in (429, 503):
@@ -142,7 +143,7 @@ def api_exception_handler(exc, context):
         return response
     if isinstance(exc, RequestDataTooBig):
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-        return error_response(413, "too_large", f"request body is larger than {limit:,} bytes")
+        return error_response(413, "too_large", _("request body is larger than %(limit)s bytes") % {"limit": f"{limit:,}"})
     if isinstance(exc, (SuspiciousOperation, DjangoValidationError)):  # e.g. too many query parameters
         message = "; ".join(exc.messages) if isinstance(exc, DjangoValidationError) else str(exc)
         return error_response(status.HTTP_400_BAD_REQUEST, "invalid", f"non_field_errors: {message}")
@@ -151,7 +152,7 @@ def api_exception_handler(exc, context):
     response = exception_handler(exc, context)
     if response is None:
         logger.error("unexpected error", exc_info=exc)
-        return error_response(status.HTTP_500_INTERNAL_SERVER_ERROR, "server_error", "an unexpected error; it is logged")
+        return error_response(status.HTTP_500_INTERNAL_SERVER_ERROR, "server_error", _("an unexpected error; it is logged"))
     if isinstance(exc, exceptions.ValidationError):
         message, fields = invalid_fields(exc.detail)
         response.data = {"error": {"code": "invalid", "message": message, "fields": fields}}
@@ -169,4 +170,4 @@ def api_exception_handler(exc, context):
 @csrf_exempt  # a POST with a session cookie gets this 404, not Django's HTML CSRF page
 def api_not_found(request, *args, **kwargs) -> JsonResponse:
     """Any /api/ path no operation answers: the error shape, not Django's HTML page."""
-    return JsonResponse({"error": error_payload("not_found", f"no API operation at {request.path}")}, status=404)
+    return JsonResponse({"error": error_payload("not_found", _("no API operation at %(path)s") % {"path": request.path})}, status=404)

@@ -3,6 +3,7 @@ import re
 from collections.abc import Mapping
 
 from django.http import QueryDict
+from django.utils.translation import gettext as _
 from rest_framework import serializers
 from rest_framework.fields import empty
 
@@ -13,7 +14,7 @@ def valid_scopes(value):
     """A serializer's `validate_scopes`: every scope looks like kind:name, else a ValidationError listing the others."""
     bad = [scope for scope in value if not SCOPE_RE.match(scope)]
     if bad:
-        raise serializers.ValidationError(f"scopes look like kind:name (org:acme, user:bob); got {bad}")
+        raise serializers.ValidationError(_("scopes look like kind:name (org:acme, user:bob); got %(bad)s") % {"bad": bad})
     return value
 
 
@@ -22,7 +23,7 @@ class StrictCharField(serializers.CharField):
 
     def to_internal_value(self, data):
         if not isinstance(data, str):
-            raise serializers.ValidationError("must be a string")
+            raise serializers.ValidationError(_("must be a string"))
         return super().to_internal_value(data)
 
 
@@ -43,8 +44,8 @@ class StrictBooleanField(serializers.BooleanField):
         if isinstance(data, str) and isinstance(getattr(self.root, "initial_data", None), QueryDict):
             if data in self.QUERY_VALUES:
                 return self.QUERY_VALUES[data]
-            raise serializers.ValidationError("must be true or false (or 1 or 0)")
-        raise serializers.ValidationError("must be true or false")
+            raise serializers.ValidationError(_("must be true or false (or 1 or 0)"))
+        raise serializers.ValidationError(_("must be true or false"))
 
 
 class NoUnknownFields:
@@ -56,5 +57,5 @@ class NoUnknownFields:
             unknown = [str(key) for key in data if key not in self.fields]
             if unknown:
                 expected = ", ".join(self.fields)
-                raise serializers.ValidationError({key: [f"unknown field; expected one of {expected}"] for key in unknown})
+                raise serializers.ValidationError({key: [_("unknown field; expected one of %(expected)s") % {"expected": expected}] for key in unknown})
         return super().to_internal_value(data)

@@ -7,6 +7,7 @@ lone surrogate in any key or string, is a 400 whose `fields` name the path
 import json
 import re
 
+from django.utils.translation import gettext as _
 from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import JSONParser
 
@@ -31,7 +32,7 @@ class SafeJSONParser(JSONParser):
         except RecursionError:  # deeper than the decoder can go: far deeper than MAX_DEPTH
             stream_text = parser_context.get("request").body.decode(errors="replace") if parser_context else ""
             refuse_unsafe(_cut_below_the_limit(stream_text))
-            raise ValidationError({"non_field_errors": [f"nests deeper than {MAX_DEPTH} levels"]}) from None
+            raise ValidationError({"non_field_errors": [_("nests deeper than %(depth)s levels") % {"depth": MAX_DEPTH}]}) from None
         refuse_unsafe(data)
         return data
 

@@ -9,6 +9,8 @@ without recursion, so the check itself is safe on any input.
 import re
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 MAX_DEPTH = 32  # levels of nested objects and arrays in a request body or JSON parameter
 UNSAFE_CHARACTERS = re.compile("[\x00\ud800-\udfff]")
 
@@ -17,7 +19,7 @@ def text_problem(text: str) -> str | None:
     match = UNSAFE_CHARACTERS.search(text)
     if match is None:
         return None
-    return "contains a NUL character" if match.group() == "\x00" else "contains an unpaired UTF-16 surrogate"
+    return _("contains a NUL character") if match.group() == "\x00" else _("contains an unpaired UTF-16 surrogate")
 
 
 def json_problem(value: Any, *, path: str = "", max_depth: int = MAX_DEPTH) -> tuple[str, str] | None:
@@ -36,14 +38,14 @@ def json_problem(value: Any, *, path: str = "", max_depth: int = MAX_DEPTH) -> t
         if not isinstance(node, (dict, list, tuple)):
             continue
         if depth >= max_depth:
-            return where or "non_field_errors", f"nests deeper than {max_depth} levels"
+            return where or "non_field_errors", _("nests deeper than %(depth)s levels") % {"depth": max_depth}
         items = node.items() if isinstance(node, dict) else enumerate(node)
         children = []
         for key, child in items:
             shown = UNSAFE_CHARACTERS.sub("\ufffd", key) if isinstance(key, str) else str(key)
             name = f"{where}.{shown}" if where else shown
             if isinstance(key, str) and text_problem(key):
-                return name, f"a key {text_problem(key)}"
+                return name, _("a key %(problem)s") % {"problem": text_problem(key)}
             children.append((child, name, depth + 1))
         stack.extend(reversed(children))  # report the first problem in document order
     return None

@@ -2,20 +2,24 @@
 import json
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from core.events import EVENT_TYPES
+from curation.labels import choices
 from knowledge.limits import CONTENT_MAX, EVOLVE_FEEDBACK_MAX, NOTE_MAX, REASON_MAX, TASK_MAX
-from knowledge.models import KnowledgeType
+from knowledge.models import KNOWLEDGE_TYPES
 from knowledge.search.filters import FilterError, parse_filter
 from knowledge.search.rerank import RANK_MODES
 
-SORTS = [("relevance", "Relevance"), ("quality", "Quality"), ("newest", "Newest"),
-         ("helpful", "Most helpful"), ("harmful", "Most harmful")]
+SORTS = [("relevance", _("Relevance")), ("quality", _("Quality")), ("newest", _("Newest")),
+         ("helpful", _("Most helpful")), ("harmful", _("Most harmful"))]
 # Without a query there is no relevance to sort by: the default (an empty value) is shown as "Newest", and it
 # becomes relevance as soon as a query is typed, unless another order was chosen.
-SORTS_WITHOUT_QUERY = [("", "Newest"), ("quality", "Quality"), ("helpful", "Most helpful"),
-                       ("harmful", "Most harmful")]
-STATUSES = [("active", "Active"), ("archived", "Archived"), ("merged", "Merged"), ("any", "Any status")]
+SORTS_WITHOUT_QUERY = [("", _("Newest")), ("quality", _("Quality")), ("helpful", _("Most helpful")),
+                       ("harmful", _("Most harmful"))]
+TYPES = choices(KNOWLEDGE_TYPES)
+STATUSES = [("active", _("Active")), ("archived", _("Archived")), ("merged", _("Merged")),
+            ("any", _("Any status"))]
 
 
 def parse_tags(text: str) -> dict[str, str]:
@@ -24,7 +28,7 @@ def parse_tags(text: str) -> dict[str, str]:
     for part in filter(None, (p.strip() for p in text.split(","))):
         key, sep, value = part.partition("=")
         if not sep or not key.strip():
-            raise forms.ValidationError(f"“{part}” is not key=value")
+            raise forms.ValidationError(_("“%(part)s” is not key=value") % {"part": part})
         tags[key.strip()] = value.strip()
     return tags
 
@@ -36,17 +40,17 @@ def split_list(text: str) -> list[str]:
 class KnowledgeFilterForm(forms.Form):
     """The knowledge list's state; it lives in the URL's query string."""
 
-    q = forms.CharField(required=False, max_length=500, label="Search", widget=forms.SearchInput(
-        attrs={"placeholder": "e.g. selenium login", "autocomplete": "off"}))
-    types = forms.MultipleChoiceField(required=False, choices=KnowledgeType.choices, widget=forms.CheckboxSelectMultiple)
+    q = forms.CharField(required=False, max_length=500, label=_("Search"), widget=forms.SearchInput(
+        attrs={"placeholder": _("e.g. selenium login"), "autocomplete": "off"}))
+    types = forms.MultipleChoiceField(required=False, choices=TYPES, widget=forms.CheckboxSelectMultiple)
     scopes = forms.CharField(required=False, max_length=500, widget=forms.TextInput(
         attrs={"list": "known-scopes", "placeholder": "org:acme"}))
     tags = forms.CharField(required=False, max_length=500, widget=forms.TextInput(attrs={"placeholder": "domain=coding"}))
     owner = forms.CharField(required=False, max_length=200, widget=forms.TextInput(
         attrs={"placeholder": "agent:research_agent"}))
     status = forms.ChoiceField(required=False, choices=STATUSES)
-    score_min = forms.IntegerField(required=False, min_value=1, max_value=5, label="Score from")
-    score_max = forms.IntegerField(required=False, min_value=1, max_value=5, label="to")
+    score_min = forms.IntegerField(required=False, min_value=1, max_value=5, label=_("Score from"))
+    score_max = forms.IntegerField(required=False, min_value=1, max_value=5, label=_("to"))
     sort = forms.ChoiceField(required=False, choices=SORTS)
     page = forms.IntegerField(required=False, min_value=1)
 
@@ -65,16 +69,17 @@ class KnowledgeFilterForm(forms.Form):
         data = super().clean()
         low, high = data.get("score_min"), data.get("score_max")
         if low and high and low > high:
-            self.add_error("score_max", "must not be below “Score from”")
+            self.add_error("score_max", _("must not be below “Score from”"))
         return data
 
 
 class EditForm(forms.Form):
-    task = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), max_length=TASK_MAX)
-    content = forms.CharField(widget=forms.Textarea(attrs={"rows": 8}), max_length=CONTENT_MAX)
-    tags = forms.CharField(required=False, max_length=2000, help_text="key=value, comma-separated")
-    types = forms.MultipleChoiceField(choices=KnowledgeType.choices, widget=forms.CheckboxSelectMultiple)
-    reason = forms.CharField(required=False, max_length=REASON_MAX, help_text="why (kept with the version)")
+    task = forms.CharField(label=_("Task"), widget=forms.Textarea(attrs={"rows": 2}), max_length=TASK_MAX)
+    content = forms.CharField(label=_("Content"), widget=forms.Textarea(attrs={"rows": 8}), max_length=CONTENT_MAX)
+    tags = forms.CharField(label=_("Tags"), required=False, max_length=2000, help_text=_("key=value, comma-separated"))
+    types = forms.MultipleChoiceField(label=_("Types"), choices=TYPES, widget=forms.CheckboxSelectMultiple)
+    reason = forms.CharField(label=_("Reason"), required=False, max_length=REASON_MAX,
+                             help_text=_("why (kept with the version)"))
 
     def clean_tags(self):
         return parse_tags(self.cleaned_data["tags"])
@@ -86,7 +91,7 @@ class EditForm(forms.Form):
 
 
 class FeedbackForm(forms.Form):
-    kind = forms.ChoiceField(choices=[("helpful", "Helpful"), ("harmful", "Harmful")])
+    kind = forms.ChoiceField(choices=[("helpful", _("Helpful")), ("harmful", _("Harmful"))])
     note = forms.CharField(required=False, max_length=NOTE_MAX)
 
 
@@ -96,7 +101,7 @@ class ScoreForm(forms.Form):
 
 class EvolveForm(forms.Form):
     feedback = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), max_length=EVOLVE_FEEDBACK_MAX,
-                               help_text="what should change, e.g. “the timeout advice is wrong for v2”")
+                               help_text=_("what should change, e.g. “the timeout advice is wrong for v2”"))
 
 
 class MergeForm(forms.Form):
@@ -107,20 +112,20 @@ class MergeForm(forms.Form):
     def clean_ids(self):
         ids = split_list(self.cleaned_data["ids"])
         if len(ids) < 2:
-            raise forms.ValidationError("a merge needs at least two items")
+            raise forms.ValidationError(_("a merge needs at least two items"))
         return ids
 
 
 class PlaygroundForm(forms.Form):
-    token = forms.ModelChoiceField(queryset=None, empty_label=None, label="As agent token")
-    q = forms.CharField(max_length=500, label="Query")
+    token = forms.ModelChoiceField(queryset=None, empty_label=None, label=_("As agent token"))
+    q = forms.CharField(max_length=500, label=_("Query"))
     top_k = forms.IntegerField(min_value=1, max_value=50, initial=5)
     min_score = forms.IntegerField(min_value=1, max_value=5, initial=3)
     rank = forms.ChoiceField(choices=[(r, r) for r in RANK_MODES], initial="quality")
-    types = forms.MultipleChoiceField(required=False, choices=KnowledgeType.choices, widget=forms.CheckboxSelectMultiple)
-    scopes = forms.CharField(required=False, max_length=500, help_text="comma-separated")
+    types = forms.MultipleChoiceField(required=False, choices=TYPES, widget=forms.CheckboxSelectMultiple)
+    scopes = forms.CharField(required=False, max_length=500, help_text=_("comma-separated"))
     filters = forms.CharField(required=False, max_length=5000, widget=forms.Textarea(attrs={"rows": 2}),
-                              help_text='JSON, e.g. {"op": "EQ", "key": "tags.domain", "value": "coding_style"}')
+                              help_text=_('JSON, e.g. {"op": "EQ", "key": "tags.domain", "value": "coding_style"}'))
 
     def __init__(self, *args, **kwargs):
         from agents.models import AgentToken
@@ -138,7 +143,8 @@ class PlaygroundForm(forms.Form):
         try:
             return parse_filter(json.loads(text))
         except json.JSONDecodeError as exc:
-            raise forms.ValidationError(f"not valid JSON: {exc.msg} at character {exc.pos}") from exc
+            raise forms.ValidationError(_("not valid JSON: %(problem)s at character %(position)s")
+                                        % {"problem": exc.msg, "position": exc.pos}) from exc
         except FilterError as exc:
             raise forms.ValidationError(str(exc)) from exc
 
@@ -146,22 +152,23 @@ class PlaygroundForm(forms.Form):
 class DocumentForm(forms.Form):
     """A file or a URL to read into knowledge items (the document_ingest operation checks it further)."""
 
-    file = forms.FileField(required=False, help_text="Markdown, plain text, HTML, PDF or DOCX")
+    file = forms.FileField(label=_("File"), required=False, help_text=_("Markdown, plain text, HTML, PDF or DOCX"))
     url = forms.CharField(required=False, max_length=2000, label="URL",
-                          help_text="instead of a file: an http(s) page or file to fetch")
-    scopes = forms.CharField(max_length=500, help_text="comma-separated: the items' scopes, e.g. org:acme",
+                          help_text=_("instead of a file: an http(s) page or file to fetch"))
+    scopes = forms.CharField(label=_("Scopes"), max_length=500,
+                             help_text=_("comma-separated: the items' scopes, e.g. org:acme"),
                              widget=forms.TextInput(attrs={"list": "known-scopes", "placeholder": "org:acme"}))
-    types = forms.MultipleChoiceField(required=False, choices=KnowledgeType.choices, widget=forms.CheckboxSelectMultiple,
-                                      help_text="default: definition")
-    chunk_size = forms.IntegerField(required=False, min_value=1, label="Chunk size",
-                                    help_text="the most characters of one item (default 1200)")
-    chunk_overlap = forms.IntegerField(required=False, min_value=0, label="Chunk overlap",
-                                       help_text="characters repeated from the previous chunk (default 150)")
+    types = forms.MultipleChoiceField(required=False, choices=TYPES, widget=forms.CheckboxSelectMultiple,
+                                      help_text=_("default: definition"))
+    chunk_size = forms.IntegerField(required=False, min_value=1, label=_("Chunk size"),
+                                    help_text=_("the most characters of one item (default 1200)"))
+    chunk_overlap = forms.IntegerField(required=False, min_value=0, label=_("Chunk overlap"),
+                                       help_text=_("characters repeated from the previous chunk (default 150)"))
 
     def clean_scopes(self):
         scopes = split_list(self.cleaned_data["scopes"])
         if not scopes:
-            raise forms.ValidationError("name at least one scope (a person has no default scope)")
+            raise forms.ValidationError(_("name at least one scope (a person has no default scope)"))
         return scopes
 
     def clean(self):
@@ -169,22 +176,22 @@ class DocumentForm(forms.Form):
         if self.errors.get("file") or self.errors.get("url"):
             return data
         if bool(data.get("file")) == bool((data.get("url") or "").strip()):
-            self.add_error("file", "choose a file, or give a URL (one of the two)")
+            self.add_error("file", _("choose a file, or give a URL (one of the two)"))
         return data
 
 
 class ImportForm(forms.Form):
     """A file to import: our JSON Lines export, a CSV, Markdown or a zip of Markdown."""
 
-    file = forms.FileField(help_text=".jsonl (a KnowHub export), .csv, .md or .zip")
-    scopes = forms.CharField(required=False, max_length=500,
+    file = forms.FileField(label=_("File"), help_text=_(".jsonl (a KnowHub export), .csv, .md or .zip"))
+    scopes = forms.CharField(label=_("Scopes"), required=False, max_length=500,
                              widget=forms.TextInput(attrs={"list": "known-scopes", "placeholder": "org:acme"}),
-                             help_text="comma-separated: for records that name none (CSV, Markdown); for an export, "
-                                       "the only scopes to take from it")
-    types = forms.MultipleChoiceField(required=False, choices=KnowledgeType.choices, widget=forms.CheckboxSelectMultiple,
-                                      help_text="types of the items made from Markdown (default: definition)")
-    passphrase = forms.CharField(required=False, max_length=1000, widget=forms.PasswordInput,
-                                 help_text="only for an export whose secrets are sealed under one")
+                             help_text=_("comma-separated: for records that name none (CSV, Markdown); for an export, "
+                                             "the only scopes to take from it"))
+    types = forms.MultipleChoiceField(required=False, choices=TYPES, widget=forms.CheckboxSelectMultiple,
+                                      help_text=_("types of the items made from Markdown (default: definition)"))
+    passphrase = forms.CharField(label=_("Passphrase"), required=False, max_length=1000, widget=forms.PasswordInput,
+                                 help_text=_("only for an export whose secrets are sealed under one"))
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("auto_id", "import_%s")  # ids apart from the upload form's on the same page
@@ -197,13 +204,14 @@ class ImportForm(forms.Form):
 class WebhookForm(forms.Form):
     """A URL subscribed to events (the webhook_subscribe operation checks the URL and the scopes further)."""
 
-    url = forms.CharField(max_length=2000, label="URL", help_text="https://… receiving a signed POST per event",
+    url = forms.CharField(max_length=2000, label="URL", help_text=_("https://… receiving a signed POST per event"),
                           widget=forms.TextInput(attrs={"placeholder": "https://ci.example.com/knowhub"}))
-    events = forms.MultipleChoiceField(choices=[(t, t) for t in EVENT_TYPES], widget=forms.CheckboxSelectMultiple)
-    scopes = forms.CharField(required=False, max_length=500,
-                             help_text="comma-separated, e.g. org:acme; empty: every scope",
+    events = forms.MultipleChoiceField(label=_("Events"), choices=[(t, t) for t in EVENT_TYPES],
+                                       widget=forms.CheckboxSelectMultiple)
+    scopes = forms.CharField(label=_("Scopes"), required=False, max_length=500,
+                             help_text=_("comma-separated, e.g. org:acme; empty: every scope"),
                              widget=forms.TextInput(attrs={"list": "known-scopes", "placeholder": "org:acme"}))
-    description = forms.CharField(required=False, max_length=200)
+    description = forms.CharField(label=_("Description"), required=False, max_length=200)
 
     def clean_scopes(self):
         return split_list(self.cleaned_data["scopes"])

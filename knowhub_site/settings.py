@@ -224,6 +224,7 @@ LOGOUT_REDIRECT_URL = "login"
 LANGUAGE_CODE = "en"
 LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
 LOCALE_PATHS = [BASE_DIR / "locale"]
+FORMAT_MODULE_PATH = ["knowhub_site.formats"]  # English dates stay 2026-11-27 19:14; Chinese ones 2026年11月27日
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

@@ -3,10 +3,14 @@ judged), each beside the other, with the review actions; settled ones can be reo
 from django.contrib import messages
 from django.http import Http404
 from django.shortcuts import redirect, render
+from django.utils.text import capfirst
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 
 from agents import operations
 from curation import permissions
+from curation.labels import label
 from curation.views.common import caller_of, paginate
 from knowledge.errors import KnowledgeStateError
 from core.errors import DomainError
@@ -15,7 +19,8 @@ from knowledge.models import Conflict
 from knowledge.operations.conflicts import visible_conflicts
 
 PAGE = "curation/conflicts.html"
-STATUSES = [("open", "Open"), *((s, label.capitalize()) for s, label in Conflict.Status.choices if s != "open"), ("all", "All")]
+STATUSES = [("open", gettext_lazy("Open")), *((s, capfirst(label(s))) for s in Conflict.Status.values if s != "open"),
+            ("all", gettext_lazy("All"))]
 
 
 def _row(conflict: Conflict, **extra) -> dict:
@@ -86,10 +91,10 @@ def activate(request, knowledge_id):
     try:
         operations.call("knowledge_activate", caller_of(request), knowledge_id=knowledge_id, data={})
     except Http404:
-        messages.error(request, f"No knowledge item {knowledge_id}.")
+        messages.error(request, _("No knowledge item %(id)s.") % {"id": knowledge_id})
         return redirect("curation:knowledge_list")
     except KnowledgeStateError as exc:
         messages.error(request, exc.message)
     else:
-        messages.success(request, f"{knowledge_id} is active again: search finds it.")
+        messages.success(request, _("%(id)s is active again: search finds it.") % {"id": knowledge_id})
     return redirect("curation:knowledge_detail", knowledge_id=knowledge_id)

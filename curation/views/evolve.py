@@ -2,6 +2,7 @@
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.template.loader import render_to_string
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from curation import permissions
@@ -36,7 +37,7 @@ def evolve_start(request, knowledge_id):
                                 data={"evolve_feedback": form.cleaned_data["feedback"]})
         job = Job.objects.get(pk=reply["job"]["id"])
     except llm.LLMNotConfigured as exc:
-        form.add_error(None, f"{exc}; then restart KnowHub.")
+        form.add_error(None, _("%(problem)s; then restart KnowHub.") % {"problem": exc})
         return render(request, f"{DETAIL}#evolve", detail_context(item, evolve_form=form), status=409)
     return render(request, f"{DETAIL}#evolve", detail_context(item, **job_context(job)))
 
@@ -65,7 +66,7 @@ def evolve_rollback(request, job_id):
     try:
         operations.call("evolve_rollback", caller_of(request), job_id=str(job.id))
     except KnowledgeStateError:
-        return render(request, JOB, {**job_context(job), "job_error": "This job changed nothing that could be rolled back."},
+        return render(request, JOB, {**job_context(job), "job_error": _("This job changed nothing that could be rolled back.")},
                       status=409)
     return job_panel(request, job, rolled_back_now=True)
 

@@ -2,6 +2,7 @@
 from django.db.models import Q
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from curation import permissions
@@ -139,6 +140,6 @@ def knowledge_explain(request, knowledge_id):
     item = get_object_or_404(Knowledge, pk=knowledge_id)
     query = request.GET.get("q", "").strip()
     if not query:
-        return render(request, f"{DETAIL}#explain", {"item": item, "explain_error": "Type a query to explain."}, status=422)
+        return render(request, f"{DETAIL}#explain", {"item": item, "explain_error": _("Type a query to explain.")}, status=422)
     return render(request, f"{DETAIL}#explain", {"item": item, "explain_query": query,
                                                  "explain": explain_item(item=item, query=query)})

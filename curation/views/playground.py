@@ -1,5 +1,6 @@
 """Search playground: a query as a chosen agent token sees it, both stages with their scores."""
 from django.shortcuts import render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 
 from agents.caller import Caller
@@ -19,7 +20,8 @@ def run_as_token(*, token, q, top_k, min_score, rank, types, scopes, filters) ->
     kept = {hit.id: rank for rank, hit in enumerate(result.hits, start=1)}
     candidates = []
     for position, c in enumerate(result.candidates, start=1):
-        fate = f"kept, rank {kept[c.id]}" if c.id in kept else f"left out: {c.gate}"
+        fate = (_("kept, rank %(rank)s") % {"rank": kept[c.id]} if c.id in kept
+                else _("left out: %(why)s") % {"why": c.gate})
         candidates.append({"position": position, "c": c, "item": result.items[c.id], "fate": fate, "kept": c.id in kept})
     hits = [{"rank": i, "hit": h, "item": result.items[h.id]} for i, h in enumerate(result.hits, start=1)]
     return {"caller": caller, "candidates": candidates, "hits": hits, "notes": result.notes,

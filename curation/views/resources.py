@@ -2,6 +2,7 @@
 (through the filter chain, permission-checked and audited like any reveal)."""
 from django.db.models import Q
 from django.shortcuts import get_object_or_404, render
+from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
@@ -44,7 +45,7 @@ def resource_detail(request, resource_id):
 def resource_reveal(request, resource_id):
     resource = get_object_or_404(Resource, pk=resource_id)
     if not resource.has_secret:
-        return render(request, f"{DETAIL}#secret", {"resource": resource, "reveal_error": "This resource has no secret."}, status=404)
+        return render(request, f"{DETAIL}#secret", {"resource": resource, "reveal_error": _("This resource has no secret.")}, status=404)
     try:
         revealed = operations.call("resource_get", caller_of(request), resource_id=resource.pk, data={"reveal": True},
                                    remote_addr=request.META.get("REMOTE_ADDR"),

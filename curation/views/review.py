@@ -2,6 +2,7 @@
 from django.contrib import messages
 from django.http import Http404
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from agents import operations
@@ -38,7 +39,7 @@ def find_duplicates(request):
         reply = operations.call("knowledge_slim", caller_of(request), data={"dry_run": True})
         job = Job.objects.get(pk=reply["job"]["id"])
     except llm.LLMNotConfigured as exc:
-        return render(request, JOB, {"job_error": f"{exc}; then restart KnowHub."}, status=409)
+        return render(request, JOB, {"job_error": _("%(problem)s; then restart KnowHub.") % {"problem": exc}}, status=409)
     return render(request, JOB, job_context(job))
 
 
@@ -54,14 +55,14 @@ def approve(request):
     if form.is_valid():
         for name in ("task", "content"):
             if not form.cleaned_data[name].strip():
-                form.add_error(name, "the merged item needs a " + name)
+                form.add_error(name, _("the merged item needs a task") if name == "task" else _("the merged item needs a content"))
     if not form.is_valid():
         return _proposal_result(request, form, status=422, originals=Knowledge.objects.filter(pk__in=form.data.get("ids", "").split(",")))
     try:
         merged = operations.call("merge_approve", caller_of(request), data={
             "ids": form.cleaned_data["ids"], "task": form.cleaned_data["task"], "content": form.cleaned_data["content"]})
     except KnowledgeStateError as exc:
-        form.add_error(None, f"{exc.message}: reload the page to see the current proposals")
+        form.add_error(None, _("%(problem)s: reload the page to see the current proposals") % {"problem": exc.message})
         return _proposal_result(request, form, status=409)
     return _proposal_result(request, form, merged=merged)
 
@@ -82,10 +83,11 @@ def unmerge(request, knowledge_id):
     try:
         restored = operations.call("knowledge_unmerge", caller_of(request), knowledge_id=knowledge_id)["restored"]
     except Http404:
-        messages.error(request, f"No knowledge item {knowledge_id}.")
+        messages.error(request, _("No knowledge item %(id)s.") % {"id": knowledge_id})
         return redirect("curation:knowledge_list")
     except KnowledgeStateError as exc:
         messages.error(request, exc.message)
     else:
-        messages.success(request, f"Unmerged: {', '.join(restored)} are active again; {knowledge_id} is archived.")
+        messages.success(request, _("Unmerged: %(restored)s are active again; %(id)s is archived.")
+                         % {"restored": ", ".join(restored), "id": knowledge_id})
     return redirect("curation:knowledge_detail", knowledge_id=knowledge_id)

@@ -1,6 +1,7 @@
 """Version history: a diff between any two states, and restoring one."""
 from django.http import Http404
 from django.shortcuts import render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from rest_framework.exceptions import ValidationError
 
@@ -17,7 +18,8 @@ def version_diff(request, knowledge_id):
     item = _item(knowledge_id)
     known = states(item)
     a, b = request.GET.get("a", ""), request.GET.get("b", "current")
-    errors = [f"{name}: no version “{value}” (choose one of {', '.join(known)})" for name, value in (("a", a), ("b", b))
+    errors = [_("%(name)s: no version “%(value)s” (choose one of %(known)s)") % {"name": name, "value": value, "known": ", ".join(known)}
+              for name, value in (("a", a), ("b", b))
               if value not in known]
     if errors:
         return render(request, f"{DETAIL}#diff", {"item": item, "diff_errors": errors}, status=422)

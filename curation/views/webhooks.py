@@ -5,6 +5,7 @@ from django.db.models import F, Window
 from django.db.models.functions import RowNumber
 from django.http import HttpResponse
 from django.shortcuts import render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from rest_framework.exceptions import PermissionDenied as OperationRefused
 from rest_framework.exceptions import ValidationError
@@ -81,14 +82,14 @@ def webhook_subscribe(request):
 @require_POST
 def webhook_pause(request, webhook_id):
     operations.call("webhook_change", caller_of(request), data={"active": False}, webhook_id=str(webhook_id))
-    return _card_response(request, webhook_id, message="Paused: no events are sent until you resume it.")
+    return _card_response(request, webhook_id, message=_("Paused: no events are sent until you resume it."))
 
 
 @permissions.require(permissions.CURATE)
 @require_POST
 def webhook_resume(request, webhook_id):
     operations.call("webhook_change", caller_of(request), data={"active": True}, webhook_id=str(webhook_id))
-    return _card_response(request, webhook_id, message="Resumed.")
+    return _card_response(request, webhook_id, message=_("Resumed."))
 
 
 @permissions.require(permissions.CURATE)
@@ -112,4 +113,4 @@ def webhook_resend(request, webhook_id, delivery_id):
         operations.call("webhook_resend", caller_of(request), webhook_id=str(webhook_id), delivery_id=str(delivery_id))
     except DomainError as exc:  # still being sent
         return _card_response(request, webhook_id, message=exc.message)
-    return _card_response(request, webhook_id, message="Re-sent: a new attempt is on its way.")
+    return _card_response(request, webhook_id, message=_("Re-sent: a new attempt is on its way."))

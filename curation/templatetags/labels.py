@@ -1,0 +1,11 @@
+"""`{{ item.status|label }}`: a stored identifier (status, type, kind) as a person reads it (curation.labels)."""
+from django import template
+
+from curation import labels
+
+register = template.Library()
+
+
+@register.filter
+def label(value):
+    return labels.label(value)
