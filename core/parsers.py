@@ -8,7 +8,7 @@ import json
 import re
 
 from django.utils.translation import gettext as _
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import ParseError, ValidationError
 from rest_framework.parsers import JSONParser
 
 from core.safe_json import MAX_DEPTH, json_problem
@@ -29,10 +29,14 @@ class SafeJSONParser(JSONParser):
     def parse(self, stream, media_type=None, parser_context=None):
         try:
             data = super().parse(stream, media_type, parser_context)
+        except ParseError as exc:  # DRF leaves this one untranslated: the same words, in the request's language
+            problem = str(exc.detail).removeprefix("JSON parse error - ")
+            raise ParseError(_("JSON parse error - %(problem)s") % {"problem": problem}) from None
         except RecursionError:  # deeper than the decoder can go: far deeper than MAX_DEPTH
             stream_text = parser_context.get("request").body.decode(errors="replace") if parser_context else ""
             refuse_unsafe(_cut_below_the_limit(stream_text))
-            raise ValidationError({"non_field_errors": [_("nests deeper than %(depth)s levels") % {"depth": MAX_DEPTH}]}) from None
+            too_deep = _("nests deeper than %(depth)s levels") % {"depth": MAX_DEPTH}
+            raise ValidationError({"non_field_errors": [too_deep]}) from None
         refuse_unsafe(data)
         return data
 

@@ -56,7 +56,7 @@ def test_a_revoked_or_unknown_token_is_refused_in_chinese():
 def test_a_read_only_token_is_denied_a_write_in_chinese():
     client = agent_client(writable_scopes=[])
     english, chinese = _both(lambda headers: client.post(
-        "/api/knowledge", {"task": "t", "content": "c", "scopes": ["org:acme"]}, format="json", **headers))
+        "/api/knowledge", {"task": "t", "content": "c", "types": ["tool"], "scopes": ["org:acme"]}, format="json", **headers))
     assert english["code"] == chinese["code"] == "permission_denied"
     assert _has_chinese(chinese["message"]) and not _has_chinese(english["message"])
 
