@@ -81,11 +81,12 @@ def sized_page(request, chromium):
     yield from checked_page(chromium, SIZES[request.param])
 
 
-def checked_page(chromium, viewport):
+def checked_page(chromium, viewport, **context_options):
     """For a page fixture (`yield from`): a page in a fresh context at `viewport`; hx-confirm dialogs accepted; the
     test fails on any JavaScript error. Playwright's wait_for_function evaluates its string with eval, which the
-    Content-Security-Policy forbids, so the policy is bypassed here; test_xss_browser.py drives pages under it."""
-    context = chromium.new_context(viewport=viewport, bypass_csp=True)
+    Content-Security-Policy forbids, so the policy is bypassed here; test_xss_browser.py drives pages under it.
+    `context_options` go to the browser context (e.g. `locale="zh-CN"`: the Accept-Language it sends)."""
+    context = chromium.new_context(viewport=viewport, bypass_csp=True, **context_options)
     page = context.new_page()
     errors = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import Group
 
-from curation.screenshots import DESKTOP, PHONE, capture, log_in
+from curation.screenshots import DESKTOP, LANGUAGES, PHONE, capture, log_in, use_language
 from knowledge.models import Knowledge, SlimRejection
 from tests.conftest import REPO_ROOT
 from tests.curation.conftest import checked_page
@@ -116,9 +116,15 @@ def test_screenshots_of_the_main_pages(page, live_server, demo, tmp_path, django
         "resource-detail": f"/resources/{demo['secret'].id}/",
         "playground": f"/playground/?token={demo['token'].pk}&q=selenium+login&top_k=3&min_score=3&rank=quality",
     }
-    saved = capture(page, live_server.url, out, pages)
-    page.set_viewport_size(PHONE)
-    saved += capture(page, live_server.url, out, {"phone-knowledge-list": "/knowledge/?types=tool", "phone-dashboard": "/",
-                                                  "phone-knowledge-detail": f"/knowledge/{item.id}/"})
-    assert all(p.stat().st_size > 10_000 for p in saved)
+    phone_pages = {"phone-knowledge-list": "/knowledge/?types=tool", "phone-dashboard": "/",
+                   "phone-knowledge-detail": f"/knowledge/{item.id}/"}
+    saved = []
+    for language, suffix in LANGUAGES.items():  # English, then Chinese beside it (dashboard-zh.png)
+        use_language(page, live_server.url, language)
+        page.set_viewport_size(DESKTOP)
+        saved += capture(page, live_server.url, out, pages, suffix=suffix)
+        assert page.get_attribute("html", "lang") == language
+        page.set_viewport_size(PHONE)
+        saved += capture(page, live_server.url, out, phone_pages, suffix=suffix)
+    assert all(p.stat().st_size > 10_000 for p in saved) and len(saved) == 2 * (len(pages) + len(phone_pages))
     assert "DEMO-SECRET-123" not in page.content()
