@@ -7,6 +7,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from curation.browse import with_quality
+from curation.labels import label
 from jobs.models import Job
 from knowledge.models import Conflict, FeedbackCase, Knowledge, KnowledgeVersion
 from knowledge.search_log import weekly_trend
@@ -44,9 +45,9 @@ def recent_activity(limit: int = 10) -> list[dict]:
             for k in Knowledge.objects.only("id", "owner", "task", "created_at").order_by("-created_at")[:limit]]
     rows += [{"at": v.created_at, "what": _("edited by %(who)s") % {"who": v.changed_by}, "detail": v.reason, "knowledge_id": v.knowledge_id}
              for v in KnowledgeVersion.objects.order_by("-created_at")[:limit]]
-    rows += [{"at": c.created_at, "what": _("%(kind)s report") % {"kind": c.kind}, "detail": c.reported_by, "knowledge_id": c.knowledge_id}
+    rows += [{"at": c.created_at, "what": _("%(kind)s report") % {"kind": label(c.kind)}, "detail": c.reported_by, "knowledge_id": c.knowledge_id}
              for c in FeedbackCase.objects.order_by("-created_at")[:limit]]
-    rows += [{"at": j.created_at, "what": _("%(kind)s job %(status)s") % {"kind": j.kind, "status": j.status}, "detail": j.requested_by, "knowledge_id": j.subject}
+    rows += [{"at": j.created_at, "what": _("%(kind)s job %(status)s") % {"kind": label(j.kind), "status": label(j.status)}, "detail": j.requested_by, "knowledge_id": j.subject}
              for j in Job.objects.order_by("-created_at")[:limit]]
     return sorted(rows, key=lambda r: r["at"], reverse=True)[:limit]
 

@@ -1,4 +1,6 @@
 """Typed errors raised by knowledge services; core.errors maps them to 4xx (`status`, `code`)."""
+from django.utils.translation import gettext as _
+
 from core.errors import DomainError
 
 
@@ -8,15 +10,15 @@ class KnowledgeError(DomainError):
 
 class UnknownResourceError(KnowledgeError):
     def __init__(self, missing: list[str]):
-        super().__init__(f"unknown or unreadable resource ids: {', '.join(missing)}", field="resource_ids")
+        super().__init__(_("unknown or unreadable resource ids: %(ids)s") % {"ids": ", ".join(missing)}, field="resource_ids")
         self.missing = missing
 
 
 class ResourceScopeError(KnowledgeError):
     def __init__(self, narrower: list[str], item_scopes: list[str]):
         super().__init__(
-            f"resources {', '.join(narrower)} are not readable in every scope of this item ({', '.join(item_scopes)}): "
-            "give them those scopes, or narrow the item's",
+            _("resources %(ids)s are not readable in every scope of this item (%(scopes)s): "
+              "give them those scopes, or narrow the item's") % {"ids": ", ".join(narrower), "scopes": ", ".join(item_scopes)},
             field="resource_ids",
         )
         self.narrower = narrower
@@ -33,4 +35,4 @@ class KnowledgeIdConflictError(KnowledgeError):
     status = 409
     code = "conflict"
     def __init__(self, knowledge_id: str):
-        super().__init__(f"a knowledge item with id {knowledge_id} already exists", field="id")
+        super().__init__(_("a knowledge item with id %(id)s already exists") % {"id": knowledge_id}, field="id")

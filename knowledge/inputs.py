@@ -2,6 +2,7 @@
 import json
 from collections.abc import Mapping
 
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -24,7 +25,7 @@ class CommaListField(serializers.ListField):
             # ?types=a,b and ?types=a&types=b both work
             data = [piece.strip() for part in data for piece in part.split(",")]
             if "" in data:
-                raise serializers.ValidationError("an empty value; give names separated by commas")
+                raise serializers.ValidationError(_("an empty value; give names separated by commas"))
         return super().to_internal_value(data)
 
 
@@ -43,9 +44,9 @@ class FilterField(serializers.Field):
             try:
                 data = json.loads(data)
             except json.JSONDecodeError as exc:
-                raise serializers.ValidationError(f"not valid JSON: {exc.msg}") from exc
+                raise serializers.ValidationError(_("not valid JSON: %(problem)s") % {"problem": exc.msg}) from exc
             except RecursionError:
-                raise serializers.ValidationError(f"nests deeper than {MAX_DEPTH} levels") from None
+                raise serializers.ValidationError(_("nests deeper than %(depth)s levels") % {"depth": MAX_DEPTH}) from None
         found = json_problem(data)
         if found:
             where, problem = found
@@ -93,7 +94,7 @@ class CursorField(serializers.CharField):
         try:
             return decode_cursor(value) if value else None
         except ValueError as exc:
-            raise serializers.ValidationError("not a cursor from a previous page's `next`") from exc
+            raise serializers.ValidationError(_("not a cursor from a previous page's `next`")) from exc
 
 
 class KnowledgeListInput(NoUnknownFields, serializers.Serializer):
@@ -177,9 +178,9 @@ class CaseField(serializers.DictField):
     def to_internal_value(self, data):
         value = super().to_internal_value(data)
         if len(value) > 20:
-            raise serializers.ValidationError("a case has at most 20 keys")
+            raise serializers.ValidationError(_("a case has at most 20 keys"))
         if len(json.dumps(value, default=str)) > 20_000:
-            raise serializers.ValidationError("a case is at most 20,000 characters of JSON")
+            raise serializers.ValidationError(_("a case is at most 20,000 characters of JSON"))
         return value
 
 

@@ -9,6 +9,7 @@ from datetime import datetime
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from rest_framework.exceptions import PermissionDenied
 
 from core import events
@@ -247,7 +248,7 @@ STATUS_CHANGES = {Knowledge.Status.ARCHIVED: {Knowledge.Status.ACTIVE}, Knowledg
 def require_write_any(caller, item: Knowledge) -> None:
     """PermissionDenied unless `caller` may write one of the item's scopes (a change to an existing item)."""
     if not caller.may_write_any(item.scopes):
-        raise PermissionDenied(f"this caller may not write to any scope of {item.id}")
+        raise PermissionDenied(_("this caller may not write to any scope of %(id)s") % {"id": item.id})
 
 
 @transaction.atomic
@@ -262,8 +263,9 @@ def knowledge_set_status(caller, *, knowledge_id: str, status: str) -> Knowledge
     if item.status == status:
         return item
     if item.status not in STATUS_CHANGES.get(status, ()):
-        raise KnowledgeStateError(f"{item.id} is {item.status}; only active items are archived and archived ones "
-                                  "made active (a merged item comes back through unmerge)", field="status")
+        raise KnowledgeStateError(_("%(id)s is %(status)s; only active items are archived and archived ones "
+                                    "made active (a merged item comes back through unmerge)")
+                                  % {"id": item.id, "status": item.status}, field="status")
     item.status, item.updated_at = status, timezone.now()
     item.save(update_fields=["status", "updated_at"])
     kind = events.KNOWLEDGE_ARCHIVED if status == Knowledge.Status.ARCHIVED else events.KNOWLEDGE_UPDATED

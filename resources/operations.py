@@ -1,5 +1,6 @@
 """The resource operations (seed 003, scenarios 1-4), declared once for REST, MCP and the audit."""
 from django.http import Http404
+from django.utils.translation import gettext as _
 from rest_framework import status
 from rest_framework.exceptions import APIException, PermissionDenied
 
@@ -25,7 +26,7 @@ def resource_save(caller: Caller, **data) -> Resource:
         if not may_read(caller.readable_scopes, existing.scopes):
             raise ResourceExistsError(data["id"])  # the id is taken; say no more about it
         if not caller.may_write_any(existing.scopes):
-            raise PermissionDenied(f"this caller may not write to the scopes of {existing.pk}")
+            raise PermissionDenied(_("this caller may not write to the scopes of %(ids)s") % {"ids": existing.pk})
         data.pop("scopes", None)  # a new version keeps who may see it
         return resource_save_version(caller, resource_id=data.pop("id"), **data)
     scopes = caller.scopes_to_write(data.pop("scopes", None))
@@ -44,10 +45,10 @@ def resource_get(caller: Caller, *, resource_id, reveal: bool, remote_addr: str 
     if not reveal:
         return resource
     if not caller.can_read_secrets:
-        raise PermissionDenied("this caller may not reveal secrets (a token with secret access, or the admin role)")
+        raise PermissionDenied(_("this caller may not reveal secrets (a token with secret access, or the admin role)"))
     try:
         secret = resource_reveal(caller, resource=resource, remote_addr=remote_addr, user_agent=user_agent)
     except SecretExpired as exc:
-        raise Gone(f"this {resource.content_type} expired at {exc.expires_at.isoformat()}") from exc
+        raise Gone(_("this %(type)s expired at %(at)s") % {"type": resource.content_type, "at": exc.expires_at.isoformat()}) from exc
     resource.revealed_secret = secret  # sent once, in this reply (ResourceOutput)
     return resource

@@ -9,6 +9,8 @@ from datetime import timedelta
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 from rest_framework.exceptions import PermissionDenied
 
 from core.errors import DomainError
@@ -95,7 +97,7 @@ def secret_expired(obj) -> bool:
     return bool(obj.expires_at and obj.expires_at <= timezone.now())
 
 
-SECRETS_REFUSED = "this caller may not read secrets"
+SECRETS_REFUSED = gettext_noop("this caller may not read secrets")  # translated when raised
 
 
 def resource_reveal(caller, *, resource: Resource, remote_addr: str | None, user_agent: str = "") -> str:
@@ -116,7 +118,7 @@ def _audited_reveal(caller, obj, *, resource_id: str, version: int | None, remot
     from resources.models import RevealEvent
 
     if not caller.can_read_secrets:
-        raise PermissionDenied(SECRETS_REFUSED)
+        raise PermissionDenied(_(SECRETS_REFUSED))
     if secret_expired(obj):
         raise SecretExpired(obj.expires_at)
     RevealEvent.objects.create(principal=caller.principal, resource_id=resource_id, version=version,

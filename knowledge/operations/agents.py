@@ -9,6 +9,7 @@ validation, permissions and audit.
 from django.db import DataError, IntegrityError, transaction
 from django.db.models import Q, prefetch_related_objects
 from django.http import Http404
+from django.utils.translation import gettext as _
 from rest_framework.exceptions import PermissionDenied, ValidationError
 
 from agents.caller import Caller
@@ -55,10 +56,10 @@ def changeable_item(caller: Caller, knowledge_id) -> Knowledge:
     the rule for editing, restoring, archiving and rolling back."""
     item = visible_item(caller, knowledge_id)
     if not caller.edits_any and item.owner != caller.principal:
-        raise PermissionDenied(f"only the owner ({item.owner}) or a curator may change this item; "
-                               "give feedback with PUT instead")
+        raise PermissionDenied(_("only the owner (%(owner)s) or a curator may change this item; "
+                                 "give feedback with PUT instead") % {"owner": item.owner})
     if not caller.may_write_any(item.scopes):
-        raise PermissionDenied("changing this item needs write access to one of its scopes")
+        raise PermissionDenied(_("changing this item needs write access to one of its scopes"))
     return item
 
 
@@ -172,7 +173,7 @@ def knowledge_update(caller: Caller, *, knowledge_id, add_helpful_case=None, add
     """Feedback (seed 003's PUT): a helpful or harmful case, a new score, or an evolve request (a job)."""
     item = visible_item(caller, knowledge_id)
     if (update_score is not None or evolve_feedback) and not caller.may_write_any(item.scopes):
-        raise PermissionDenied("changing the score or evolving needs write access to one of the item's scopes")
+        raise PermissionDenied(_("changing the score or evolving needs write access to one of the item's scopes"))
     search_id = cited_search(caller, search_id)
     with transaction.atomic():
         job = evolve.evolve_request(caller, knowledge_id=item.id, feedback=evolve_feedback) if evolve_feedback else None

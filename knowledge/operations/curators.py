@@ -9,6 +9,7 @@ so every curation action is validated, filtered and audited as the API's are.
 import uuid
 
 from django.http import Http404
+from django.utils.translation import gettext as _
 from rest_framework import serializers
 from rest_framework.exceptions import PermissionDenied
 
@@ -52,7 +53,7 @@ def _curated_items(caller: Caller, ids: list[str]) -> list[Knowledge]:
         raise Http404(f"no knowledge items {', '.join(missing)}")
     refused = [i for i in ids if not caller.may_write_any(items[i].scopes)]
     if refused:
-        raise PermissionDenied(f"this caller may not write to the scopes of {', '.join(refused)}")
+        raise PermissionDenied(_("this caller may not write to the scopes of %(ids)s") % {"ids": ", ".join(refused)})
     return [items[i] for i in ids]
 
 
