@@ -86,3 +86,17 @@ def test_the_switcher_choice_holds_across_reloads_and_pages(chromium, live_serve
         page.click(".languages button[value=en]")
         page.wait_for_url(f"{url}/")
         assert page.inner_text("h1") == "Dashboard"
+
+
+def test_chinese_pages_fit_a_phone(chromium, live_server, demo):
+    """Chinese labels are shorter but the header carries the switcher too: no page scrolls sideways on a phone."""
+    from curation.screenshots import PHONE
+    from tests.curation.test_layout_browser import no_horizontal_scroll
+
+    url, item = live_server.url, demo["items"][0]
+    for page in checked_page(chromium, PHONE, locale="zh-CN"):
+        log_in(page, url, "carl", PASSWORD)
+        for path in ("/", "/knowledge/", f"/knowledge/{item.id}/", "/review/", "/conflicts/", "/documents/"):
+            page.goto(url + path)
+            assert page.get_attribute("html", "lang") == "zh-hans"
+            no_horizontal_scroll(page)
