@@ -20,6 +20,7 @@ from mcp_types import CallToolResult, TextContent
 from agents import operations
 from agents.auth import active_token
 from agents.caller import Caller
+from core import request_context
 from core.errors import api_exception_handler
 
 INSTRUCTIONS = (
@@ -49,10 +50,12 @@ def _caller(raw_key: str | None) -> Caller:
     return Caller.for_token(token)
 
 
-def _run_sync(raw_key: str | None, operation) -> Any:
+def _run_sync(raw_key: str | None, operation, request_id: str | None = None) -> Any:
     close_old_connections()  # what Django does around each HTTP request
+    context = request_context.Context(request_id=request_context.request_id_from(request_id), entry="mcp")
     try:
-        return operation(_caller(raw_key))
+        with request_context.bound(context):  # counted as entry "mcp"; the jobs it queues carry the request id
+            return operation(_caller(raw_key))
     except _Refused:
         raise
     except Exception as exc:  # noqa: BLE001 - mapped exactly as the REST API maps it, or re-raised
@@ -71,8 +74,9 @@ def _run_sync(raw_key: str | None, operation) -> Any:
 async def _call(ctx: Context, operation) -> Any:
     """The operation's JSON result, or a tool error whose text is the API's error JSON."""
     raw_key = bearer_key(ctx.headers) if ctx.headers is not None else stdio_token
+    request_id = (ctx.headers or {}).get("x-request-id")
     try:
-        return await sync_to_async(_run_sync, thread_sensitive=True)(raw_key, operation)
+        return await sync_to_async(_run_sync, thread_sensitive=True)(raw_key, operation, request_id)
     except _Refused as refused:
         text = json.dumps({"error": refused.error}, ensure_ascii=False)
         return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)

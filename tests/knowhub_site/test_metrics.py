@@ -127,3 +127,21 @@ def test_a_broker_that_cannot_be_read_is_counted_as_a_scrape_error_not_a_failed_
 
 def test_the_queue_length_is_read_from_the_broker(client):
     assert 'knowhub_celery_queue_length{queue="celery"}' in scrape(client)
+
+
+@pytest.mark.django_db(transaction=True)  # _run_sync closes connections as a request's end would
+def test_operations_are_counted_by_the_entry_they_came_through(client, curator):
+    from api.mcp_server import _op, _run_sync
+    from tests.callers import agent_key
+
+    before = scrape(client)
+    _run_sync(agent_key("mcp_agent", ("org:acme",)), _op("knowledge_search", {"q": "proxies"}))
+    client.force_login(curator)
+    assert client.get("/documents/").status_code == 200
+    after = scrape(client)
+
+    def moved(**labels):
+        return value(after, "knowhub_operation_calls_total", **labels) - value(before, "knowhub_operation_calls_total", **labels)
+
+    assert moved(operation="knowledge_search", entry="mcp", status="200") == 1
+    assert moved(operation="document_list", entry="ui", status="200") == 1
