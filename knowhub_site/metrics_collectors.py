@@ -28,8 +28,9 @@ def queue_lengths(names: list[str]) -> dict[str, int]:
     from knowhub_site.celery import app
 
     lengths = {}
-    with app.connection_for_read(connect_timeout=BROKER_TIMEOUT_SECONDS) as connection:
-        connection.ensure_connection(max_retries=1)  # the default would retry a down broker for ever
+    with app.connection_for_read(settings.CELERY_BROKER_URL, connect_timeout=BROKER_TIMEOUT_SECONDS) as connection:
+        # the default would retry a down broker for ever (as /healthz does, one try)
+        connection.ensure_connection(max_retries=1, timeout=BROKER_TIMEOUT_SECONDS)
         channel = connection.channel()
         try:
             for name in names:

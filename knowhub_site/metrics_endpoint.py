@@ -17,7 +17,7 @@ from pathlib import Path
 from django.conf import settings
 from django.http import HttpResponse
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
-from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
 
 from knowhub_site.db_pool import record_pool_use
 from knowhub_site.metrics_collectors import ScrapeTimeCollector
@@ -40,11 +40,24 @@ class _ProcessRegistry:
         return REGISTRY.collect()
 
 
+def forget_dead_processes(multiproc_dir: str) -> None:
+    """Drop the live gauges of processes that exited (a web worker gunicorn replaced): `livesum` would keep them."""
+    for path in Path(multiproc_dir).glob("gauge_live*_*.db"):
+        pid = int(path.stem.rsplit("_", 1)[1])
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            mark_process_dead(pid, multiproc_dir)
+        except PermissionError:
+            pass  # alive, someone else's
+
+
 def exposition(multiproc_dir: str | None = None) -> bytes:
     """The scrape's text: scrape-time values first (their errors counted in this scrape), then the metrics."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(ScrapeTimeCollector())
     if multiproc_dir:
+        forget_dead_processes(multiproc_dir)
         MultiProcessCollector(registry, path=multiproc_dir)
     else:
         registry.register(_ProcessRegistry())
