@@ -10,6 +10,7 @@ request's `Authorization` header (streamable HTTP under /mcp), or the token
 `manage.py mcp` was started with (stdio).
 """
 import json
+import time
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -22,6 +23,7 @@ from agents.auth import active_token
 from agents.caller import Caller
 from core import request_context
 from core.errors import api_exception_handler
+from core.logs import log_request
 
 INSTRUCTIONS = (
     "KnowHub: search knowledge before acting (knowledge_search), save what you learn (knowledge_save), "
@@ -53,10 +55,16 @@ def _caller(raw_key: str | None) -> Caller:
 def _run_sync(raw_key: str | None, operation, request_id: str | None = None) -> Any:
     close_old_connections()  # what Django does around each HTTP request
     context = request_context.Context(request_id=request_context.request_id_from(request_id), entry="mcp")
+    started, status = time.perf_counter(), 500
     try:
         with request_context.bound(context):  # counted as entry "mcp"; the jobs it queues carry the request id
-            return operation(_caller(raw_key))
-    except _Refused:
+            caller = _caller(raw_key)
+            context.agent = caller.agent_id
+            result = operation(caller)
+            status = 200
+            return result
+    except _Refused as refused:
+        status = refused.error["status"]
         raise
     except Exception as exc:  # noqa: BLE001 - mapped exactly as the REST API maps it, or re-raised
         response = api_exception_handler(exc, {})
@@ -66,8 +74,12 @@ def _run_sync(raw_key: str | None, operation, request_id: str | None = None) -> 
         refused = _Refused(response.status_code, error["code"], error["message"], error.get("fields"))
         if response.has_header("Retry-After"):  # e.g. 503 while the database is down
             refused.error["retry_after"] = int(response["Retry-After"])
+        status = refused.error["status"]
         raise refused from exc
     finally:
+        with request_context.bound(context):  # the tool call's one line, under its request id
+            log_request(context, method="MCP", route="/mcp", url_name="mcp", status=status,
+                        seconds=time.perf_counter() - started)
         close_old_connections()
 
 

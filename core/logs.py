@@ -57,8 +57,21 @@ class TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         record.rid = f" [{record.request_id}]" if getattr(record, "request_id", "") else ""
         event = getattr(record, "event", None)
-        record.fields = "".join(f" {k}={v}" for k, v in event.items()) if isinstance(event, dict) else ""
+        record.fields = "".join(f" {k}={v}" for k, v in event.items() if k != "request_id") if isinstance(event, dict) else ""
         return super().format(record)
+
+
+request_logger = logging.getLogger("knowhub.request")
+
+
+def log_request(context: request_context.Context, *, method: str, route: str, url_name: str, status: int,
+                seconds: float) -> None:
+    """The one line of a request (HTTP through Django, or an MCP tool call): what ran, for whom, how it ended."""
+    request_logger.info("%s %s %s", method, route or "(unmatched)", status, extra={"event": {
+        "event": "request", "request_id": context.request_id, "method": method, "route": route or None, "url_name": url_name, "status": status,
+        "duration_ms": round(seconds * 1000, 1), "agent": context.agent or None,
+        "operation": context.operation or None, "entry": context.entry,
+    }})
 
 
 def logging_config(*, log_format: str, level: str) -> dict:

@@ -59,13 +59,14 @@ def _job_finished(task_id=None, task=None, args=None, kwargs=None, state=None, *
     try:
         if started is None:
             return
+        context = request_context.current()
         elapsed = time.perf_counter() - started
         kind, outcome = kind_of(task.name), (state or "unknown").lower()
         metrics.JOBS.labels(kind=kind, outcome=outcome).inc()
         metrics.JOB_SECONDS.labels(kind=kind).observe(elapsed)
         level = logging.WARNING if outcome == "failure" else logging.INFO
         logger.log(level, "job %s %s", kind, outcome, extra={"event": {
-            "event": "job", "task": task.name, "kind": kind, "task_id": task_id, "job_id": _job_id(task, args, kwargs),
+            "event": "job", "request_id": context.request_id if context else None, "task": task.name, "kind": kind, "task_id": task_id, "job_id": _job_id(task, args, kwargs),
             "duration_ms": round(elapsed * 1000, 1), "outcome": outcome,
         }})
     finally:

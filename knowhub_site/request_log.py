@@ -7,13 +7,11 @@ the id and the jobs it queues inherit it (job_observability.py); it returns the 
 query string or the body), status, duration, agent and operation, and observes
 `knowhub_http_request_duration_seconds` by URL name, method and status class.
 """
-import logging
 import time
 
 from core import metrics, request_context
+from core.logs import log_request
 from knowhub_site import db_pool
-
-logger = logging.getLogger("knowhub.request")
 
 HEADER = "X-Request-ID"
 
@@ -57,9 +55,6 @@ class RequestLogMiddleware:
             context.agent = _agent(request)
             metrics.HTTP_SECONDS.labels(route=name, method=request.method, status=f"{response.status_code // 100}xx").observe(elapsed)
             db_pool.record_pool_use()
-            logger.info("%s %s %s", request.method, route or "(unmatched)", response.status_code, extra={"event": {
-                "event": "request", "method": request.method, "route": route or None, "url_name": name,
-                "status": response.status_code, "duration_ms": round(elapsed * 1000, 1),
-                "agent": context.agent or None, "operation": context.operation or None, "entry": context.entry,
-            }})
+            log_request(context, method=request.method, route=route, url_name=name, status=response.status_code,
+                        seconds=elapsed)
         return response

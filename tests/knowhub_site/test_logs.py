@@ -87,8 +87,7 @@ def test_each_request_logs_one_line_with_route_status_duration_agent_operation_a
     assert line["method"] == "GET" and line["route"] == "/api/knowledge/search" and line["status"] == 200
     assert line["agent"] == "log_agent" and line["operation"] == "knowledge_search" and line["entry"] == "rest"
     assert line["duration_ms"] >= 0
-    request_record = next(r for r in caplog.records if r.name == "knowhub.request")
-    assert request_record.request_id == "client-req-0001"
+    assert line["request_id"] == "client-req-0001"
 
 
 @pytest.mark.django_db
@@ -132,3 +131,18 @@ def test_a_queued_task_carries_the_request_id_in_its_headers():
     outside: dict = {}
     job_observability._send_request_id(headers=outside)
     assert outside == {}
+
+
+@pytest.mark.django_db(transaction=True)  # _run_sync closes connections as a request's end would
+def test_an_mcp_tool_call_logs_one_line_with_its_operation_agent_status_and_the_callers_request_id(caplog):
+    from api.mcp_server import _op, _Refused, _run_sync
+
+    key = agent_key("mcp_agent", ("org:acme",))
+    with caplog.at_level(logging.INFO):
+        _run_sync(key, _op("knowledge_search", {"q": "proxies"}), "mcp-req-00000001")
+        with pytest.raises(_Refused):
+            _run_sync(key, _op("knowledge_get", knowledge_id="knowledge-20990101-none"))
+    found, missing = request_lines(caplog)
+    assert (found["operation"], found["agent"], found["status"], found["entry"]) == ("knowledge_search", "mcp_agent", 200, "mcp")
+    assert (missing["operation"], missing["status"]) == ("knowledge_get", 404)
+    assert found["request_id"] == "mcp-req-00000001" and missing["request_id"] != found["request_id"]
