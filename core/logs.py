@@ -15,10 +15,6 @@ from datetime import datetime, timezone
 
 from core import request_context
 
-# Attributes every LogRecord has; anything else a caller passed in `extra` is not ours to print.
-_STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime", "request_id"}
-
-
 class RequestIdFilter(logging.Filter):
     """Stamps each record with the current request id ("" outside a request or job)."""
 
