@@ -40,3 +40,6 @@ $(STAMP): pyproject.toml clients/python/pyproject.toml
 # Deletes local data (the embedded database, generated keys): asks first.
 clean-var:
 	@read -p "Delete var/ (local database and keys)? [y/N] " ok && [ "$$ok" = y ] && rm -rf var
+
+# `make run` logs readable text lines (one per request and per job); deployments keep the default, JSON lines.
+run: export LOG_FORMAT ?= text

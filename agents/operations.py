@@ -25,6 +25,7 @@ from django.utils.translation import gettext_noop
 from rest_framework.exceptions import PermissionDenied
 
 from agents.caller import Caller
+from core import metrics, request_context
 
 # What a caller must hold: any role (read); not read-only (feedback: viewers may not, any token may);
 # write access to some scope (write); the curator role or a curator token (curate). Finer checks
@@ -121,7 +122,19 @@ def call(name: str, caller: Caller, *, data: Any = None, **args) -> Any:
         return op.handler(context["caller"], **arguments)
 
     arguments = {**args, "data": {} if data is None else data} if op.input is not None else dict(args)
-    return invoke(name, handler, arguments, {"caller": caller})
+    request_context.note_operation(name)
+    entry = request_context.entry()
+    status = "500"
+    try:
+        with metrics.timed(metrics.OPERATION_SECONDS, operation=name, entry=entry):
+            result = invoke(name, handler, arguments, {"caller": caller})
+        status = str(op.status)
+        return result
+    except Exception as exc:
+        status = metrics.error_status(exc)
+        raise
+    finally:
+        metrics.OPERATION_CALLS.labels(operation=name, entry=entry, status=status).inc()
 
 
 def run(name: str, caller: Caller, *, data: Any = None, **args) -> Any:

@@ -10,6 +10,7 @@ request's `Authorization` header (streamable HTTP under /mcp), or the token
 `manage.py mcp` was started with (stdio).
 """
 import json
+import time
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -20,7 +21,9 @@ from mcp_types import CallToolResult, TextContent
 from agents import operations
 from agents.auth import active_token
 from agents.caller import Caller
+from core import request_context
 from core.errors import api_exception_handler
+from core.logs import log_request
 
 INSTRUCTIONS = (
     "KnowHub: search knowledge before acting (knowledge_search), save what you learn (knowledge_save), "
@@ -49,11 +52,19 @@ def _caller(raw_key: str | None) -> Caller:
     return Caller.for_token(token)
 
 
-def _run_sync(raw_key: str | None, operation) -> Any:
+def _run_sync(raw_key: str | None, operation, request_id: str | None = None) -> Any:
     close_old_connections()  # what Django does around each HTTP request
+    context = request_context.Context(request_id=request_context.request_id_from(request_id), entry="mcp")
+    started, status = time.perf_counter(), 500
     try:
-        return operation(_caller(raw_key))
-    except _Refused:
+        with request_context.bound(context):  # counted as entry "mcp"; the jobs it queues carry the request id
+            caller = _caller(raw_key)
+            context.agent = caller.agent_id
+            result = operation(caller)
+            status = 200
+            return result
+    except _Refused as refused:
+        status = refused.error["status"]
         raise
     except Exception as exc:  # noqa: BLE001 - mapped exactly as the REST API maps it, or re-raised
         response = api_exception_handler(exc, {})
@@ -63,16 +74,21 @@ def _run_sync(raw_key: str | None, operation) -> Any:
         refused = _Refused(response.status_code, error["code"], error["message"], error.get("fields"))
         if response.has_header("Retry-After"):  # e.g. 503 while the database is down
             refused.error["retry_after"] = int(response["Retry-After"])
+        status = refused.error["status"]
         raise refused from exc
     finally:
+        with request_context.bound(context):  # the tool call's one line, under its request id
+            log_request(context, method="MCP", route="/mcp", url_name="mcp", status=status,
+                        seconds=time.perf_counter() - started)
         close_old_connections()
 
 
 async def _call(ctx: Context, operation) -> Any:
     """The operation's JSON result, or a tool error whose text is the API's error JSON."""
     raw_key = bearer_key(ctx.headers) if ctx.headers is not None else stdio_token
+    request_id = (ctx.headers or {}).get("x-request-id")
     try:
-        return await sync_to_async(_run_sync, thread_sensitive=True)(raw_key, operation)
+        return await sync_to_async(_run_sync, thread_sensitive=True)(raw_key, operation, request_id)
     except _Refused as refused:
         text = json.dumps({"error": refused.error}, ensure_ascii=False)
         return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)

@@ -35,4 +35,20 @@ def _child_dies_with_worker(**kwargs):
     die_with_parent()
 
 
+@signals.setup_logging.connect
+def _use_django_logging(loglevel=None, **kwargs):
+    # Django's LOGGING (LOG_FORMAT: JSON lines by default, with the request id) instead of Celery's own
+    # format; the worker's --loglevel still sets the level.
+    import logging
+    from logging.config import dictConfig
+
+    from django.conf import settings
+
+    dictConfig(settings.LOGGING)
+    if loglevel:
+        logging.getLogger().setLevel(loglevel)
+
+
 _install_worker_heartbeat(app)
+
+from knowhub_site import job_observability  # noqa: E402,F401 - connects the job log line, metrics and request id

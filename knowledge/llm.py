@@ -9,6 +9,7 @@ import json
 import jsonschema
 from django.conf import settings
 
+from core import metrics
 from core.errors import DomainError
 
 
@@ -72,14 +73,30 @@ def chat_json(
             raise LLMError(f"LLM request failed: {type(exc).__name__}: {exc}") from exc
 
     messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    outcome = "error"  # request failed or refused; "invalid": a reply that did not match the schema
     try:
-        response = chat(messages, {"secrets": [s for s in (secrets or []) if s]}, send)
-    except ChainError as exc:
-        raise LLMError(f"LLM call refused by filter {exc.error.filter}: {exc.error.reason}") from exc
-    try:
-        text = response.choices[0].message.content or ""
-        data = json.loads(text)
-        jsonschema.validate(data, schema)
-    except (IndexError, AttributeError, json.JSONDecodeError, jsonschema.ValidationError) as exc:
-        raise LLMError(f"LLM reply did not match the {schema_name} schema: {str(exc)[:300]}") from exc
-    return data
+        with metrics.timed(metrics.LLM_SECONDS, purpose=schema_name):
+            try:
+                response = chat(messages, {"secrets": [s for s in (secrets or []) if s]}, send)
+            except ChainError as exc:
+                raise LLMError(f"LLM call refused by filter {exc.error.filter}: {exc.error.reason}") from exc
+        _count_tokens(schema_name, getattr(response, "usage", None))
+        outcome = "invalid"
+        try:
+            text = response.choices[0].message.content or ""
+            data = json.loads(text)
+            jsonschema.validate(data, schema)
+        except (IndexError, AttributeError, json.JSONDecodeError, jsonschema.ValidationError) as exc:
+            raise LLMError(f"LLM reply did not match the {schema_name} schema: {str(exc)[:300]}") from exc
+        outcome = "ok"
+        return data
+    finally:
+        metrics.LLM_CALLS.labels(purpose=schema_name, outcome=outcome).inc()
+
+
+def _count_tokens(purpose: str, usage) -> None:
+    """The reply's prompt and completion tokens (an endpoint that reports no usage counts none)."""
+    for kind in ("prompt", "completion"):
+        used = getattr(usage, f"{kind}_tokens", None)
+        if isinstance(used, int) and used > 0:
+            metrics.LLM_TOKENS.labels(purpose=purpose, kind=kind).inc(used)

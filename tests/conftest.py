@@ -38,9 +38,11 @@ def wait_for(predicate, *, timeout: float, interval: float = 0.25, message: str 
 class CeleryWorker:
     """A real `celery worker` process against the test database."""
 
-    def __init__(self, *, broker_url: str | None = None, name: str = "test-worker", extra_env: dict | None = None):
+    def __init__(self, *, broker_url: str | None = None, name: str = "test-worker", extra_env: dict | None = None,
+                 log_path: Path | None = None, loglevel: str = "warning"):
         db_url = database_url_for_subprocess()
         self.hostname = f"{name}@%h"
+        self.log_path, self.loglevel = log_path, loglevel  # log_path: its stdout and stderr go there
         self.env = {
             **os.environ,
             "DATABASE_URL": db_url,
@@ -52,11 +54,14 @@ class CeleryWorker:
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> "CeleryWorker":
+        output = open(self.log_path, "ab") if self.log_path else None
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "knowhub_site", "worker", "--loglevel", "warning",
+            [sys.executable, "-m", "celery", "-A", "knowhub_site", "worker", "--loglevel", self.loglevel,
              "--concurrency", "1", "--pool", "prefork", "--hostname", self.hostname],
-            cwd=REPO_ROOT, env=self.env, start_new_session=True,
+            cwd=REPO_ROOT, env=self.env, start_new_session=True, stdout=output, stderr=output,
         )
+        if output:
+            output.close()  # the child holds its own copy
         return self
 
     def stop(self, sig=signal.SIGTERM, timeout: float = 30) -> int:
@@ -167,6 +172,8 @@ SLOW_TESTS = [
     "tests/knowhub_site/test_healthz.py::test_a_stopped_worker_clears_its_heartbeat_and_healthz_names_it",
     "tests/knowhub_site/test_healthz.py::test_a_worker_on_redis_reports_in",
     "tests/webhooks/test_worker.py",
+    # Observability (issue 18): a real worker's JSON log lines and job metrics; the whole stack scraped.
+    "tests/knowhub_site/test_observability_worker.py",
 ]
 SLOW_MARKERS = ("e2e", "browser")
 

@@ -7,11 +7,13 @@ RRF. The best 2*top_k fused candidates go to stage 2 (rerank.py).
 Visibility is applied here, first, and AND-ed with every other filter, so no
 filter, type or scope argument can widen what a caller sees.
 """
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from django.db.models import QuerySet
 
+from core.metrics import SEARCH_STAGE_SECONDS, timed
 from knowledge.models import Knowledge
 from knowledge import llm
 from knowledge.search import filters as filter_exprs
@@ -119,15 +121,18 @@ def search(
 
     if query.strip() and mode in ("hybrid", "keyword"):
         statistics = narrowed(readable, statuses=statuses)  # how rare a word is, whatever the filters
-        lists["keyword"] = keyword_candidates(base, text=query, limit=pool, statistics=statistics)
+        with timed(SEARCH_STAGE_SECONDS, stage="keyword"):
+            lists["keyword"] = keyword_candidates(base, text=query, limit=pool, statistics=statistics)
     embedder = query_vector = None
     if query.strip() and mode in ("hybrid", "vector"):
         try:
             embedder = get_embedder(embedder_name)
-            query_vector = embed_query_cached(embedder, query)
-            lists["vector"] = calibrated_vector_candidates(
-                base, query=query, query_vector=query_vector, embedder=embedder, limit=pool
-            )
+            with timed(SEARCH_STAGE_SECONDS, stage="embedding"):
+                query_vector = embed_query_cached(embedder, query)
+            with timed(SEARCH_STAGE_SECONDS, stage="vector"):
+                lists["vector"] = calibrated_vector_candidates(
+                    base, query=query, query_vector=query_vector, embedder=embedder, limit=pool
+                )
         except EmbedderError as exc:
             notes.append(f"vector search unavailable ({exc}); keyword results only")
 
@@ -157,6 +162,7 @@ def search(
     judged = fused[: max(2 * top_k, ANSWER_POOL)] if not routed else fused[: 2 * top_k]
     fused = fused[: 2 * top_k]
 
+    stage_two_started = time.perf_counter()  # the rerank stage: evidence, relevance, the gate and quality
     items = Knowledge.objects.in_bulk([item_id for item_id, _ in judged])
     ranks = {name: {item_id: (i, score) for i, (item_id, score) in enumerate(rows, start=1)} for name, rows in lists.items()}
     evidence = _evidence(query, judged, fused_total, items, ranks, query_vector=query_vector, embedder=embedder)
@@ -187,6 +193,7 @@ def search(
         gate = Gate(answer=0.0, floor=0.0, relative=0.0)  # the LLM router already kept only answers (seed 003)
     hits = quality_rerank(candidates, top_k=top_k, min_score=min_score, rank=rank, gate=gate or Gate(),
                           quality_weight=QUALITY_WEIGHT if quality_weight is None else quality_weight)
+    SEARCH_STAGE_SECONDS.labels(stage="rerank").observe(time.perf_counter() - stage_two_started)
     for candidate in candidates:
         candidate.explanation["quality_score"] = candidate.quality_score
         candidate.explanation["gate"] = candidate.gate or None

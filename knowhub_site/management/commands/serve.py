@@ -47,8 +47,11 @@ class Command(BaseCommand):
         call_command("ensure_curator")
         call_command("collectstatic", interactive=False, verbosity=0)
 
+        from knowhub_site.metrics_endpoint import prepare_multiproc_dir
+
         env = {
             **os.environ,
+            **prepare_multiproc_dir(settings.VAR_DIR),  # every child's metrics, summed by /metrics
             "DATABASE_URL": settings.DATABASE_URL,
             "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
             "KNOWHUB_VAR_DIR": str(settings.VAR_DIR),
@@ -59,7 +62,7 @@ class Command(BaseCommand):
             "web": [sys.executable, "-m", "gunicorn", "knowhub_site.asgi:application", "--bind", f"{host}:{port}",
                     "--worker-class", "uvicorn_worker.UvicornWorker",
                     "--workers", str(web_workers), "--graceful-timeout", "10",
-                    "--access-logfile", "-", "--no-control-socket"],
+                    "--no-control-socket"],  # no access log: knowhub_site/request_log.py logs each request
             "worker": [sys.executable, "-m", "celery", "-A", "knowhub_site", "worker", "--loglevel", "info",
                        "--concurrency", str(worker_concurrency), "--hostname", f"knowhub-{port}@%h",
                        # periodic tasks (resource expiry) run in this one worker's embedded beat
