@@ -91,8 +91,8 @@ def role_of(proc: psutil.Process, serve_pid: int) -> str:
     if "celery" in cmd:
         if parent == serve_pid:
             return "celery worker (main)"
-        # the embedded beat is a forked child like the pool's; it alone holds the schedule file open
-        return "celery beat" if any("celerybeat-schedule" in f.path for f in proc.open_files()) else "worker pool child"
+        # the embedded beat is a forked child like the pool children, with the same command line
+        return "celery child (pool or beat)"
     if "model_service" in cmd:
         return "model service"
     return proc.name()
@@ -109,7 +109,7 @@ def measure(serve_pid: int) -> list[dict]:
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
     order = ["serve (supervisor)", "model service", "gunicorn master", "web process", "celery worker (main)",
-             "worker pool child", "celery beat"]
+             "celery child (pool or beat)"]
     return sorted(rows, key=lambda r: (order.index(r["role"]) if r["role"] in order else len(order), r["pid"]))
 
 
