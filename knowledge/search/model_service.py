@@ -10,8 +10,10 @@ models (bench/memory.py, BENCHMARKS.md "Memory per process").
 It listens first and loads afterwards, so a restarted service accepts at once
 and its first requests wait for the models rather than fail. One thread per
 connection; each model serialises its own calls (its lock), and concurrent
-query embeddings of one model are computed one after another, not batched:
-batching pads texts to a common length, which would change the vectors.
+query embeddings are computed one after another, not batched: USE's vectors
+for a batch differ from one-by-one ones in the 7th decimal (padding), which
+would break "the same vectors as in-process"; e5's are identical but batching
+them alone saved only ~30% of e5's share under concurrency.
 The process imports no Django app, only settings (for an OpenAI embedder's
 endpoint), so it holds the models and little else.
 """
