@@ -60,7 +60,8 @@ def _receive_reply(conn: Connection, timeout: float):
     if "error" in header:
         raise ServiceUnavailable(f"model service: {header['error']}")
     if "shape" in header:
-        return np.frombuffer(_receive(conn, timeout), dtype=np.float32).reshape(header["shape"])
+        # a writable array, as an in-process model returns
+        return np.frombuffer(_receive(conn, timeout), dtype=np.float32).reshape(header["shape"]).copy()
     return header["result"]
 
 
