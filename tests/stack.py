@@ -1,6 +1,6 @@
-"""The whole stack (`manage.py serve`: gunicorn + Celery worker on an embedded PostgreSQL) as a subprocess.
+"""The whole stack (`manage.py serve`: model service, gunicorn and Celery worker on an embedded PostgreSQL) as a subprocess.
 
-Load and fault tests drive it over HTTP on loopback, as agents would. Each
+Load and fault tests drive it over HTTP on loopback, as agents would (its children log to var/logs/). Each
 stack has its own var/ (its own embedded database), so it never shares state
 with the test database or another stack.
 """

