@@ -75,7 +75,13 @@ class Stack:
         self._log_file.close()
 
     def output(self) -> str:
+        """What `manage.py serve` itself printed (its children log to var/logs/, see `child_log`)."""
         return self.log.read_text(errors="replace")
+
+    def child_log(self, name: str) -> str:
+        """The log of one child process: "web", "worker" or "models"."""
+        path = self.var_dir / "logs" / f"{name}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
 
     def manage(self, *args: str, timeout: float = 120) -> str:
         """Run a management command against this stack's database; its stdout."""

@@ -63,12 +63,12 @@ def test_the_stack_logs_one_json_line_per_request_and_no_access_log(stack):
     request_id = reply.headers[HEADER]
 
     def line():
-        for raw in stack.output().splitlines():
+        for raw in stack.child_log("web").splitlines():
             if raw.startswith("{") and request_id in raw:
                 return json.loads(raw)
         return None
 
     found = wait_for(line, timeout=20, message="the request's log line")
     assert found["event"] == "request" and found["route"] == "/healthz" and found["url_name"] == "healthz"
-    assert sum(1 for raw in stack.output().splitlines() if request_id in raw) == 1
-    assert '"GET /healthz HTTP/1.1"' not in stack.output()  # gunicorn's access log is off
+    assert sum(1 for raw in stack.child_log("web").splitlines() if request_id in raw) == 1
+    assert '"GET /healthz HTTP/1.1"' not in stack.child_log("web")  # gunicorn's access log is off
