@@ -1,4 +1,4 @@
-"""GET /healthz: database, pgvector, broker and worker status as JSON.
+"""GET /healthz: database, pgvector, broker, worker and model service status as JSON.
 
 200 when every check passes, 503 with `down` naming the failing checks.
 """
@@ -50,11 +50,25 @@ def check_worker() -> dict:
             "instances": [w.instance for w in alive]}
 
 
+def check_models() -> dict:
+    from knowledge.search import model_client
+
+    path = settings.KNOWHUB_MODEL_SERVICE
+    if not path:
+        return {"ok": True, "detail": "models load in each process (KNOWHUB_MODEL_SERVICE unset)"}
+    answer = model_client.ping(path)
+    if answer is None:
+        return {"ok": False, "detail": f"the model service is not answering at {path}; search falls back to keywords"}
+    loaded = answer.get("loaded") or []
+    return {"ok": True, "detail": f"pid {answer.get('pid')}, loaded: {', '.join(loaded) or 'loading'}"}
+
+
 CHECKS = {
     "database": check_database,
     "pgvector": check_pgvector,
     "broker": check_broker,
     "worker": check_worker,
+    "models": check_models,
 }
 
 

@@ -74,3 +74,18 @@ def test_a_worker_on_redis_reports_in(client):
 @pytest.mark.django_db
 def test_healthz_only_answers_get(client):
     assert client.post("/healthz").status_code == 405
+
+
+@pytest.mark.django_db
+def test_healthz_names_a_model_service_that_does_not_answer(client, settings, tmp_path):
+    settings.KNOWHUB_MODEL_SERVICE = str(tmp_path / "nobody.sock")
+    body = client.get("/healthz").json()
+    assert "models" in body["down"]
+    assert "not answering" in body["checks"]["models"]["detail"]
+
+
+@pytest.mark.django_db
+def test_healthz_says_models_load_in_process_without_a_service(client, settings):
+    settings.KNOWHUB_MODEL_SERVICE = ""
+    assert client.get("/healthz").json()["checks"]["models"] == {
+        "ok": True, "detail": "models load in each process (KNOWHUB_MODEL_SERVICE unset)"}

