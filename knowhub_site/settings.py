@@ -301,7 +301,7 @@ AXES_VERBOSE = False
 # (KNOWHUB_PROXY_COUNT proxies deep) for the login throttle.
 _PRODUCTION = KNOWHUB_ENV == "production"
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", _PRODUCTION)
-SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # a load balancer's plain-HTTP health check
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]  # a load balancer's health check, a Prometheus scrape
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000 if _PRODUCTION else 0)
 # These bind every subdomain (and the browsers' preload list): the domain's owner opts in.
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)

@@ -56,3 +56,11 @@ def test_the_https_redirect_spares_the_health_check(client, settings):
     settings.SECURE_SSL_REDIRECT = True
     assert client.get("/login/").status_code == 301
     assert client.get("/healthz").status_code in (200, 503)  # answered over plain HTTP, up or not
+
+
+def test_the_https_redirect_spares_the_metrics_scrape_which_still_checks_who_asks(client, settings):
+    settings.SECURE_SSL_REDIRECT = True
+    settings.KNOWHUB_METRICS_TOKEN = "scrape-token"
+    settings.KNOWHUB_METRICS_ALLOW = []
+    assert client.get("/metrics").status_code == 403
+    assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer scrape-token").status_code == 200
