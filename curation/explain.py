@@ -1,6 +1,7 @@
 """Why an item ranks where it does for a query: both search stages, as an agent with every scope sees them."""
 from django.utils.translation import gettext as _
 
+from curation.labels import gate_reason, label
 from knowledge.models import Knowledge
 from knowledge.search import engine
 
@@ -16,12 +17,12 @@ def explain_item(*, item: Knowledge, query: str, top_k: int = EXPLAIN_TOP_K, min
     found = next((c for c in result.candidates if c.id == item.id), None)
     reasons = []
     if item.status != "active":
-        reasons.append(_("its status is %(status)s: searches return active items only") % {"status": item.status})
+        reasons.append(_("its status is %(status)s: searches return active items only") % {"status": label(item.status)})
     if found is None and not reasons:
         reasons.append(_("not among the best %(count)s stage-1 candidates: too little keyword or meaning overlap")
                        % {"count": len(candidate_ids)})
     if found is not None and item.id not in hit_ids:
-        reasons.append(_("left out: %(why)s") % {"why": found.gate} if not found.gate.startswith("beyond") else
+        reasons.append(_("left out: %(why)s") % {"why": gate_reason(found)} if found.gate_code != "beyond_top_k" else
                        _("%(count)s items rank above it (relevance, then quality among equally relevant answers)")
                        % {"count": top_k})
     return {
@@ -35,5 +36,5 @@ def explain_item(*, item: Knowledge, query: str, top_k: int = EXPLAIN_TOP_K, min
         "quality_score": item.quality_score,
         "relevance": found.relevance if found else None,
         "reasons": reasons,
-        "notes": result.notes,
+        "notes": [str(note) for note in result.notes],
     }

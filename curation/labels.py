@@ -21,6 +21,23 @@ LABELS = {
 }
 
 
+# Why a search candidate was left out (knowledge.search.rerank.GATE_REASONS), by code, with the same numbers.
+GATE_REASONS = {
+    "no_answer": _("no candidate answers the query: the best relevance %(best).2f is below %(answer).2f"),
+    "below_floor": _("relevance %(relevance).2f is below the floor %(floor).2f"),
+    "below_relative": _("relevance %(relevance).2f is below %(relative).2f × the best candidate's %(best).2f"),
+    "below_min_score": _("score %(score)s is below min_score %(min_score)s"),
+    "negative_quality": _("quality %(quality)g is below 0"),
+    "beyond_top_k": _("beyond top %(top_k)s"),
+}
+
+
+def gate_reason(candidate) -> str:
+    """A left-out candidate's reason in the current language (its English `gate` for an unknown code)."""
+    text = GATE_REASONS.get(candidate.gate_code)
+    return str(text) % candidate.gate_params if text is not None else candidate.gate
+
+
 def label(value) -> str:
     return LABELS.get(value, value)
 

@@ -9,6 +9,7 @@ the stage and counts to the document and its job as it goes; a failure marks bot
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from agents.caller import Caller
 from core.errors import DomainError
@@ -58,7 +59,7 @@ def document_ingest(caller: Caller, *, scopes=None, types=None, name: str | None
         except extract.UnsupportedDocument as exc:
             raise DocumentRefused(str(exc), field="file", status=415) from None
         if len(data) > settings.KNOWHUB_DOCUMENT_MAX_BYTES:
-            raise DocumentRefused(f"{name} is larger than {settings.KNOWHUB_DOCUMENT_MAX_BYTES:,} bytes", field="file",
+            raise DocumentRefused(_("%(name)s is larger than %(limit)s bytes") % {"name": name, "limit": f"{settings.KNOWHUB_DOCUMENT_MAX_BYTES:,}"}, field="file",
                                   status=413)
         digest = sha256(data)
         # the latest reading of this file into these scopes: the same bytes, read the same way, change nothing

@@ -6,6 +6,7 @@ into chunks.
 """
 from __future__ import annotations
 
+from django.utils.translation import gettext as _
 from ingest.readers import docx, html, markdown, pdf, text
 from ingest.readers.base import Block, Extracted, ExtractionError, UnsupportedDocument
 from ingest.readers.text import decode_text
@@ -40,19 +41,22 @@ def kind_of(filename: str | None, content_type: str | None = None) -> str:
         media_type = content_type.split(";", 1)[0].strip().lower()
         if media_type in CONTENT_TYPES:
             return CONTENT_TYPES[media_type]
-    given = [f"file name {filename!r}" if filename else "", f"content type {content_type!r}" if content_type else ""]
-    described = " and ".join(part for part in given if part) or "no file name or content type"
-    raise UnsupportedDocument(f"unsupported document type ({described}): upload {SUPPORTED}")
+    given = [_("file name %(name)r") % {"name": filename} if filename else "",
+             _("content type %(type)r") % {"type": content_type} if content_type else ""]
+    described = _(" and ").join(part for part in given if part) or _("no file name or content type")
+    raise UnsupportedDocument(_("unsupported document type (%(described)s): upload %(supported)s")
+                              % {"described": described, "supported": SUPPORTED})
 
 
 def extract(data: bytes, kind: str) -> Extracted:
     """The title and blocks of `data`, read as `kind`; ExtractionError if it cannot be read."""
     readers = {"markdown": markdown.read, "text": text.read, "html": html.read, "pdf": pdf.read, "docx": docx.read}
     if kind not in readers:
-        raise UnsupportedDocument(f"unknown document kind {kind!r}: expected one of {', '.join(KINDS)}")
+        raise UnsupportedDocument(_("unknown document kind %(kind)r: expected one of %(kinds)s")
+                                  % {"kind": kind, "kinds": ", ".join(KINDS)})
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"extract() needs bytes, not {type(data).__name__}")
     try:
         return readers[kind](bytes(data))
     except RecursionError:
-        raise ExtractionError(f"the {kind} document nests too deeply to be read") from None
+        raise ExtractionError(_("the %(kind)s document nests too deeply to be read") % {"kind": kind}) from None

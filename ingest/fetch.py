@@ -21,6 +21,8 @@ from functools import lru_cache
 
 import certifi
 import httpx
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 USER_AGENT = "KnowHub-ingest/1"
@@ -83,7 +85,7 @@ def _within_deadline(work, timeout: float, what: str):
     worker.join(max(deadline - time.monotonic(), 0))
     if worker.is_alive():
         cancelled.set()
-        raise FetchRefused(f"{what} timed out after {timeout:g} seconds")
+        raise FetchRefused(_("%(what)s timed out after %(seconds)g seconds") % {"what": what, "seconds": timeout})
     if "error" in outcome:
         raise outcome["error"]  # type: ignore[misc]
     return outcome["done"]
@@ -117,15 +119,16 @@ def _fetch(url: str, max_bytes: int, deadline: float, max_redirects: int, hosts:
                 if response.status_code in REDIRECT_STATUSES and location:
                     redirects += 1
                     if redirects > max_redirects:
-                        raise FetchRefused(f"fetching {url} took more than {max_redirects} redirects")
+                        raise FetchRefused(_("fetching %(url)s took more than %(count)s redirects") % {"url": url, "count": max_redirects})
                     try:
                         current = _checked_url(current.join(location.strip()))
                     except httpx.InvalidURL as exc:
-                        raise FetchRefused(f"{current} redirects to an invalid URL {location!r}: {exc}") from None
+                        raise FetchRefused(_("%(url)s redirects to an invalid URL %(location)r: %(error)s")
+                                           % {"url": current, "location": location, "error": exc}) from None
                     continue
                 if not 200 <= response.status_code < 300:
                     status = f"{response.status_code} {response.reason_phrase}".rstrip()
-                    raise FetchRefused(f"{current} answered HTTP {status}")
+                    raise FetchRefused(_("%(url)s answered HTTP %(status)s") % {"url": current, "status": status})
                 data = _read(response, current, max_bytes, deadline, cancelled)
                 return Fetched(url=str(current), data=data, content_type=response.headers.get("content-type"),
                                filename=_filename(response.headers.get("content-disposition"), current))
@@ -137,14 +140,14 @@ def _checked_url(url: str | httpx.URL) -> httpx.URL:
     try:
         parsed = httpx.URL(url)
     except (httpx.InvalidURL, TypeError) as exc:
-        raise FetchRefused(f"{url!r} is not a valid URL: {exc}") from None
+        raise FetchRefused(_("%(url)r is not a valid URL: %(error)s") % {"url": url, "error": exc}) from None
     if parsed.scheme not in ("http", "https"):
-        shown = f"the {parsed.scheme}: scheme" if parsed.scheme else "a URL without a scheme"
-        raise FetchRefused(f"only http and https URLs can be fetched, not {shown} ({url})")
+        shown = _("the %(scheme)s: scheme") % {"scheme": parsed.scheme} if parsed.scheme else _("a URL without a scheme")
+        raise FetchRefused(_("only http and https URLs can be fetched, not %(shown)s (%(url)s)") % {"shown": shown, "url": url})
     if parsed.userinfo:
-        raise FetchRefused("a URL with credentials (user:password@) cannot be fetched")
+        raise FetchRefused(_("a URL with credentials (user:password@) cannot be fetched"))
     if not parsed.raw_host:
-        raise FetchRefused(f"{url} has no host")
+        raise FetchRefused(_("%(url)s has no host") % {"url": url})
     return parsed
 
 
@@ -159,22 +162,23 @@ def _resolve(host: str, port: int, networks: list[Network], *, checked: bool) ->
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:
-        raise FetchRefused(f"cannot resolve host {host}: {exc}") from None
+        raise FetchRefused(_("cannot resolve host %(host)s: %(error)s") % {"host": host, "error": exc}) from None
     addresses: list[Address] = []
     for info in infos:
         address = ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
         if address not in addresses:
             addresses.append(address)
     if not addresses:
-        raise FetchRefused(f"cannot resolve host {host}")
+        raise FetchRefused(_("cannot resolve host %(host)s") % {"host": host})
     for address in addresses if checked else ():
         if any(candidate in network for candidate in _embedded(address) for network in networks
                if candidate.version == network.version):
             continue
         reason = _non_public(address)
         if reason:
-            shown = host if _is_ip(host) else f"{host} resolves to {address}, which"
-            raise FetchRefused(f"{shown} is a {reason} address: only public addresses can be fetched")
+            text = (_("%(host)s is a %(kind)s address: only public addresses can be fetched") if _is_ip(host) else
+                    _("%(host)s resolves to %(address)s, which is a %(kind)s address: only public addresses can be fetched"))
+            raise FetchRefused(text % {"host": host, "address": address, "kind": _(reason)})
     return addresses
 
 
@@ -199,6 +203,11 @@ def _embedded(address: Address) -> list[Address]:
         if address in _NAT64:
             found.append(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
     return found
+
+
+# The kinds _non_public names, marked for translation (the message shows them in the caller's language).
+ADDRESS_KINDS = (gettext_noop("unspecified"), gettext_noop("loopback"), gettext_noop("link-local"),
+                 gettext_noop("multicast"), gettext_noop("private"), gettext_noop("reserved"), gettext_noop("non-public"))
 
 
 def _non_public(address: Address) -> str | None:
@@ -243,10 +252,10 @@ def _send(client: httpx.Client, url: httpx.URL, addresses: list[Address], deadli
         except httpx.TimeoutException:
             break
         except httpx.HTTPError as exc:
-            raise FetchRefused(f"fetching {url} failed: {exc or type(exc).__name__}") from None
+            raise FetchRefused(_("fetching %(url)s failed: %(error)s") % {"url": url, "error": exc or type(exc).__name__}) from None
     if last_error is not None and deadline > time.monotonic():
-        raise FetchRefused(f"cannot connect to {url.netloc.decode('ascii')}: {last_error}")
-    raise FetchRefused(f"fetching {url} timed out")
+        raise FetchRefused(_("cannot connect to %(host)s: %(error)s") % {"host": url.netloc.decode("ascii"), "error": last_error})
+    raise FetchRefused(_("fetching %(url)s timed out") % {"url": url})
 
 
 def _headers(url: httpx.URL, given: dict[str, str] | None) -> httpx.Headers:
@@ -261,20 +270,21 @@ def _read(response: httpx.Response, url: httpx.URL, max_bytes: int, deadline: fl
           cancelled: threading.Event) -> bytes:
     declared = response.headers.get("content-length", "").strip()
     if declared.isdigit() and int(declared) > max_bytes:
-        raise FetchRefused(f"{url} is {int(declared)} bytes, larger than the limit of {max_bytes} bytes")
+        raise FetchRefused(_("%(url)s is %(size)s bytes, larger than the limit of %(limit)s bytes")
+                           % {"url": url, "size": int(declared), "limit": max_bytes})
     parts, total = [], 0
     try:
         for part in response.iter_bytes():  # decoded, so a small gzip bomb is stopped by its size too
             total += len(part)
             if total > max_bytes:
-                raise FetchRefused(f"{url} is larger than the limit of {max_bytes} bytes")
+                raise FetchRefused(_("%(url)s is larger than the limit of %(limit)s bytes") % {"url": url, "limit": max_bytes})
             if cancelled.is_set() or time.monotonic() > deadline:
-                raise FetchRefused(f"fetching {url} timed out")
+                raise FetchRefused(_("fetching %(url)s timed out") % {"url": url})
             parts.append(part)
     except httpx.TimeoutException:
-        raise FetchRefused(f"fetching {url} timed out") from None
+        raise FetchRefused(_("fetching %(url)s timed out") % {"url": url}) from None
     except httpx.HTTPError as exc:
-        raise FetchRefused(f"reading {url} failed: {exc or type(exc).__name__}") from None
+        raise FetchRefused(_("reading %(url)s failed: %(error)s") % {"url": url, "error": exc or type(exc).__name__}) from None
     return b"".join(parts)
 
 

@@ -24,6 +24,7 @@ from pathlib import Path, PurePosixPath
 
 from django.db import DataError, IntegrityError, transaction
 from django.conf import settings
+from django.utils.translation import gettext as _
 from rest_framework.exceptions import PermissionDenied, ValidationError
 
 from core.errors import DomainError, invalid_fields
@@ -73,8 +74,8 @@ def format_of(name: str) -> str:
     try:
         return EXTENSIONS[suffix]
     except KeyError:
-        raise ImportRefused(f"cannot import {name!r}: the format is taken from the extension, one of "
-                            f"{', '.join(sorted(EXTENSIONS))}", field="file") from None
+        raise ImportRefused(_("cannot import %(name)r: the format is taken from the extension, one of %(extensions)s")
+                            % {"name": name, "extensions": ", ".join(sorted(EXTENSIONS))}, field="file") from None
 
 
 def _reason(exc: Exception) -> str:
@@ -206,12 +207,12 @@ def _csv(caller, name: str, data: bytes, *, scopes, progress) -> ImportReport:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise ImportRefused(f"{name} is not UTF-8 text", field="file") from None
+        raise ImportRefused(_("%(name)s is not UTF-8 text") % {"name": name}, field="file") from None
     csv.field_size_limit(max(csv.field_size_limit(), 4 * 100_000 + 1))  # a cell may hold a whole item's content
     try:
         rows = list(csv.DictReader(io.StringIO(text)))
     except csv.Error as exc:
-        raise ImportRefused(f"{name} is not a readable CSV file: {exc}", field="file") from None
+        raise ImportRefused(_("%(name)s is not a readable CSV file: %(error)s") % {"name": name, "error": exc}, field="file") from None
     known: dict[tuple, set] = {}  # (scopes) -> content hashes of rows read before from this file into them
     for n, row in enumerate(rows, start=2):  # line 1 is the header
         def store(row=row, line=n) -> str:
@@ -250,7 +251,7 @@ class _SecretReader:
         self.key = None
         if self.mode == "passphrase":
             if not passphrase:
-                raise ImportRefused("this export's secrets are sealed under a passphrase: give it", field="passphrase")
+                raise ImportRefused(_("this export's secrets are sealed under a passphrase: give it"), field="passphrase")
             self.key = sealed.key_from_header(passphrase, header["secrets"])
 
     def __call__(self, value: str) -> tuple[str, str]:
@@ -262,8 +263,8 @@ class _SecretReader:
         try:
             crypto.decrypt(value)
         except crypto.InvalidToken:
-            raise ImportRefused("a secret is encrypted under another installation's key: export it again with a "
-                                "passphrase", field="secure_body") from None
+            raise ImportRefused(_("a secret is encrypted under another installation's key: export it again with a "
+                                  "passphrase"), field="secure_body") from None
         return "", value
 
 
@@ -271,7 +272,7 @@ def _lines(data: bytes):
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise ImportRefused("the export is not UTF-8 text", field="file") from None
+        raise ImportRefused(_("the export is not UTF-8 text"), field="file") from None
     # only "\n" ends a line: the export writes U+2028 and its kin raw inside strings, and splitlines() would cut there
     for n, line in enumerate(text.split("\n"), start=1):
         line = line.removesuffix("\r")
@@ -287,10 +288,11 @@ def _jsonl(caller, data: bytes, *, scopes, passphrase, progress) -> ImportReport
     except (json.JSONDecodeError, RecursionError):
         header = None
     if not isinstance(header, dict) or header.get("kind") != FORMAT:
-        raise ImportRefused(f"line 1: not a KnowHub export (its first line is a header with kind {FORMAT!r})",
+        raise ImportRefused(_("line 1: not a KnowHub export (its first line is a header with kind %(kind)r)") % {"kind": FORMAT},
                             field="file")
     if header.get("version") != VERSION:
-        raise ImportRefused(f"line 1: export version {header.get('version')!r}; this hub reads version {VERSION}",
+        raise ImportRefused(_("line 1: export version %(version)r; this hub reads version %(ours)s")
+                            % {"version": header.get("version"), "ours": VERSION},
                             field="file")
     secret = _SecretReader(header, passphrase)
     vector_model = _embedder_name()
@@ -331,13 +333,14 @@ def _jsonl(caller, data: bytes, *, scopes, passphrase, progress) -> ImportReport
 def _resource(caller, record: dict, secret: _SecretReader) -> str:
     existing = Resource.objects.filter(pk=record["id"]).first()
     if existing is not None and not Resource.objects.visible_to(caller).filter(pk=existing.pk).exists():
-        raise ImportRefused(f"the resource id {record['id']} is taken", field="id")  # say no more about it
+        raise ImportRefused(_("the resource id %(id)s is taken") % {"id": record["id"]}, field="id")  # say no more about it
     if existing is not None:
         same = (existing.title, existing.body, existing.content_type, existing.metadata) == (
             record["title"], record.get("body", ""), record.get("content_type", "text"), record.get("metadata") or {})
         if same:
             return "skipped"
-        raise ImportRefused(f"resource {record['id']} exists with other content; it was left as it is", field="id")
+        raise ImportRefused(_("resource %(id)s exists with other content; it was left as it is") % {"id": record["id"]},
+                            field="id")
     resource_restore(caller, record, secret=lambda: secret(record.get("secure_body", "")),
                      version_secret=lambda v: secret(v.get("secure_body", "")))
     return "imported"
@@ -351,7 +354,8 @@ def _knowledge(caller, record: dict, vector_model: str, restored: list, report: 
     existing = Knowledge.objects.filter(pk=record["id"]).first()
     if existing is not None:
         if not Knowledge.objects.visible_to(caller).filter(pk=existing.pk).exists():
-            raise ImportRefused(f"knowledge {record['id']} exists in a scope this caller cannot read", field="id")
+            raise ImportRefused(_("knowledge %(id)s exists in a scope this caller cannot read") % {"id": record["id"]},
+                                field="id")
         report.knowledge_ids.append(existing.id)
         changed = restore.knowledge_update_text(caller, knowledge_id=existing.id, record=record,
                                                 reason="import: the export's text")

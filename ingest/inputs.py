@@ -3,11 +3,16 @@ import base64
 import binascii
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 from rest_framework import serializers
 
 from core.fields import NoUnknownFields, valid_scopes
 from ingest.chunking import DEFAULT_OVERLAP, DEFAULT_SIZE, MIN_SIZE
 from knowledge.models import KNOWLEDGE_TYPES
+
+
+def _larger_than(limit: int) -> str:
+    return _("larger than %(limit)s bytes") % {"limit": f"{limit:,}"}
 
 
 class ExportInput(NoUnknownFields, serializers.Serializer):
@@ -38,19 +43,19 @@ class ImportInput(NoUnknownFields, serializers.Serializer):
 
     def validate(self, attrs):
         if ("file" in attrs) == ("content" in attrs):
-            raise serializers.ValidationError({"file": ["give a file, or its text as `content` with a `filename`"]})
+            raise serializers.ValidationError({"file": [_("give a file, or its text as `content` with a `filename`")]})
         if "content" in attrs:
             if not attrs.get("filename"):
-                raise serializers.ValidationError({"filename": ["name the file `content` holds (its extension "
-                                                                "names the format)"]})
+                raise serializers.ValidationError({"filename": [_("name the file `content` holds (its extension "
+                                                                  "names the format)")]})
             attrs["name"], attrs["file_bytes"] = attrs.pop("filename"), attrs.pop("content").encode()
         else:
             upload = attrs.pop("file")
             if upload.size > settings.KNOWHUB_IMPORT_MAX_BYTES:
-                raise serializers.ValidationError({"file": [f"larger than {settings.KNOWHUB_IMPORT_MAX_BYTES:,} bytes"]})
+                raise serializers.ValidationError({"file": [_larger_than(settings.KNOWHUB_IMPORT_MAX_BYTES)]})
             attrs["name"], attrs["file_bytes"] = upload.name, upload.read()
         if len(attrs["file_bytes"]) > settings.KNOWHUB_IMPORT_MAX_BYTES:
-            raise serializers.ValidationError({"content": [f"larger than {settings.KNOWHUB_IMPORT_MAX_BYTES:,} bytes"]})
+            raise serializers.ValidationError({"content": [_larger_than(settings.KNOWHUB_IMPORT_MAX_BYTES)]})
         return attrs
 
 
@@ -81,20 +86,20 @@ class DocumentIngestInput(NoUnknownFields, serializers.Serializer):
     def validate(self, attrs):
         given = [name for name in ("file", "url", "content", "content_base64") if name in attrs]
         if len(given) != 1:
-            raise serializers.ValidationError({"file": ["give one of `file`, `url`, `content` or `content_base64`"]})
+            raise serializers.ValidationError({"file": [_("give one of `file`, `url`, `content` or `content_base64`")]})
         if attrs["chunk_overlap"] >= attrs["chunk_size"] // 2:
-            raise serializers.ValidationError({"chunk_overlap": ["must be less than half of chunk_size"]})
+            raise serializers.ValidationError({"chunk_overlap": [_("must be less than half of chunk_size")]})
         if "url" in attrs:
             return attrs
         if "file" in attrs:
             upload = attrs.pop("file")
             if upload.size > settings.KNOWHUB_DOCUMENT_MAX_BYTES:
-                raise serializers.ValidationError({"file": [f"larger than {settings.KNOWHUB_DOCUMENT_MAX_BYTES:,} bytes"]})
+                raise serializers.ValidationError({"file": [_larger_than(settings.KNOWHUB_DOCUMENT_MAX_BYTES)]})
             attrs["name"], attrs["file_bytes"] = upload.name, upload.read()
             attrs["content_type"] = getattr(upload, "content_type", None)
             return attrs
         if not attrs.get("filename"):
-            raise serializers.ValidationError({"filename": ["name the file (its extension names the type)"]})
+            raise serializers.ValidationError({"filename": [_("name the file (its extension names the type)")]})
         name = attrs.pop("filename")
         if "content" in attrs:
             attrs["name"], attrs["file_bytes"] = name, attrs.pop("content").encode()
@@ -102,7 +107,7 @@ class DocumentIngestInput(NoUnknownFields, serializers.Serializer):
             try:
                 attrs["name"], attrs["file_bytes"] = name, base64.b64decode(attrs.pop("content_base64"), validate=True)
             except (binascii.Error, ValueError):
-                raise serializers.ValidationError({"content_base64": ["not valid base64"]}) from None
+                raise serializers.ValidationError({"content_base64": [_("not valid base64")]}) from None
         return attrs
 
 

@@ -10,6 +10,7 @@ import os
 
 from cryptography.fernet import Fernet, InvalidToken
 from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
+from django.utils.translation import gettext as _
 
 from core.errors import DomainError
 
@@ -30,7 +31,7 @@ def new_salt() -> bytes:
 
 def derive_key(passphrase: str, salt: bytes, *, n: int = KDF["n"], r: int = KDF["r"], p: int = KDF["p"]) -> Fernet:
     if len(passphrase) < MIN_LENGTH:
-        raise WrongPassphrase(f"a passphrase has at least {MIN_LENGTH} characters")
+        raise WrongPassphrase(_("a passphrase has at least %(count)s characters") % {"count": MIN_LENGTH})
     raw = Scrypt(salt=salt, length=32, n=n, r=r, p=p).derive(passphrase.encode())
     return Fernet(base64.urlsafe_b64encode(raw))
 
@@ -39,11 +40,12 @@ def key_from_header(passphrase: str, header: dict) -> Fernet:
     """The key an export's `secrets` header describes, for `passphrase`. Only our own parameters are taken: a
     header asking for more memory or time than they cost is refused, not obeyed."""
     if any(header.get(name) != value for name, value in KDF.items()):
-        raise WrongPassphrase(f"the export's key parameters are not this hub's ({KDF}): it cannot be opened here")
+        raise WrongPassphrase(_("the export's key parameters are not this hub's (%(kdf)s): it cannot be opened here")
+                              % {"kdf": KDF})
     try:
         salt = base64.b64decode(header["salt"], validate=True)
     except (KeyError, TypeError, binascii.Error):
-        raise WrongPassphrase("the export's header has no valid salt for its passphrase") from None
+        raise WrongPassphrase(_("the export's header has no valid salt for its passphrase")) from None
     return derive_key(passphrase, salt)
 
 
@@ -55,4 +57,4 @@ def unseal(token: str, key: Fernet) -> str:
     try:
         return key.decrypt(token.encode()).decode()
     except InvalidToken:
-        raise WrongPassphrase("the passphrase does not open this export's secrets") from None
+        raise WrongPassphrase(_("the passphrase does not open this export's secrets")) from None

@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from core import events
 from core.safe_json import UNSAFE_CHARACTERS
@@ -148,7 +149,8 @@ def conflict_resolve(caller, *, conflict_id: int, action: str, successor_id: str
     """
     conflict = Conflict.objects.select_for_update().get(pk=conflict_id)
     if conflict.status != Conflict.Status.OPEN:
-        raise KnowledgeStateError(f"conflict {conflict.id} is already {conflict.status}; reopen it first", field="action")
+        raise KnowledgeStateError(_("conflict %(id)s is already %(status)s; reopen it first")
+                                  % {"id": conflict.id, "status": conflict.status}, field="action")
     pair = [conflict.first_id, conflict.second_id]
     resolution = {}
     if action == "supersede":
@@ -156,7 +158,7 @@ def conflict_resolve(caller, *, conflict_id: int, action: str, successor_id: str
         if successor_id is None:
             successor_id = max(items.values(), key=lambda k: (k.created_at, k.id)).id
         if successor_id not in pair:
-            raise KnowledgeStateError("the successor must be one of the conflict's two items", field="successor_id")
+            raise KnowledgeStateError(_("the successor must be one of the conflict's two items"), field="successor_id")
         older = pair[0] if successor_id == pair[1] else pair[1]
         knowledge_supersede(caller, knowledge_id=older, successor_id=successor_id)
         resolution = {"superseded": older, "successor": successor_id}
@@ -165,12 +167,12 @@ def conflict_resolve(caller, *, conflict_id: int, action: str, successor_id: str
         if task is None or content is None:
             proposal = MergeProposal.objects.filter(ids=sorted(pair), status=MergeProposal.Status.PENDING).first()
             if proposal is None:
-                raise KnowledgeStateError("no merge proposal for this pair: give task and content", field="task")
+                raise KnowledgeStateError(_("no merge proposal for this pair: give task and content"), field="task")
             task, content = task or proposal.task, content or proposal.content
         scopes = {tuple(sorted(k.scopes)) for k in Knowledge.objects.filter(pk__in=pair)}
         if len(scopes) > 1:
-            raise KnowledgeStateError("the two items have different scopes: a merge would change who sees them; "
-                                      "supersede one instead", field="action")
+            raise KnowledgeStateError(_("the two items have different scopes: a merge would change who sees them; "
+                                        "supersede one instead"), field="action")
         try:
             merged = slim.slim_approve(caller, ids=pair, task=task, content=content)
         except ValueError as exc:
@@ -188,7 +190,8 @@ def conflict_resolve(caller, *, conflict_id: int, action: str, successor_id: str
                 status=MergeProposal.Status.REJECTED, decided_by=caller.principal, decided_at=timezone.now())
             resolution["rejected_proposal"] = proposal.id
     else:
-        raise KnowledgeStateError(f"unknown action {action!r}: one of {', '.join(ACTIONS)}", field="action")
+        raise KnowledgeStateError(_("unknown action %(action)r: one of %(actions)s") % {"action": action, "actions": ", ".join(ACTIONS)},
+                                  field="action")
     Conflict.objects.filter(pk=conflict.pk).update(status=status, resolution=resolution, resolved_by=caller.principal,
                                                    resolved_at=timezone.now(), updated_at=timezone.now())
     conflict.refresh_from_db()
@@ -201,7 +204,7 @@ def conflict_reopen(caller, *, conflict_id: int) -> Conflict:
     undone (its originals active, the merged item archived)."""
     conflict = Conflict.objects.select_for_update().get(pk=conflict_id)
     if conflict.status == Conflict.Status.OPEN:
-        raise KnowledgeStateError(f"conflict {conflict.id} is open already", field="conflict_id")
+        raise KnowledgeStateError(_("conflict %(id)s is open already") % {"id": conflict.id}, field="conflict_id")
     if conflict.status == Conflict.Status.SUPERSEDED:
         older = Knowledge.objects.get(pk=conflict.resolution["superseded"])
         if older.status == KnowledgeStatus.SUPERSEDED:

@@ -30,6 +30,7 @@ restores them and archives the merged item.
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from agents.caller import Caller
 from core import events
@@ -146,7 +147,7 @@ def merge_group(caller, ids: list[str], *, text: dict) -> Knowledge:
     """Merge the active items `ids` into a new item with `text`, as `caller`; the originals are kept, merged."""
     items = list(Knowledge.objects.select_for_update().filter(pk__in=ids, status=KnowledgeStatus.ACTIVE).order_by("created_at", "id"))
     if len(items) != len(ids):
-        raise ValueError("some items of the group are no longer active")
+        raise ValueError(_("some items of the group are no longer active"))
     tags, resource_ids, urls, types = {}, [], [], []
     for k in items:
         for key, value in k.tags.items():
@@ -180,7 +181,7 @@ def knowledge_unmerge(caller, *, merged_id: str) -> list[str]:
     services.require_write_any(caller, merged)
     originals = list(Knowledge.objects.filter(merged_into=merged).values_list("id", flat=True))
     if not originals:
-        raise ValueError(f"{merged_id} is not the result of a merge")
+        raise ValueError(_("%(id)s is not the result of a merge") % {"id": merged_id})
     Knowledge.objects.filter(pk__in=originals).update(status=KnowledgeStatus.ACTIVE, merged_into=None, updated_at=timezone.now())
     Knowledge.objects.filter(pk=merged.pk).update(status=KnowledgeStatus.ARCHIVED, updated_at=timezone.now())
     merged.status = KnowledgeStatus.ARCHIVED

@@ -6,6 +6,7 @@ asked (`include_superseded`), and the successor lists what it replaced (`superse
 """
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from core import events
 from knowledge.errors import KnowledgeStateError
@@ -18,19 +19,23 @@ def knowledge_supersede(caller, *, knowledge_id: str, successor_id: str) -> Know
     """Mark `knowledge_id` superseded by `successor_id`. Both must be active and writable by `caller`
     (PermissionDenied); KnowledgeStateError otherwise."""
     if knowledge_id == successor_id:
-        raise KnowledgeStateError("an item cannot supersede itself", field="successor_id")
+        raise KnowledgeStateError(_("an item cannot supersede itself"), field="successor_id")
     locked = Knowledge.objects.select_for_update().in_bulk([knowledge_id, successor_id])
     item, successor = locked[knowledge_id], locked[successor_id]  # KeyError: the caller checked both exist
     require_write_any(caller, item)
     require_write_any(caller, successor)
     if item.status != KnowledgeStatus.ACTIVE:
-        raise KnowledgeStateError(f"{item.id} is {item.status}; only an active item is superseded", field="knowledge_id")
+        raise KnowledgeStateError(_("%(id)s is %(status)s; only an active item is superseded") % {"id": item.id, "status": item.status},
+                                  field="knowledge_id")
     if successor.status != KnowledgeStatus.ACTIVE:
-        raise KnowledgeStateError(f"{successor.id} is {successor.status}; the successor must be active", field="successor_id")
+        raise KnowledgeStateError(_("%(id)s is %(status)s; the successor must be active")
+                                  % {"id": successor.id, "status": successor.status}, field="successor_id")
     unreached = sorted(set(item.scopes) - set(successor.scopes))
     if unreached:  # its readers there would lose the item and could not read what replaced it
-        raise KnowledgeStateError(f"{successor.id} is not in {', '.join(unreached)}, where {item.id} is read: a successor "
-                                  "must be readable by everyone who reads the item it replaces", field="successor_id")
+        raise KnowledgeStateError(_("%(successor)s is not in %(scopes)s, where %(id)s is read: a successor must be readable "
+                                    "by everyone who reads the item it replaces")
+                                  % {"successor": successor.id, "scopes": ", ".join(unreached), "id": item.id},
+                                  field="successor_id")
     item.status, item.superseded_by, item.updated_at = KnowledgeStatus.SUPERSEDED, successor, timezone.now()
     item.save(update_fields=["status", "superseded_by", "updated_at"])
     events.emit(events.KNOWLEDGE_SUPERSEDED, scopes=item.scopes,
@@ -44,7 +49,8 @@ def knowledge_unsupersede(caller, *, knowledge_id: str) -> Knowledge:
     item = Knowledge.objects.select_for_update().get(pk=knowledge_id)
     require_write_any(caller, item)
     if item.status != KnowledgeStatus.SUPERSEDED:
-        raise KnowledgeStateError(f"{item.id} is {item.status}, not superseded", field="knowledge_id")
+        raise KnowledgeStateError(_("%(id)s is %(status)s, not superseded") % {"id": item.id, "status": item.status},
+                                  field="knowledge_id")
     item.status, item.superseded_by, item.updated_at = KnowledgeStatus.ACTIVE, None, timezone.now()
     item.save(update_fields=["status", "superseded_by", "updated_at"])
     events.emit(events.KNOWLEDGE_UPDATED, scopes=item.scopes,

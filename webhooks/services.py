@@ -20,6 +20,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from rest_framework.exceptions import PermissionDenied
 
 from agents.caller import Caller
@@ -59,8 +60,8 @@ def checked_url(url: str) -> str:
     except FetchRefused as exc:
         raise WebhookRefused(str(exc), field="url") from None
     if len(checked) > URL_MAX_LENGTH:
-        raise WebhookRefused(f"the URL is {len(checked)} characters long once percent-encoded; at most "
-                             f"{URL_MAX_LENGTH} can be stored", field="url")
+        raise WebhookRefused(_("the URL is %(length)s characters long once percent-encoded; at most %(limit)s can be "
+                               "stored") % {"length": len(checked), "limit": URL_MAX_LENGTH}, field="url")
     return checked
 
 
@@ -110,7 +111,7 @@ def maker_refusal(sub: Subscription, maker: Caller | None, scopes: list[str] | N
     return ""
 
 
-def _checked_scopes(caller: Caller, scopes: list[str] | None, *, who: str = "this caller") -> list[str]:
+def _checked_scopes(caller: Caller, scopes: list[str] | None, *, who: str = "") -> list[str]:
     """The scopes to deliver: those given, each readable by `caller`; none given: a token's readable scopes,
     a person's every scope (stored as [])."""
     scopes = list(dict.fromkeys(scopes or ()))
@@ -118,14 +119,16 @@ def _checked_scopes(caller: Caller, scopes: list[str] | None, *, who: str = "thi
         return [] if caller.readable_scopes is None else list(caller.readable_scopes)
     unreadable = [s for s in scopes if not may_read(caller.readable_scopes, [s])]
     if unreadable:
-        raise PermissionDenied(f"{who} may not read scope(s): {', '.join(unreadable)}")
+        raise PermissionDenied(_("%(who)s may not read scope(s): %(scopes)s") % {"who": who or _("this caller"),
+                                                                                 "scopes": ", ".join(unreadable)})
     return scopes
 
 
 def _checked_events(event_types: list[str]) -> list[str]:
     unknown = [t for t in event_types if t not in events.EVENT_TYPES]
     if unknown or not event_types:
-        raise WebhookRefused(f"event types are some of {', '.join(events.EVENT_TYPES)}; got {unknown or 'none'}",
+        raise WebhookRefused(_("event types are some of %(known)s; got %(given)s")
+                             % {"known": ", ".join(events.EVENT_TYPES), "given": unknown or _("none")},
                              field="events")
     return list(dict.fromkeys(event_types))
 
@@ -153,17 +156,17 @@ def subscription_change(caller: Caller, *, subscription: Subscription, url: str 
     maker = makers([sub.created_by]).get(sub.created_by)
     if scopes is not None:
         if maker is None:
-            raise PermissionDenied(f"the scopes cannot change: this subscription's maker {sub.created_by} no longer "
-                                   f"exists, is inactive or may no longer curate")
+            raise PermissionDenied(_("the scopes cannot change: this subscription's maker %(maker)s no longer exists, "
+                                     "is inactive or may no longer curate") % {"maker": sub.created_by})
         # Within the maker's current rights (none given: the maker's default, not the editor's), and the editor's.
-        sub.scopes = _checked_scopes(maker, scopes, who=f"this subscription's maker {sub.created_by}")
+        sub.scopes = _checked_scopes(maker, scopes, who=_("this subscription's maker %(maker)s") % {"maker": sub.created_by})
         if sub.scopes:
             _checked_scopes(caller, sub.scopes)
     if description is not None:
         sub.description = description
     if active is True and maker_refusal(sub, maker):
-        raise WebhookStateError(f"cannot resume: {maker_refusal(sub, maker).removeprefix('paused: ')}; delete it, "
-                                f"or restore its maker's rights first", field="active")
+        raise WebhookStateError(_("cannot resume: %(reason)s; delete it, or restore its maker's rights first")
+                                % {"reason": maker_refusal(sub, maker).removeprefix("paused: ")}, field="active")
     if active is True:
         sub.active, sub.paused_reason, sub.consecutive_failures = True, "", 0
     elif active is False and sub.active:
@@ -182,7 +185,7 @@ def delivery_resend(caller: Caller, *, delivery: Delivery) -> Delivery:
     """Send a finished delivery again, once, with the same event id (a receiver may recognise it) and body."""
     if not Delivery.objects.filter(pk=delivery.pk, status__in=[Delivery.Status.SUCCEEDED, Delivery.Status.FAILED]).update(
             status=Delivery.Status.PENDING, next_attempt_at=timezone.now(), updated_at=timezone.now()):
-        raise WebhookStateError(f"delivery {delivery.pk} is still being sent; re-send it once it has finished",
+        raise WebhookStateError(_("delivery %(id)s is still being sent; re-send it once it has finished") % {"id": delivery.pk},
                                 field="delivery_id")
     delivery.refresh_from_db()
     _send_on_commit(delivery, retries=False)

@@ -6,6 +6,7 @@ from django.views.decorators.http import require_GET
 from agents.caller import Caller
 from curation import permissions
 from curation.forms import PlaygroundForm
+from curation.labels import gate_reason
 from knowledge.search import engine
 from knowledge.search.filters import for_caller as filters_for_caller
 
@@ -21,7 +22,7 @@ def run_as_token(*, token, q, top_k, min_score, rank, types, scopes, filters) ->
     candidates = []
     for position, c in enumerate(result.candidates, start=1):
         fate = (_("kept, rank %(rank)s") % {"rank": kept[c.id]} if c.id in kept
-                else _("left out: %(why)s") % {"why": c.gate})
+                else _("left out: %(why)s") % {"why": gate_reason(c)})
         candidates.append({"position": position, "c": c, "item": result.items[c.id], "fate": fate, "kept": c.id in kept})
     hits = [{"rank": i, "hit": h, "item": result.items[h.id]} for i, h in enumerate(result.hits, start=1)]
     return {"caller": caller, "candidates": candidates, "hits": hits, "notes": result.notes,

@@ -109,7 +109,7 @@ def knowledge_search(caller: Caller, *, q, top_k, min_score, types, scopes, filt
         result_ids=[hit.id for hit in result.hits])
     body["search_id"] = str(log.pk)
     if explain and result.notes:
-        body["notes"] = result.notes
+        body["notes"] = [str(note) for note in result.notes]  # in the caller's Accept-Language
     return body
 
 

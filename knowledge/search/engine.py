@@ -12,6 +12,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from django.db.models import QuerySet
+from django.utils.text import format_lazy
+from django.utils.translation import gettext_lazy
 
 from core.metrics import SEARCH_STAGE_SECONDS, timed
 from knowledge.models import Knowledge
@@ -55,7 +57,7 @@ class SearchResult:
     hits: list[Candidate]
     candidates: list[Candidate] = field(default_factory=list)  # stage 1, fused order
     items: dict[str, Knowledge] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # lazy: read in the language of whoever shows them
     answerable: float | None = None  # P(some candidate answers the query), relevance.answerable; None for a listing
 
     def ordered_items(self) -> list[Knowledge]:
@@ -135,7 +137,7 @@ def search(
                 )
         except EmbedderError as exc:
             embedder = query_vector = None  # built, but it could not embed (its model service is down): keywords only
-            notes.append(f"vector search unavailable ({exc}); keyword results only")
+            notes.append(format_lazy(gettext_lazy("vector search unavailable ({error}); keyword results only"), error=exc))
 
     if not query.strip():
         fused = [(item_id, 0.0) for item_id in base.order_by("-created_at").values_list("id", flat=True)[:pool]]
@@ -198,6 +200,7 @@ def search(
     for candidate in candidates:
         candidate.explanation["quality_score"] = candidate.quality_score
         candidate.explanation["gate"] = candidate.gate or None
+        candidate.explanation["gate_code"] = candidate.gate_code or None
     return SearchResult(hits=hits, candidates=candidates, items={i: items[i] for i, _ in fused}, notes=notes, answerable=chance)
 
 
@@ -242,7 +245,7 @@ def _route(query: str, fused: list[tuple[str, float]], *, top_k: int, notes: lis
     try:
         chosen = routing.route(query=query, candidates=[(i, *texts[i]) for i, _ in pool if i in texts], pick=2 * top_k)
     except llm.LLMError as exc:
-        notes.append(f"LLM routing unavailable ({exc}); fused order used")
+        notes.append(format_lazy(gettext_lazy("LLM routing unavailable ({error}); fused order used"), error=exc))
         return fused, False
-    notes.append(f"LLM routing chose {len(chosen)} of {len(pool)} candidates")
+    notes.append(format_lazy(gettext_lazy("LLM routing chose {chosen} of {pool} candidates"), chosen=len(chosen), pool=len(pool)))
     return [(item_id, 1.0 / (1 + position)) for position, item_id in enumerate(chosen)], True

@@ -39,6 +39,16 @@ RELATIVE_FLOOR = 0.0
 QUALITY_WEIGHT = 0.03
 NEUTRAL_QUALITY = 3.0
 QUALITY_HALF = 3.0
+# Why a candidate is left out: the code stays in the API (explanation.gate_code) and the English sentence in
+# explanation.gate; a page shows the code in the reader's language (curation.labels.gate_reason).
+GATE_REASONS = {
+    "no_answer": "no candidate answers the query: the best relevance {best:.2f} is below {answer:.2f}",
+    "below_floor": "relevance {relevance:.2f} is below the floor {floor:.2f}",
+    "below_relative": "relevance {relevance:.2f} is below {relative:.2f} × the best candidate's {best:.2f}",
+    "below_min_score": "score {score} is below min_score {min_score}",
+    "negative_quality": "quality {quality:g} is below 0",
+    "beyond_top_k": "beyond top {top_k}",
+}
 
 
 @dataclass
@@ -50,9 +60,18 @@ class Candidate:
     harmful: int
     fused: float = 0.0  # the item's share of the fused stage-1 mass (orders within a query only)
     explanation: dict = field(default_factory=dict)
-    gate: str = ""  # why it is not eligible; empty when it is
+    gate: str = ""  # why it is not eligible, in English; empty when it is
+    gate_code: str = ""  # the same as a stable identifier (GATE_REASONS), for agents and translated displays
+    gate_params: dict = field(default_factory=dict)  # the numbers the reason names
     answers: bool = True  # passed the relevance gate (it may still be dropped for its score or quality)
     evidence: object = None  # relevance.Evidence behind `relevance` (None without a query)
+
+    def leave_out(self, code: str, **params) -> None:
+        """Mark it not eligible: the code, its numbers, and the English sentence the API has always shown."""
+        self.gate_code, self.gate_params, self.gate = code, params, GATE_REASONS[code].format(**params)
+
+    def clear_gate(self) -> None:
+        self.gate_code, self.gate_params, self.gate = "", {}, ""
 
     @property
     def quality_score(self) -> float:
@@ -82,13 +101,13 @@ class Gate:
         best = max((c.relevance for c in candidates), default=0.0)
         for c in candidates:
             if best < self.answer:
-                c.gate = f"no candidate answers the query: the best relevance {best:.2f} is below {self.answer:.2f}"
+                c.leave_out("no_answer", best=best, answer=self.answer)
             elif c.relevance < self.floor:
-                c.gate = f"relevance {c.relevance:.2f} is below the floor {self.floor:.2f}"
+                c.leave_out("below_floor", relevance=c.relevance, floor=self.floor)
             elif c.relevance < self.relative * best:
-                c.gate = f"relevance {c.relevance:.2f} is below {self.relative:.2f} × the best candidate's {best:.2f}"
+                c.leave_out("below_relative", relevance=c.relevance, relative=self.relative, best=best)
             else:
-                c.gate = ""
+                c.clear_gate()
             c.answers = not c.gate
 
 
@@ -100,11 +119,11 @@ def quality_rerank(candidates: list[Candidate], *, top_k: int, min_score: int, r
     (gate or Gate()).apply(candidates)
     for c in candidates:
         if not c.gate and c.score < min_score:
-            c.gate = f"score {c.score} is below min_score {min_score}"
+            c.leave_out("below_min_score", score=c.score, min_score=min_score)
         elif not c.gate and c.quality_score < 0:
-            c.gate = f"quality {c.quality_score:g} is below 0"
+            c.leave_out("negative_quality", quality=c.quality_score)
     kept = [c for c in candidates if not c.gate]
     kept.sort(key=lambda c: c.rank_key(rank, quality_weight))
     for c in kept[top_k:]:
-        c.gate = f"beyond top {top_k}"
+        c.leave_out("beyond_top_k", top_k=top_k)
     return kept[:top_k]

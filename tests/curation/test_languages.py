@@ -3,6 +3,7 @@ from datetime import datetime, timezone
 
 import pytest
 from django.conf import settings
+from django.test import Client
 
 from knowledge.models import Knowledge
 from tests.factories import make_knowledge
@@ -83,3 +84,26 @@ def test_form_errors_are_translated(curator_client):
 def test_error_pages_follow_the_language(viewer_client):
     assert "<h1>未找到</h1>" in viewer_client.get("/no-such-page/", **CHINESE).content.decode()
     assert "<h1>Not found</h1>" in viewer_client.get("/no-such-page/").content.decode()
+
+
+@pytest.fixture
+def admin_site_client(client, curator):
+    """Logged in as the superuser `ensure_curator` makes, who uses the Django admin."""
+    client.force_login(curator)
+    return client
+
+
+def test_the_admin_has_the_same_switcher_on_its_pages_and_its_login(admin_site_client):
+    switcher = 'action="/i18n/setlang/"'
+    assert switcher in Client().get("/admin/login/").content.decode()
+    english = admin_site_client.get("/admin/").content.decode()
+    assert switcher in english and 'name="language" value="zh-hans"' in english
+    assert '<input type="hidden" name="next" value="/admin/">' in english
+    chinese = admin_site_client.get("/admin/", **CHINESE).content.decode()
+    assert 'aria-current="true" lang="zh-hans">简体中文</span>' in chinese and 'name="language" value="en"' in chinese
+
+
+def test_switching_from_the_admin_returns_to_it_in_chinese(admin_site_client):
+    response = admin_site_client.post("/i18n/setlang/", {"language": "zh-hans", "next": "/admin/"})
+    assert response.status_code == 302 and response["Location"] == "/admin/"
+    assert "站点管理" in admin_site_client.get("/admin/").content.decode()  # Django's own admin text, in Chinese

@@ -47,3 +47,19 @@ def test_bad_filters_are_named_in_place(viewer_client, items):
 
 def test_playground_without_tokens_says_how_to_make_one(viewer_client):
     assert "No active agent tokens" in viewer_client.get("/playground/").content.decode()
+
+
+def test_in_chinese_each_left_out_candidate_says_why_in_chinese(viewer_client, items):
+    token, _ = agent_token_create(agent_id="research_agent", readable_scopes=["org:acme"])
+    body = viewer_client.get(f"/playground/?token={token.pk}&q=chromedriver&top_k=5&min_score=3&rank=quality",
+                             HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    stage1 = body.split('id="stage1"')[1].split("</table>")[0]
+    assert "被排除：评分 2 低于最低评分 3" in stage1 and "保留，排名 1" in stage1
+    assert "left out" not in stage1 and "below min_score" not in stage1
+
+
+def test_an_items_explanation_gives_the_gate_reason_in_the_readers_language(viewer_client, items):
+    url = f"/knowledge/{items['low'].id}/explain/?q=chromedriver"
+    assert "left out: score 2 is below min_score 3" in viewer_client.get(url).content.decode()
+    assert "被排除：评分 2 低于最低评分 3" in viewer_client.get(url, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+

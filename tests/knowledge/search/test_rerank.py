@@ -161,3 +161,26 @@ def test_softmax_fusion_of_one_list_keeps_its_order():
     rows = [("x", 3.0), ("y", 1.0), ("z", -2.0)]
     fused = softmax_fusion({"vector": rows, "keyword": []}, weights={"vector": 0.9, "keyword": 0.1}, temperatures={"vector": 1.4, "keyword": 0.01})
     assert [i for i, _ in fused] == ["x", "y", "z"]
+
+
+@pytest.mark.parametrize(("candidates", "gate", "english", "chinese"), [
+    ([cand("a", 0.9), cand("x", 0.005)], Gate(answer=0.95), "no candidate answers the query: the best relevance 0.90 is below 0.95",
+     "没有候选能回答该查询：最高相关度 0.90 低于 0.95"),
+    ([cand("a", 0.9), cand("x", 0.01)], Gate(floor=0.02), "relevance 0.01 is below the floor 0.02", "相关度 0.01 低于下限 0.02"),
+    ([cand("a", 0.9), cand("x", 0.2)], Gate(relative=0.3), "relevance 0.20 is below 0.30 × the best candidate's 0.90",
+     "相关度 0.20 低于最佳候选 0.90 的 0.30 倍"),
+    ([cand("a", 0.9), cand("x", 0.8, score=2)], Gate(), "score 2 is below min_score 3", "评分 2 低于最低评分 3"),
+    ([cand("a", 0.9), cand("x", 0.8, harmful=2)], Gate(), "quality -1 is below 0", "质量分 -1 低于 0"),
+    ([cand("a", 0.9), cand("x", 0.8)], Gate(), "beyond top 1", "排在前 1 名之外"),
+])
+def test_each_gate_reason_is_an_english_sentence_with_a_code_shown_in_the_readers_language(candidates, gate, english, chinese):
+    from django.utils import translation
+
+    from curation.labels import gate_reason
+
+    with translation.override("zh-hans"):  # the API's sentence never depends on the language
+        quality_rerank(candidates, top_k=1, min_score=3, gate=gate)
+        left_out = candidates[1]
+        assert left_out.gate == english and left_out.gate_code and gate_reason(left_out) == chinese
+    with translation.override("en"):
+        assert gate_reason(left_out) == english

@@ -56,3 +56,15 @@ def test_routing_is_off_when_no_llm_is_configured(items, settings):
     settings.KNOWHUB_LLM_MODEL = ""
     result = engine.search(query="selenium", top_k=2, min_score=1)
     assert not result.notes and result.hits
+
+
+def test_a_note_is_read_in_the_language_of_whoever_shows_it(items, fake_openai, settings):
+    from django.utils import translation
+
+    settings.KNOWHUB_SEARCH_ROUTING = "llm"
+    fake_openai.fail(500)
+    note = engine.search(query="selenium waits", top_k=2, min_score=1).notes[0]
+    with translation.override("zh-hans"):
+        assert str(note).startswith("LLM 路由不可用（") and str(note).endswith("）；使用融合排序")
+    with translation.override("en"):
+        assert str(note).startswith("LLM routing unavailable (") and str(note).endswith("); fused order used")
