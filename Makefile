@@ -13,7 +13,7 @@ PIP := PYTHONWARNINGS=ignore $(BIN)/python -m pip install --quiet
 run: $(RUN_STAMP)
 	$(BIN)/python manage.py serve
 
-# The fast suite: every test not marked slow (tests/conftest.py marks them), about 3 minutes on 2 cores.
+# The fast suite: every test not marked slow (tests/conftest.py marks them), about 5 minutes on 2 cores.
 test: $(DEV_STAMP)
 	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 

@@ -119,7 +119,7 @@ def test_make_run_comes_up_healthy_stops_cleanly_and_keeps_data(tmp_path):
     try:
         status, body = wait_for(lambda: healthz(port)[0] == 200 and healthz(port), timeout=180,
                                 message="/healthz to answer 200")
-        assert body["down"] == [] and set(body["checks"]) == {"database", "pgvector", "broker", "worker"}
+        assert body["down"] == [] and set(body["checks"]) == {"database", "pgvector", "broker", "worker", "models"}
         wait_for(lambda: "Press Ctrl-C to stop." in first.output(), timeout=30, message="the ready block")
         assert_curation_ui_served(port)
         # one ASGI process serves Django (static files too) and the MCP server under /mcp, behind tokens
