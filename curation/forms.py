@@ -11,6 +11,9 @@ from knowledge.models import KNOWLEDGE_TYPES
 from knowledge.search.filters import FilterError, parse_filter
 from knowledge.search.rerank import RANK_MODES
 
+# The API's `rank` values, as the playground shows them (the submitted value stays the API's).
+RANK_LABELS = {"quality": _("quality blend (the default)"), "relevance": _("relevance only"), "seed": _("seed (quality first)")}
+
 SORTS = [("relevance", _("Relevance")), ("quality", _("Quality")), ("newest", _("Newest")),
          ("helpful", _("Most helpful")), ("harmful", _("Most harmful"))]
 # Without a query there is no relevance to sort by: the default (an empty value) is shown as "Newest", and it
@@ -121,7 +124,7 @@ class PlaygroundForm(forms.Form):
     q = forms.CharField(max_length=500, label=_("Query"))
     top_k = forms.IntegerField(min_value=1, max_value=50, initial=5)
     min_score = forms.IntegerField(min_value=1, max_value=5, initial=3)
-    rank = forms.ChoiceField(choices=[(r, r) for r in RANK_MODES], initial="quality")
+    rank = forms.ChoiceField(choices=[(r, RANK_LABELS.get(r, r)) for r in RANK_MODES], initial="quality")
     types = forms.MultipleChoiceField(required=False, choices=TYPES, widget=forms.CheckboxSelectMultiple)
     scopes = forms.CharField(required=False, max_length=500, help_text=_("comma-separated"))
     filters = forms.CharField(required=False, max_length=5000, widget=forms.Textarea(attrs={"rows": 2}),

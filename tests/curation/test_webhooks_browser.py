@@ -5,7 +5,7 @@ import os
 import pytest
 from django.contrib.auth.models import Group
 
-from curation.screenshots import log_in
+from curation.screenshots import LANGUAGES, log_in, use_language
 from knowledge import services
 from tests.callers import acting
 from tests.webhooks.conftest import inline_sends, webhook_settings  # noqa: F401 - fixtures
@@ -45,7 +45,15 @@ def test_a_curator_subscribes_sees_a_failed_delivery_and_re_sends_it(page, live_
         width = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
         assert width[0] <= width[1], f"the page scrolls sideways: {width}"
         if os.environ.get("KNOWHUB_SCREENSHOTS") and page.viewport_size["width"] > 1000:
-            page.screenshot(path=os.path.join(os.environ["KNOWHUB_SCREENSHOTS"], "webhooks.png"), full_page=True)
+            for language, suffix in LANGUAGES.items():
+                use_language(page, live_server.url, language)
+                page.reload()
+                page.wait_for_selector("table.deliveries .badge.failed")
+                page.screenshot(path=os.path.join(os.environ["KNOWHUB_SCREENSHOTS"], f"webhooks{suffix}.png"),
+                                full_page=True)
+            use_language(page, live_server.url, "en")
+            page.reload()
+            page.wait_for_selector("table.deliveries .badge.failed")
 
         page.get_by_role("button", name="Re-send").click()
         page.wait_for_selector("table.deliveries .badge.succeeded")
