@@ -35,7 +35,9 @@ def healthz(port: int):
 
 class MakeRun:
     def __init__(self, var_dir, port):
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "CELERY_", "DJANGO_SETTINGS"))}
+        # as a person runs it: not a sub-make of `make test-all` (which would print "make[1]: Entering directory")
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("DATABASE_URL", "CELERY_", "DJANGO_SETTINGS", "MAKE", "MFLAGS"))}
         env.update(KNOWHUB_VAR_DIR=str(var_dir), PORT=str(port), PYTHONUNBUFFERED="1")
         self.log = var_dir.parent / f"make-run-{port}-{os.urandom(3).hex()}.log"
         self.log_file = open(self.log, "w")
