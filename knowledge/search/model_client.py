@@ -34,6 +34,10 @@ PASSAGES_TIMEOUT_SECONDS = 300  # a worker's batch: up to 32 items × 8 chunks
 # Text preparation has no keyword fallback: it waits this long for a restarting service
 # (it listens within a second of its start), then segments in-process.
 TEXT_WAIT_SECONDS = 10
+# Once a wait ran out, text is prepared in-process at once for this long before the service is asked
+# again: an outage costs one request one wait, not every segmentation of every request.
+TEXT_LOCAL_SECONDS = 30
+_text_local_until = 0.0
 
 
 class ServiceUnavailable(EmbedderError):
@@ -129,14 +133,21 @@ class RemoteModel:
 # --- text preparation -----------------------------------------------------------------
 
 def text_call(request: dict, local):
-    """The service's answer, waiting out a restart; `local()` (in-process) when it stays away."""
+    """The service's answer, waiting out a restart; `local()` (in-process) when it stays away.
+
+    After a wait that ran out, `local()` answers at once for TEXT_LOCAL_SECONDS.
+    """
+    global _text_local_until
+    if time.monotonic() < _text_local_until:
+        return local()
     deadline = time.monotonic() + TEXT_WAIT_SECONDS
     while True:
         try:
             return call(request)
         except ServiceUnavailable as exc:
             if time.monotonic() >= deadline:
-                logger.warning("text preparation in-process: %s", exc)
+                logger.warning("text preparation in-process for %ss: %s", TEXT_LOCAL_SECONDS, exc)
+                _text_local_until = time.monotonic() + TEXT_LOCAL_SECONDS
                 return local()
             time.sleep(0.2)
 

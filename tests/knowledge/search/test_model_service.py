@@ -15,6 +15,12 @@ QUERIES = ["how should I retry failing requests", "用户喜欢什么缩进", ""
 PASSAGES = ["Retry with exponential backoff and jitter.", "使用指数退避和随机抖动重试，五次之后放弃。" * 20]
 
 
+@pytest.fixture(autouse=True)
+def service_asked_first(monkeypatch):
+    """Each test starts with text preparation asking the service (no earlier test's in-process spell)."""
+    monkeypatch.setattr(model_client, "_text_local_until", 0.0)
+
+
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
     path = model_client.socket_path_for(tmp_path_factory.mktemp("models"))
@@ -68,6 +74,20 @@ def test_text_preparation_segments_in_process_when_the_service_stays_away(settin
     monkeypatch.setattr(model_client, "TEXT_WAIT_SECONDS", 0.3)
 
     assert text.segment("用户喜欢用制表符") == text.segment_here("用户喜欢用制表符")
+
+
+def test_after_one_wait_runs_out_text_is_prepared_in_process_without_waiting_again(settings, tmp_path, monkeypatch):
+    settings.KNOWHUB_MODEL_SERVICE = str(tmp_path / "nobody.sock")
+    monkeypatch.setattr(model_client, "TEXT_WAIT_SECONDS", 0.3)
+    asked = []
+    real_call = model_client.call
+    monkeypatch.setattr(model_client, "call", lambda request, **kw: asked.append(request) or real_call(request, **kw))
+
+    assert text.segment("用户喜欢用制表符") == text.segment_here("用户喜欢用制表符")
+    tried = len(asked)
+    assert tried >= 1
+    assert text.segment("检索增强生成") == text.segment_here("检索增强生成")
+    assert len(asked) == tried  # answered in-process at once, the service not asked again
 
 
 def test_a_failed_request_is_reported_and_the_service_keeps_serving(through):
