@@ -5,8 +5,9 @@
     .venv/bin/python -m bench.api_load --url http://127.0.0.1:8000 --token kh_...   # a server that already runs
 
 Without --url it starts the stack on the bench database (`knowhub_bench`, see
-retrieval.py), migrated: gunicorn on a free loopback port, either ASGI
-(uvicorn workers, as `manage.py serve` runs it) or threaded WSGI (gthread),
+retrieval.py), migrated: gunicorn on a free loopback port, either threaded
+WSGI (gthread, as `manage.py serve` runs the web server) or ASGI (uvicorn
+workers, as it runs the MCP server; the web server did until issue 14),
 and a real Celery worker that embeds the saves as in production. It creates a
 token for the scope `bench:api_load` (deleting the previous run's), seeds
 items through the API while that scope has fewer than --seed-items, and stops

@@ -86,6 +86,8 @@ def role_of(proc: psutil.Process, serve_pid: int) -> str:
         return "serve (supervisor)"
     if "postgres" in proc.name() or "postgres" in cmd.split(" ")[0]:
         return "postgres"
+    if "gunicorn" in cmd and "knowhub_site.asgi" in cmd:  # the MCP server's own gunicorn
+        return "MCP gunicorn master" if parent == serve_pid else "MCP process"
     if "gunicorn" in cmd:
         return "gunicorn master" if parent == serve_pid else "web process"
     if "celery" in cmd:
@@ -108,8 +110,8 @@ def measure(serve_pid: int) -> list[dict]:
                          "rss": info.rss / MiB, "uss": info.uss / MiB, "pss": info.pss / MiB})
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
-    order = ["serve (supervisor)", "model service", "gunicorn master", "web process", "celery worker (main)",
-             "celery child (pool or beat)"]
+    order = ["serve (supervisor)", "model service", "gunicorn master", "web process", "MCP gunicorn master",
+             "MCP process", "celery worker (main)", "celery child (pool or beat)"]
     return sorted(rows, key=lambda r: (order.index(r["role"]) if r["role"] in order else len(order), r["pid"]))
 
 
@@ -150,7 +152,7 @@ def run(web: int, workers: int, saves: int, searches: int, keep: bool = False) -
     var_dir.mkdir()
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "CELERY_", "DJANGO_SETTINGS"))}
-    env.update(KNOWHUB_VAR_DIR=str(var_dir), PORT=str(port), PYTHONUNBUFFERED="1",
+    env.update(KNOWHUB_VAR_DIR=str(var_dir), PORT=str(port), MCP_PORT=str(free_port()), PYTHONUNBUFFERED="1",
                KNOWHUB_CURATOR_PASSWORD=secrets.token_urlsafe(12))
     log = open(var_dir.parent / "serve.log", "w")
     proc = subprocess.Popen([sys.executable, "manage.py", "serve", "--web-workers", str(web), "--worker-concurrency",

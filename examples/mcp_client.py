@@ -1,12 +1,12 @@
 """Talk to KnowHub's MCP server with the official `mcp` SDK: over stdio (spawning `manage.py mcp`) or HTTP.
 
     KNOWHUB_TOKEN=kh_... .venv/bin/python -m examples.mcp_client stdio
-    KNOWHUB_TOKEN=kh_... KNOWHUB_URL=http://localhost:8000 .venv/bin/python -m examples.mcp_client http
+    KNOWHUB_TOKEN=kh_... KNOWHUB_MCP_URL=http://localhost:8001 .venv/bin/python -m examples.mcp_client http
 
 For an MCP host (Claude Desktop, an IDE), configure the same command:
     {"command": "/path/to/knowhub/.venv/bin/python", "args": ["/path/to/knowhub/manage.py", "mcp"],
      "env": {"KNOWHUB_TOKEN": "kh_..."}}
-or the URL http://localhost:8000/mcp with the header "Authorization: Bearer kh_...".
+or the URL http://localhost:8001/mcp (the MCP server `make run` starts on MCP_PORT) with the header "Authorization: Bearer kh_...".
 """
 import json
 import os
@@ -51,4 +51,4 @@ async def demo(transport: str, token: str, base_url: str, env: dict | None = Non
 
 if __name__ == "__main__":
     anyio.run(demo, sys.argv[1] if len(sys.argv) > 1 else "stdio", os.environ["KNOWHUB_TOKEN"],
-              os.environ.get("KNOWHUB_URL", "http://localhost:8000"))
+              os.environ.get("KNOWHUB_MCP_URL", "http://localhost:8001"))

@@ -323,3 +323,7 @@ LOG_FORMAT = env_str("LOG_FORMAT", "json")
 LOGGING = logging_config(log_format=LOG_FORMAT, level=env_str("LOG_LEVEL", "INFO"))
 
 PORT = env_int("PORT", 8000)
+# The MCP server's streamable HTTP runs in its own ASGI process (`make run`), so the REST API and the UI are
+# served by threaded WSGI processes that an event loop's thread hops do not slow down; behind a proxy, route
+# /mcp to this port.
+MCP_PORT = env_int("MCP_PORT", PORT + 1)

@@ -4,11 +4,13 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from knowhub_site.health import healthz
+from knowhub_site.mcp_port import mcp_elsewhere
 from knowhub_site.metrics_endpoint import metrics_view
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("metrics", metrics_view, name="metrics"),
+    path("mcp", mcp_elsewhere, name="mcp-elsewhere"),  # the ASGI process (asgi.py) serves /mcp itself
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),

@@ -43,8 +43,10 @@ class Stack:
         self.var_dir = var_dir
         self.port = port or free_port()
         self.base = f"http://127.0.0.1:{self.port}"
+        self.mcp_port = free_port()
+        self.mcp_base = f"http://127.0.0.1:{self.mcp_port}"  # the MCP server's own process
         self.env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "CELERY_", "DJANGO_SETTINGS"))}
-        self.env.update(KNOWHUB_VAR_DIR=str(var_dir), PORT=str(self.port), PYTHONUNBUFFERED="1",
+        self.env.update(KNOWHUB_VAR_DIR=str(var_dir), PORT=str(self.port), MCP_PORT=str(self.mcp_port), PYTHONUNBUFFERED="1",
                         KNOWHUB_WORKER_HEARTBEAT_SECONDS="1", KNOWHUB_CURATOR_PASSWORD="curator-pw-for-tests",
                         **(extra_env or {}))
         self.args = ["--web-workers", str(web_workers), "--worker-concurrency", str(worker_concurrency)]

@@ -10,7 +10,8 @@ def test_the_memory_bench_measures_every_process_and_only_the_model_service_hold
     rows = memory.run(web=1, workers=1, saves=2, searches=2)
 
     roles = [row["role"] for row in rows]
-    for role in ("serve (supervisor)", "model service", "gunicorn master", "web process", "celery worker (main)"):
+    for role in ("serve (supervisor)", "model service", "gunicorn master", "web process", "MCP process",
+                 "celery worker (main)"):
         assert role in roles, roles
     assert all(row["pss"] > 0 and row["uss"] <= row["rss"] for row in rows)
     service = next(row for row in rows if row["role"] == "model service")

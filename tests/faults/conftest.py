@@ -46,7 +46,7 @@ class Stack:
         env.update(
             DATABASE_URL=database_url_for_subprocess(), CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
             DJANGO_SETTINGS_MODULE="knowhub_site.test_settings", KNOWHUB_VAR_DIR=str(var_dir), PORT=str(port),
-            PYTHONUNBUFFERED="1", WEB_CONCURRENCY="1", CELERY_CONCURRENCY="1",
+            MCP_PORT=str(free_port()), PYTHONUNBUFFERED="1", WEB_CONCURRENCY="1", CELERY_CONCURRENCY="1",
             KNOWHUB_WORKER_HEARTBEAT_SECONDS="1", KNOWHUB_WORKER_STALE_SECONDS="4", KNOWHUB_RETRY_BACKOFF_SECONDS="0",
             **extra_env,
         )
@@ -93,8 +93,8 @@ class Stack:
         return self._child("celery")
 
     def web(self) -> psutil.Process | None:
-        """The gunicorn master."""
-        return self._child("gunicorn")
+        """The web server's gunicorn master (the MCP server's is another, serving knowhub_site.asgi)."""
+        return self._child("knowhub_site.wsgi")
 
     def process_talking_to(self, port: int) -> psutil.Process | None:
         """The worker process with a connection open to loopback `port` (the pool child mid-LLM-call)."""

@@ -34,11 +34,11 @@ def healthz(port: int):
 
 
 class MakeRun:
-    def __init__(self, var_dir, port):
+    def __init__(self, var_dir, port, mcp_port):
         # as a person runs it: not a sub-make of `make test-all` (which would print "make[1]: Entering directory")
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("DATABASE_URL", "CELERY_", "DJANGO_SETTINGS", "MAKE", "MFLAGS"))}
-        env.update(KNOWHUB_VAR_DIR=str(var_dir), PORT=str(port), PYTHONUNBUFFERED="1")
+        env.update(KNOWHUB_VAR_DIR=str(var_dir), PORT=str(port), MCP_PORT=str(mcp_port), PYTHONUNBUFFERED="1")
         self.log = var_dir.parent / f"make-run-{port}-{os.urandom(3).hex()}.log"
         self.log_file = open(self.log, "w")
         self.proc = subprocess.Popen(
@@ -99,40 +99,47 @@ CHILD_OR_WARNING = re.compile(r"Warning|warnings\.warn|Traceback|\[INFO\]|INFO/|
                               r"prefix dict|model_service:")
 
 
-def assert_readable(out: str, port: int) -> list[str]:
+def assert_readable(out: str, port: int, mcp_port: int) -> list[str]:
     """Only serve's lines; the URLs and the curator's login (its one-time password) last, in one block; the block."""
     lines = out.splitlines()
     assert not [line for line in lines if CHILD_OR_WARNING.search(line)], out
     start = lines.index(next(line for line in lines if line.startswith("KnowHub is running at")))
     assert all(SERVE_LINE.match(line) for line in lines[:start]), out
     block = lines[start:lines.index("Press Ctrl-C to stop.", start)]
-    for url in ("", "admin/", "api/", "mcp", "healthz"):
+    for url in ("", "admin/", "api/", "healthz"):
         assert any(f"http://localhost:{port}/{url}" in line for line in block), (url, block)
-    assert any("var/logs/web.log, worker.log, models.log" in line for line in block)
+    assert any(f"MCP:         http://localhost:{mcp_port}/mcp" in line for line in block), block
+    assert any("var/logs/web.log, mcp.log, worker.log, models.log" in line for line in block)
     assert all(SERVE_LINE.match(line) for line in lines[lines.index("Press Ctrl-C to stop.", start):]), out
     return block
 
 
 def test_make_run_comes_up_healthy_stops_cleanly_and_keeps_data(tmp_path):
     var_dir = tmp_path / "var"
-    port = free_port()
+    port, mcp_port = free_port(), free_port()
 
-    first = MakeRun(var_dir, port)
+    first = MakeRun(var_dir, port, mcp_port)
     try:
         status, body = wait_for(lambda: healthz(port)[0] == 200 and healthz(port), timeout=180,
                                 message="/healthz to answer 200")
         assert body["down"] == [] and set(body["checks"]) == {"database", "pgvector", "broker", "worker", "models"}
         wait_for(lambda: "Press Ctrl-C to stop." in first.output(), timeout=30, message="the ready block")
         assert_curation_ui_served(port)
-        # one ASGI process serves Django (static files too) and the MCP server under /mcp, behind tokens
+        # threaded WSGI serves Django (static files too); the MCP server runs in its own ASGI process, behind tokens
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/static/admin/css/base.css", timeout=5) as response:
             assert response.status == 200
-        request = urllib.request.Request(f"http://127.0.0.1:{port}/mcp", data=b"{}", method="POST",
+        request = urllib.request.Request(f"http://127.0.0.1:{mcp_port}/mcp", data=b"{}", method="POST",
                                          headers={"Content-Type": "application/json"})
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(request, timeout=5)
         assert refused.value.code == 401
-        block = "\n".join(assert_readable(first.output(), port))
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/mcp", data=b"{}", method="POST",
+                                         headers={"Content-Type": "application/json"})
+        with pytest.raises(urllib.error.HTTPError) as elsewhere:
+            urllib.request.urlopen(request, timeout=5)
+        assert elsewhere.value.code == 421
+        assert json.load(elsewhere.value)["mcp_url"] == f"http://127.0.0.1:{mcp_port}/mcp"
+        block = "\n".join(assert_readable(first.output(), port, mcp_port))
         password = re.search(r"Created curator account 'curator' with password: (\S+)", block).group(1)
         assert_logs_in(f"http://127.0.0.1:{port}/", password)
     finally:
@@ -143,12 +150,13 @@ def test_make_run_comes_up_healthy_stops_cleanly_and_keeps_data(tmp_path):
     assert f"Secrets: encrypted with a local key in {var_dir / 'encryption_key'}" in out
     assert (var_dir / "encryption_key").stat().st_mode & 0o777 == 0o600
     assert "beat: Starting" in (var_dir / "logs" / "worker.log").read_text()  # periodic tasks (resource expiry) run
-    assert "Application startup complete" in (var_dir / "logs" / "web.log").read_text()
+    assert "Using worker: gthread" in (var_dir / "logs" / "web.log").read_text()
+    assert "Application startup complete" in (var_dir / "logs" / "mcp.log").read_text()
     assert "loaded in" in (var_dir / "logs" / "models.log").read_text()
     assert healthz(port) == (None, None)
     wait_for(lambda: not embedded_postgres_running(var_dir), timeout=30, message="embedded PostgreSQL to stop")
 
-    second = MakeRun(var_dir, port)
+    second = MakeRun(var_dir, port, mcp_port)
     try:
         wait_for(lambda: healthz(port)[0] == 200, timeout=180, message="/healthz after restart")
         wait_for(lambda: "Press Ctrl-C to stop." in second.output(), timeout=30, message="the ready block")
@@ -156,4 +164,4 @@ def test_make_run_comes_up_healthy_stops_cleanly_and_keeps_data(tmp_path):
         second.ctrl_c()
     assert "Curator account 'curator' exists" in second.output()
     assert "Created curator account" not in second.output()
-    assert any("Curator account 'curator' exists" in line for line in assert_readable(second.output(), port))
+    assert any("Curator account 'curator' exists" in line for line in assert_readable(second.output(), port, mcp_port))

@@ -1,4 +1,13 @@
-"""`make run`: migrate, ensure a curator, then run the model service, gunicorn (ASGI: Django and /mcp) and a Celery worker.
+"""`make run`: migrate, ensure a curator, then run the model service, the web server, the MCP server and a Celery worker.
+
+The web server is gunicorn with threaded WSGI workers (the REST API, the
+curation UI, the admin): a request runs on one of a bounded number of
+threads, each with a pooled database connection. The MCP server's streamable
+HTTP transport needs ASGI, so it runs in a gunicorn of its own (a uvicorn
+worker, `knowhub_site.asgi`) on MCP_PORT (PORT + 1 by default); the web
+server answers /mcp with where that is. Under ASGI every Django request hops
+onto a thread of its own, which doubled a plain read's time: the REST API no
+longer pays it (BENCHMARKS.md, "threaded WSGI against ASGI").
 
 The model service (knowledge.search.model_service) holds the embedding models
 and jieba once for the machine; the web processes and the worker's pool
@@ -41,11 +50,15 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
         parser.add_argument("--port", type=int, default=settings.PORT)
+        parser.add_argument("--mcp-port", type=int, default=None, help="the MCP server's port (default: MCP_PORT, or port + 1)")
         parser.add_argument("--web-workers", type=int, default=int(os.environ.get("WEB_CONCURRENCY", "2")))
         parser.add_argument("--worker-concurrency", type=int, default=int(os.environ.get("CELERY_CONCURRENCY", "2")))
 
-    def handle(self, *args, host, port, web_workers, worker_concurrency, **options):
-        self._check_port_free(host, port)
+    def handle(self, *args, host, port, mcp_port, web_workers, worker_concurrency, **options):
+        if mcp_port is None:
+            mcp_port = settings.MCP_PORT if "MCP_PORT" in os.environ or port == settings.PORT else port + 1
+        self._check_port_free(host, port, "PORT")
+        self._check_port_free(host, mcp_port, "MCP_PORT")
         where = "embedded PostgreSQL in " + str(settings.VAR_DIR / "pgdata") if settings.EMBEDDED_DB else "DATABASE_URL"
         self.stdout.write(f"Database: {where}")
         if not settings.KNOWHUB_ENCRYPTION_KEYS:
@@ -72,15 +85,20 @@ class Command(BaseCommand):
             "KNOWHUB_VAR_DIR": str(settings.VAR_DIR),
             "DJANGO_SETTINGS_MODULE": os.environ.get("DJANGO_SETTINGS_MODULE", "knowhub_site.settings"),
             "KNOWHUB_MODEL_SERVICE": socket_path,
+            "PORT": str(port),
+            "MCP_PORT": str(mcp_port),  # the web server's /mcp answer names it
         }
+        gunicorn = [sys.executable, "-m", "gunicorn", "--graceful-timeout", "10",
+                    "--no-control-socket"]  # no access log: knowhub_site/request_log.py logs each request
         commands = {
             "models": [sys.executable, "-m", "knowledge.search.model_service", "--socket", socket_path,
                        "--model", settings.KNOWHUB_EMBEDDING_MODEL],
-            # ASGI (uvicorn workers) so the MCP server's streamable HTTP transport shares the port under /mcp
-            "web": [sys.executable, "-m", "gunicorn", "knowhub_site.asgi:application", "--bind", f"{host}:{port}",
-                    "--worker-class", "uvicorn_worker.UvicornWorker",
-                    "--workers", str(web_workers), "--graceful-timeout", "10",
-                    "--no-control-socket"],  # no access log: knowhub_site/request_log.py logs each request
+            # threaded WSGI: at most `threads` requests at once per process, each on a pooled connection
+            "web": [*gunicorn, "knowhub_site.wsgi:application", "--bind", f"{host}:{port}",
+                    "--worker-class", "gthread", "--threads", str(web_threads()), "--workers", str(web_workers)],
+            # ASGI for the MCP server's streamable HTTP transport (knowhub_site/asgi.py)
+            "mcp": [*gunicorn, "knowhub_site.asgi:application", "--bind", f"{host}:{mcp_port}",
+                    "--worker-class", "uvicorn_worker.UvicornWorker", "--workers", "1"],
             "worker": [sys.executable, "-m", "celery", "-A", "knowhub_site", "worker", "--loglevel", "info",
                        "--concurrency", str(worker_concurrency), "--hostname", f"knowhub-{port}@%h",
                        # periodic tasks (resource expiry) run in this one worker's embedded beat
@@ -89,6 +107,7 @@ class Command(BaseCommand):
         children = {
             "models": Child("models", commands["models"], env=env, log=self._log, output=logs / "models.log"),
             "web": Child("web", commands["web"], env=env, log=self._log, output=logs / "web.log"),
+            "mcp": Child("mcp", commands["mcp"], env=env, log=self._log, output=logs / "mcp.log"),
             "worker": Child("worker", commands["worker"], env=env, log=self._log, output=logs / "worker.log",
                             on_death=lambda pid: self._forget_dead_worker(f"knowhub-{port}@", pid)),
         }
@@ -101,24 +120,25 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGINT, request_stop)
         signal.signal(signal.SIGTERM, request_stop)
-        self.stdout.write(f"Starting the model service, web server and worker (their logs: {logs}/)...")
+        self.stdout.write(f"Starting the model service, web server, MCP server and worker (their logs: {logs}/)...")
         children["models"].start()
         self._wait_for_models(children["models"], socket_path, lambda: stopping)
-        for name in ("web", "worker"):
+        for name in ("web", "mcp", "worker"):
             children[name].start()
 
         # Only Ctrl-C or SIGTERM ends this loop: a child that dies is reaped and restarted.
-        url = f"http://{'localhost' if host in ('127.0.0.1', '0.0.0.0') else host}:{port}/"
-        ready = Readiness(url, socket_path, deadline=time.monotonic() + READY_TIMEOUT_SECONDS)
+        shown_host = "localhost" if host in ("127.0.0.1", "0.0.0.0") else host
+        url, mcp_url = f"http://{shown_host}:{port}/", f"http://{shown_host}:{mcp_port}/"
+        ready = Readiness([url, mcp_url], socket_path, deadline=time.monotonic() + READY_TIMEOUT_SECONDS)
         while not stopping:
             for child in children.values():
                 child.check()
             if ready.pending:
-                self._announce(ready.probe(), url, curator.getvalue(), logs)
+                self._announce(ready.probe(), url, mcp_url, curator.getvalue(), logs)
             time.sleep(0.5)
 
         self.stdout.write("Stopping KnowHub...")
-        for name in ("web", "worker", "models"):
+        for name in ("web", "mcp", "worker", "models"):
             children[name].stop()
         restarts = ", ".join(f"{name} {child.restarts}" for name, child in children.items())
         self.stdout.write(f"Stopped (restarts: {restarts})."
@@ -152,7 +172,7 @@ class Command(BaseCommand):
             self._log(f"the model service did not answer within {MODELS_WAIT_SECONDS}s; starting the rest anyway "
                       "(search uses keywords until it does)")
 
-    def _announce(self, state: str | None, url: str, curator: str, logs) -> None:
+    def _announce(self, state: str | None, url: str, mcp_url: str, curator: str, logs) -> None:
         if state == "late":
             self.stderr.write(f"KnowHub did not become healthy within {READY_TIMEOUT_SECONDS}s; see {url}healthz "
                               f"and the logs in {logs}/")
@@ -165,30 +185,37 @@ class Command(BaseCommand):
         self.stdout.write(f"  Curation UI: {url}")
         self.stdout.write(f"  Admin:       {url}admin/")
         self.stdout.write(f"  API:         {url}api/  (docs: {url}api/docs/; tokens: manage.py create_agent_token)")
-        self.stdout.write(f"  MCP:         {url}mcp  (streamable HTTP, Bearer token)")
+        self.stdout.write(f"  MCP:         {mcp_url}mcp  (streamable HTTP, Bearer token)")
         self.stdout.write(f"  Health:      {url}healthz")
-        self.stdout.write(f"  Logs:        {logs}/web.log, worker.log, models.log")
+        self.stdout.write(f"  Logs:        {logs}/web.log, mcp.log, worker.log, models.log")
         self.stdout.write("")
         self.stdout.write(curator.rstrip())
         self.stdout.write(rule)
         self.stdout.write("Press Ctrl-C to stop.\n")
 
-    def _check_port_free(self, host, port):
+    def _check_port_free(self, host, port, variable):
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 sock.bind((host, port))
             except OSError as exc:
-                raise CommandError(f"cannot listen on {host}:{port} ({exc.strerror}); set PORT to a free port") from exc
+                raise CommandError(f"cannot listen on {host}:{port} ({exc.strerror}); set {variable} to a free port") from exc
+
+
+def web_threads() -> int:
+    """Requests one web process works on at once: KNOWHUB_MAX_CONCURRENT_REQUESTS, else one less than its pool
+    (a thread never waits for a connection)."""
+    return settings.KNOWHUB_MAX_CONCURRENT_REQUESTS or max(1, settings.KNOWHUB_DB_POOL_MAX - 1)
 
 
 class Readiness:
-    """Polls /healthz and the model service until both first answer ok (or the deadline passes)."""
+    """Polls /healthz of the web and MCP servers and the model service until all first answer ok (or the deadline
+    passes)."""
 
     PROBE_EVERY_SECONDS = 1.0
 
-    def __init__(self, url: str, socket_path: str, *, deadline: float):
-        self.url, self.socket_path, self.deadline = url, socket_path, deadline
+    def __init__(self, urls: list[str], socket_path: str, *, deadline: float):
+        self.urls, self.socket_path, self.deadline = urls, socket_path, deadline
         self.pending = True
         self.next_probe = 0.0
 
@@ -198,17 +225,21 @@ class Readiness:
         if now < self.next_probe:
             return None
         self.next_probe = now + self.PROBE_EVERY_SECONDS
-        try:
-            with urllib.request.urlopen(self.url + "healthz", timeout=2) as response:
-                report = json.load(response)
-        except urllib.error.HTTPError as exc:
-            report = json.load(exc)
-        except (OSError, ValueError):
-            report = {}
-        if report.get("status") == "ok" and model_client.ping(self.socket_path):
+        if all(_healthy(url) for url in self.urls) and model_client.ping(self.socket_path):
             self.pending = False
             return "ready"
         if now > self.deadline:
             self.pending = False
             return "late"
         return None
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url + "healthz", timeout=2) as response:
+            report = json.load(response)
+    except urllib.error.HTTPError as exc:
+        report = json.load(exc)
+    except (OSError, ValueError):
+        report = {}
+    return report.get("status") == "ok"
