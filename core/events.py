@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -49,23 +49,25 @@ class Event:
 
 
 Listener = Callable[[Event], None]
-_listeners: list[Listener] = []
+_listeners: list[tuple[Callable, bool]] = []  # (listener, takes a list of the events committed together)
 
 
 def new_event_id() -> str:
     return f"msg_{uuid.uuid4().hex}"
 
 
-def listen(listener: Listener) -> Listener:
-    """Register `listener` (registering the same one again is harmless); usable as a decorator."""
-    if listener not in _listeners:
-        _listeners.append(listener)
+def listen(listener: Callable, *, batches: bool = False) -> Callable:
+    """Register `listener` (registering the same one again is harmless); usable as a decorator.
+
+    With `batches` it is called once with the list of events one `emit_many` announced (a list of one for
+    `emit`), so it can answer a bulk import's thousands of events with a query or two instead of one each."""
+    if all(registered != listener for registered, _ in _listeners):
+        _listeners.append((listener, batches))
     return listener
 
 
-def unlisten(listener: Listener) -> None:
-    if listener in _listeners:
-        _listeners.remove(listener)
+def unlisten(listener: Callable) -> None:
+    _listeners[:] = [(registered, batches) for registered, batches in _listeners if registered != listener]
 
 
 def emit(event_type: str, *, scopes: list[str] | tuple[str, ...] | None, data: dict, event_id: str | None = None) -> None:
@@ -77,15 +79,28 @@ def emit(event_type: str, *, scopes: list[str] | tuple[str, ...] | None, data: d
         raise ValueError(f"unknown event type {event_type!r}")
     event = Event(type=event_type, scopes=None if scopes is None else tuple(scopes), data=dict(data),
                   **({"id": event_id} if event_id else {}))
-    transaction.on_commit(lambda: _dispatch(event))
+    transaction.on_commit(lambda: _dispatch([event]))
 
 
-def _dispatch(event: Event) -> None:
-    for listener in list(_listeners):
-        try:
-            listener(event)
-        except Exception:  # noqa: BLE001 - the write that emitted it has committed; a listener never undoes it
-            logger.exception("event listener %r failed on %s %s", listener, event.type, event.id)
+def emit_many(event_type: str, announcements: Iterable[tuple[Iterable[str] | None, dict]]) -> None:
+    """`emit` for many facts of one kind written together ((scopes, data) each): one commit hook, and listeners
+    that take batches see them in one call."""
+    if event_type not in EVENT_TYPES:
+        raise ValueError(f"unknown event type {event_type!r}")
+    batch = [Event(type=event_type, scopes=None if scopes is None else tuple(scopes), data=dict(data))
+             for scopes, data in announcements]
+    if batch:
+        transaction.on_commit(lambda: _dispatch(batch))
+
+
+def _dispatch(batch: list[Event]) -> None:
+    for listener, batches in list(_listeners):
+        for events in ([batch] if batches else [[event] for event in batch]):
+            try:
+                listener(events if batches else events[0])
+            except Exception:  # noqa: BLE001 - the write that emitted it has committed; a listener never undoes it
+                logger.exception("event listener %r failed on %s %s", listener, events[0].type,
+                                 ", ".join(event.id for event in events[:5]))
 
 
 def knowledge_data(item, **extra) -> dict:

@@ -218,8 +218,18 @@ def payload_of(event: events.Event) -> dict:
     return {"type": event.type, "timestamp": event.timestamp.isoformat().replace("+00:00", "Z"), "data": event.data}
 
 
+def deliveries_for_events(batch: list[events.Event]) -> list[Delivery]:
+    """The listener (`core.events.listen(..., batches=True)`): the events one write committed together (a bulk
+    import's thousands of `knowledge.created`) cost one query when no active subscription wants their types,
+    then `deliveries_for_event` each."""
+    types = sorted({event.type for event in batch})
+    if not Subscription.objects.filter(active=True, event_types__overlap=types).exists():
+        return []
+    return [delivery for event in batch for delivery in deliveries_for_event(event)]
+
+
 def deliveries_for_event(event: events.Event) -> list[Delivery]:
-    """The listener (`core.events.listen`): a pending delivery for each active subscription that wants `event` and
+    """A pending delivery for each active subscription that wants `event` and
     may see it, sent by the worker. Announcing the same event id again delivers nothing new. A subscription whose
     maker lost the rights it was made with (`makers`) gets nothing and is paused with the reason.
 
