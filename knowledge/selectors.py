@@ -1,7 +1,12 @@
 """Reads of knowledge."""
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Count, F, Prefetch, QuerySet, Window
+from django.db.models.functions import RowNumber
 
-from knowledge.models import FeedbackCase, Knowledge, KnowledgeResource
+from core.newest import Newest, newest
+from knowledge.models import FeedbackCase, Knowledge, KnowledgeResource, KnowledgeVersion
+
+# What a page about items never shows: the vector and the keyword document (large, and parsed per row).
+UNSHOWN = ("embedding", "search_document")
 
 
 def knowledge_with_relations() -> QuerySet[Knowledge]:
@@ -16,3 +21,28 @@ def knowledge_with_relations() -> QuerySet[Knowledge]:
 def knowledge_get(*, knowledge_id: str) -> Knowledge:
     """Raises Knowledge.DoesNotExist."""
     return knowledge_with_relations().get(pk=knowledge_id)
+
+
+def knowledge_get_shown(*, knowledge_id: str) -> Knowledge:
+    """The item as a page shows it: its own fields, without its histories, vector or keyword document.
+    Raises Knowledge.DoesNotExist."""
+    return Knowledge.objects.defer(*UNSHOWN).get(pk=knowledge_id)
+
+
+def feedback_newest(*, knowledge_id: str, per_kind: int) -> dict[str, Newest]:
+    """The newest `per_kind` helpful and harmful reports on an item, newest first, with each kind's total: one
+    query however long the histories (the feedback_by_item index, read backwards)."""
+    ranked = FeedbackCase.objects.filter(knowledge_id=knowledge_id).annotate(
+        rank=Window(RowNumber(), partition_by=[F("kind")], order_by=F("id").desc()),
+        total=Window(Count("id"), partition_by=[F("kind")]),
+    )
+    found = {kind: Newest(rows=[], total=0) for kind in FeedbackCase.Kind.values}
+    for case in ranked.filter(rank__lte=per_kind).order_by("kind", "rank"):
+        found[case.kind].rows.append(case)
+        found[case.kind].total = case.total
+    return found
+
+
+def versions_newest(*, knowledge_id: str, limit: int | None) -> Newest:
+    """An item's newest `limit` versions (all of them for None), newest first, with the total: one query."""
+    return newest(KnowledgeVersion.objects.filter(knowledge_id=knowledge_id), order_by="-number", limit=limit)
