@@ -10,7 +10,7 @@ from curation.browse import knowledge_browse, known_scopes
 from curation.explain import explain_item
 from curation.forms import EditForm, EvolveForm, FeedbackForm, KnowledgeFilterForm, ScoreForm
 from agents import operations
-from curation.views.common import caller_of, paginate, render_parts
+from curation.views.common import bounded_page, caller_of, paginate, render_parts
 from jobs.selectors import jobs_about
 from knowledge import selectors
 from knowledge.models import Conflict, FeedbackCase, Knowledge
@@ -34,7 +34,7 @@ def knowledge_list(request):
         browse = knowledge_browse(q=data["q"], types=data["types"], scopes=data["scopes"], tags=data["tags"],
                                   owner=data["owner"], status=data["status"], score_min=data["score_min"],
                                   score_max=data["score_max"], sort=data["sort"])
-        page = paginate(browse.items, data["page"])
+        page = bounded_page(browse.items, data["page"])
     context = {"form": form, "page": page, "browse": browse, "query": clean_query(request.GET, drop=("page",)),
                "scopes": known_scopes()}
     if not request.htmx:

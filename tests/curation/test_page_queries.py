@@ -250,3 +250,21 @@ def test_resource_page_shows_its_newest_versions(curator_client):
     assert "v30 · title 30" in body and "v11 · title 11" in body and "v10 · title 10" not in body
     assert "The 20 newest versions of 30." in body
     assert "v1 · title 1 " in curator_client.get("/resources/code/often-saved/?versions=all").content.decode()
+
+
+def test_a_long_list_is_counted_up_to_a_bound_and_still_pages_to_its_end(curator_client, monkeypatch):
+    monkeypatch.setattr("curation.views.common.COUNT_UP_TO", 30)
+    base = timezone.now() - timedelta(days=1)
+    for n in range(45):
+        make_knowledge(task=f"Tip {n:02d}", created_at=base + timedelta(minutes=n), embed=False)
+    first = curator_client.get("/knowledge/").content.decode()
+    assert "more than 30 items" in first and "Page 1<" in first and "Page 1 of" not in first
+    assert "Tip 44" in first and 'page=2" ' in first
+    last = curator_client.get("/knowledge/?page=3").content.decode()  # past the bound: the pager goes on
+    assert "Tip 00" in last and "Tip 04" in last and "Tip 05" not in last and "rel=\"next\"" not in last
+    beyond = curator_client.get("/knowledge/?page=40").content.decode()  # past the end: the last page
+    assert "Tip 00" in beyond and "Page 3<" in beyond
+    narrow = curator_client.get("/knowledge/?q=&owner=agent:research_agent&score_min=3&sort=newest").content.decode()
+    assert "more than 30 items" in narrow
+    few = curator_client.get("/knowledge/?status=archived").content.decode()
+    assert "0 items" in few
