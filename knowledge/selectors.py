@@ -1,6 +1,5 @@
 """Reads of knowledge."""
-from django.db.models import Count, F, Prefetch, QuerySet, Window
-from django.db.models.functions import RowNumber
+from django.db.models import Count, Prefetch, QuerySet
 
 from core.newest import Newest, newest
 from knowledge.models import FeedbackCase, Knowledge, KnowledgeResource, KnowledgeVersion
@@ -30,16 +29,15 @@ def knowledge_get_shown(*, knowledge_id: str) -> Knowledge:
 
 
 def feedback_newest(*, knowledge_id: str, per_kind: int) -> dict[str, Newest]:
-    """The newest `per_kind` helpful and harmful reports on an item, newest first, with each kind's total: one
-    query however long the histories (the feedback_by_item index, read backwards)."""
-    ranked = FeedbackCase.objects.filter(knowledge_id=knowledge_id).annotate(
-        rank=Window(RowNumber(), partition_by=[F("kind")], order_by=F("id").desc()),
-        total=Window(Count("id"), partition_by=[F("kind")]),
-    )
-    found = {kind: Newest(rows=[], total=0) for kind in FeedbackCase.Kind.values}
-    for case in ranked.filter(rank__lte=per_kind).order_by("kind", "rank"):
+    """The newest `per_kind` helpful and harmful reports on an item, newest first, with each kind's total, however
+    long the histories: each kind's newest read backwards from the feedback_by_item index (one UNION query), the
+    totals counted from that index alone (one more)."""
+    cases = FeedbackCase.objects.filter(knowledge_id=knowledge_id)
+    newest_of = [cases.filter(kind=kind).order_by("-id")[:per_kind] for kind in FeedbackCase.Kind.values]
+    totals = dict(cases.values_list("kind").annotate(n=Count("id")).order_by())
+    found = {kind: Newest(rows=[], total=totals.get(kind, 0)) for kind in FeedbackCase.Kind.values}
+    for case in sorted(newest_of[0].union(*newest_of[1:], all=True), key=lambda c: -c.id):
         found[case.kind].rows.append(case)
-        found[case.kind].total = case.total
     return found
 
 
