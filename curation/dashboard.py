@@ -17,6 +17,7 @@ from knowledge.slim import slim_proposals_pending
 from resources.models import Resource
 
 ATTENTION = 5
+HARMFUL_PROBE = 50  # the most harmful items read to bound the lowest quality (lowest_quality)
 ESTIMATE_ABOVE = 20_000  # items: past this the dashboard's counts are estimates ("about")
 EXPIRING_WITHIN = timedelta(days=7)
 CHART_DAYS = 30
@@ -54,11 +55,11 @@ def attention() -> dict:
 def lowest_quality(active, *, limit: int = ATTENTION) -> list[Knowledge]:
     """The `limit` active items of lowest quality (score + helpful − 2 × harmful), lowest first, without sorting
     every item where harmful reports exist. No index may hold `helpful` (see Knowledge.Meta), but quality is at
-    least 1 − 2 × harmful (score ≥ 1, helpful ≥ 0): the `limit` most harmful items (knowledge_active_harmful)
-    have qualities up to some q, so the lowest `limit` are all at or below q and each has harmful ≥ (1 − q) / 2.
-    Only those are sorted; with no harmful reports (q ≥ 1) that is every item."""
-    worst = [item.quality for item in active.order_by("-harmful", "-created_at", "id")[:limit]]
-    least_harmful = max(0, ceil((1 - max(worst)) / 2)) if len(worst) == limit else 0
+    least 1 − 2 × harmful (score ≥ 1, helpful ≥ 0). Among the HARMFUL_PROBE most harmful items (read from
+    knowledge_active_harmful) the `limit`-th lowest quality is some q, so the `limit` lowest of all are at or
+    below q and each has harmful ≥ (1 − q) / 2: only those are sorted (every item when q ≥ 1)."""
+    probed = sorted(item.quality for item in active.order_by("-harmful", "-created_at", "id")[:HARMFUL_PROBE])
+    least_harmful = max(0, ceil((1 - probed[limit - 1]) / 2)) if len(probed) >= limit else 0
     return list(active.filter(harmful__gte=least_harmful).order_by("quality", "-updated_at")[:limit])
 
 
