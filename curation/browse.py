@@ -1,13 +1,17 @@
 """The knowledge list's query: the real search engine for text, its filters for everything else."""
+import time
 from dataclasses import dataclass
 
-from django.db.models import F, QuerySet
+from django.db.models import F, Func, QuerySet
 
 from knowledge.models import Knowledge
 from knowledge.quality import QUALITY
 from knowledge.search import engine
 from knowledge.search.filters import AND, EQ, GTE, LTE
+from knowledge.selectors import UNSHOWN
 
+SCOPES_KEPT_SECONDS = 60
+_scopes: tuple[float, list[str]] = (0.0, [])  # (until when, the scopes)
 # With a query, this many best hits (2x as stage-1 candidates) are browsable.
 SEARCH_TOP_K = 100
 ORDERINGS = {
@@ -59,13 +63,18 @@ def knowledge_browse(*, q: str = "", types=(), scopes=(), tags=None, owner: str 
                    "helpful": lambda k: -k.helpful, "harmful": lambda k: -k.harmful}[sort]
             items.sort(key=key)
         return Browse(items=items, searched=True, notes=result.notes)
-    queryset = engine.narrowed(Knowledge.objects.all(), types=types or None, scopes=scopes or None, tags=tags or None,
-                               statuses=statuses, filters=filters)
+    queryset = engine.narrowed(Knowledge.objects.defer(*UNSHOWN), types=types or None, scopes=scopes or None,
+                               tags=tags or None, statuses=statuses, filters=filters)
     return Browse(items=with_quality(queryset).order_by(*ORDERINGS.get(sort, ORDERINGS["newest"])), searched=False, notes=[])
 
 
 def known_scopes() -> list[str]:
-    from django.db.models import Func
-
-    rows = Knowledge.objects.annotate(scope=Func(F("scopes"), function="unnest")).values_list("scope", flat=True)
-    return sorted(set(rows.order_by()))
+    """Every scope some item is in, sorted: the scope fields' suggestions. No index lists an array column's
+    values, so reading them is a pass over the whole table; a process keeps them SCOPES_KEPT_SECONDS (a new
+    scope is suggested within a minute; filtering by it works at once)."""
+    global _scopes
+    now = time.monotonic()
+    if _scopes[0] <= now:
+        rows = Knowledge.objects.annotate(scope=Func(F("scopes"), function="unnest")).values_list("scope", flat=True)
+        _scopes = (now + SCOPES_KEPT_SECONDS, sorted(rows.order_by().distinct()))
+    return _scopes[1]

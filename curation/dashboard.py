@@ -1,11 +1,13 @@
 """What the dashboard shows: counts, items needing attention, recent activity, feedback per day, ranking per week."""
-from datetime import timedelta
+from datetime import datetime, time, timedelta
+from math import ceil
 
 from django.db.models import Count, F, Func
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from core.estimates import common_shares, estimated_rows, rounded
 from curation.browse import with_quality
 from curation.labels import label
 from jobs.models import Job
@@ -15,28 +17,50 @@ from knowledge.slim import slim_proposals_pending
 from resources.models import Resource
 
 ATTENTION = 5
+HARMFUL_PROBE = 50  # the most harmful items read to bound the lowest quality (lowest_quality)
+ESTIMATE_ABOVE = 20_000  # items: past this the dashboard's counts are estimates ("about")
 EXPIRING_WITHIN = timedelta(days=7)
 CHART_DAYS = 30
 
 
 def counts() -> dict:
+    """Items by status and active items by type: counted, or, past ESTIMATE_ABOVE rows (a pass over the whole
+    table each view), estimated from the database's statistics and marked `estimated`."""
+    rows = estimated_rows(Knowledge)
+    if rows is not None and rows > ESTIMATE_ABOVE and (statuses := common_shares(Knowledge, "status")):
+        active = rows * statuses.get(Knowledge.Status.ACTIVE, 0.0)
+        by_type = sorted(((t, rounded(active * share)) for t, share in common_shares(Knowledge, "types").items()),
+                         key=lambda pair: -pair[1])
+        return {"by_status": {status: rounded(rows * share) for status, share in statuses.items()},
+                "by_type": [(t, n) for t, n in by_type if n], "total": rounded(rows), "estimated": True}
     by_status = dict(Knowledge.objects.values_list("status").annotate(n=Count("id")).order_by())
     by_type = (Knowledge.objects.filter(status="active").annotate(type=Func(F("types"), function="unnest"))
                .values_list("type").annotate(n=Count("id")).order_by("-n"))
-    return {"by_status": by_status, "by_type": list(by_type), "total": sum(by_status.values())}
+    return {"by_status": by_status, "by_type": list(by_type), "total": sum(by_status.values()), "estimated": False}
 
 
 def attention() -> dict:
-    active = with_quality(Knowledge.objects.filter(status="active"))
+    active = with_quality(Knowledge.objects.filter(status="active").only("id", "task", "score", "helpful", "harmful"))
     soon = timezone.now() + EXPIRING_WITHIN
     return {
         "most_harmful": list(active.filter(harmful__gt=0).order_by("-harmful", "-updated_at")[:ATTENTION]),
-        "lowest_quality": list(active.order_by("quality", "-updated_at")[:ATTENTION]),
+        "lowest_quality": lowest_quality(active),
         "expiring": list(Resource.objects.filter(expires_at__lte=soon).order_by("expires_at")[:ATTENTION]),
         "proposals": len(slim_proposals_pending()),
         "conflicts": Conflict.objects.filter(status=Conflict.Status.OPEN, first__status="active", second__status="active").count(),
         "failed_jobs": list(Job.objects.filter(status=Job.Status.FAILED).order_by("-finished_at")[:ATTENTION]),
     }
+
+
+def lowest_quality(active, *, limit: int = ATTENTION) -> list[Knowledge]:
+    """The `limit` active items of lowest quality (score + helpful − 2 × harmful), lowest first, without sorting
+    every item where harmful reports exist. No index may hold `helpful` (see Knowledge.Meta), but quality is at
+    least 1 − 2 × harmful (score ≥ 1, helpful ≥ 0). Among the HARMFUL_PROBE most harmful items (read from
+    knowledge_active_harmful) the `limit`-th lowest quality is some q, so the `limit` lowest of all are at or
+    below q and each has harmful ≥ (1 − q) / 2: only those are sorted (every item when q ≥ 1)."""
+    probed = sorted(item.quality for item in active.order_by("-harmful", "-created_at", "id")[:HARMFUL_PROBE])
+    least_harmful = max(0, ceil((1 - probed[limit - 1]) / 2)) if len(probed) >= limit else 0
+    return list(active.filter(harmful__gte=least_harmful).order_by("quality", "-updated_at")[:limit])
 
 
 def recent_activity(limit: int = 10) -> list[dict]:
@@ -54,9 +78,10 @@ def recent_activity(limit: int = 10) -> list[dict]:
 
 def feedback_per_day(*, days: int = CHART_DAYS) -> list[dict]:
     """One row per day of the last `days` (today included): helpful and harmful reports."""
-    today = timezone.now().date()
+    today = timezone.localdate()
     start = today - timedelta(days=days - 1)
-    rows = (FeedbackCase.objects.filter(created_at__date__gte=start).annotate(day=TruncDate("created_at"))
+    since = timezone.make_aware(datetime.combine(start, time.min))  # a range on the indexed column, not on its date
+    rows = (FeedbackCase.objects.filter(created_at__gte=since).annotate(day=TruncDate("created_at"))
             .values_list("day", "kind").annotate(n=Count("id")).order_by())
     found = {(day, kind): n for day, kind, n in rows}
     return [{"day": start + timedelta(days=i), "helpful": found.get((start + timedelta(days=i), "helpful"), 0),

@@ -6,12 +6,16 @@ from knowledge.models import Knowledge
 CURRENT = "current"
 
 
-def states(item: Knowledge) -> dict[str, dict]:
-    """'current' and each version number (as a string) -> {task, content, tags}."""
-    found = {CURRENT: {"task": item.task, "content": item.content, "tags": item.tags}}
-    for v in item.versions.all():
-        found[str(v.number)] = {"task": v.task, "content": v.content, "tags": v.tags}
-    return found
+def state_names(item: Knowledge) -> list[str]:
+    """'current', then each version number (as a string), newest first: the states a diff may compare."""
+    return [CURRENT, *map(str, item.versions.order_by("-number").values_list("number", flat=True))]
+
+
+def state(item: Knowledge, name: str) -> dict:
+    """{task, content, tags} of one state: only the versions compared are read, however long the history."""
+    if name == CURRENT:
+        return {"task": item.task, "content": item.content, "tags": item.tags}
+    return item.versions.values("task", "content", "tags").get(number=int(name))
 
 
 def _lines(state: dict) -> list[str]:

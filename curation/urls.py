@@ -14,6 +14,7 @@ urlpatterns = [
     path("knowledge/<str:knowledge_id>/feedback/", knowledge.knowledge_feedback, name="knowledge_feedback"),
     path("knowledge/<str:knowledge_id>/score/", knowledge.knowledge_score, name="knowledge_score"),
     path("knowledge/<str:knowledge_id>/explain/", knowledge.knowledge_explain, name="knowledge_explain"),
+    path("knowledge/<str:knowledge_id>/reports/<str:kind>/", knowledge.knowledge_reports, name="knowledge_reports"),
     path("knowledge/<str:knowledge_id>/diff/", versions.version_diff, name="version_diff"),
     path("knowledge/<str:knowledge_id>/restore/<int:number>/", versions.version_restore, name="version_restore"),
     path("knowledge/<str:knowledge_id>/unmerge/", review.unmerge, name="unmerge"),

@@ -122,6 +122,13 @@ class Knowledge(models.Model):
             # an index-only scan, scopes and status read from the index
             models.Index(fields=["embedding_model", "script"], include=["status", "scopes"], name="knowledge_model_script"),
             GinIndex(fields=["tags"], opclasses=["jsonb_path_ops"], name="knowledge_tags_gin"),  # tags={...} filters
+            # newest first over every status: the dashboard's recent saves, the list with status "any"
+            models.Index(fields=["-created_at", "-id"], name="knowledge_created"),
+            # most harmful first: the list's "harmful" sort and the dashboard's attention lists. No index holds
+            # `helpful`: a helpful report (the most frequent write) then stays a HOT update, which leaves the row's
+            # other indexes, its HNSW graphs among them, untouched; a harmful report now rewrites them.
+            models.Index(fields=["-harmful", "-created_at", "id"], name="knowledge_active_harmful",
+                         condition=Q(status="active")),
         ]
         constraints = [
             models.CheckConstraint(condition=Q(id__regex=ID_PATTERN), name="knowledge_id_format"),
@@ -197,7 +204,10 @@ class FeedbackCase(models.Model):
 
     class Meta:
         ordering = ["id"]
-        indexes = [models.Index(fields=["knowledge", "kind", "id"], name="feedback_by_item")]
+        indexes = [
+            models.Index(fields=["knowledge", "kind", "id"], name="feedback_by_item"),
+            models.Index(fields=["created_at", "kind"], name="feedback_created"),  # the dashboard's days and recent reports
+        ]
         constraints = [
             models.CheckConstraint(condition=Q(kind__in=["helpful", "harmful"]), name="feedback_kind_known"),
         ]
@@ -218,6 +228,7 @@ class KnowledgeVersion(models.Model):
 
     class Meta:
         ordering = ["knowledge", "-number"]
+        indexes = [models.Index(fields=["-created_at"], name="version_created")]  # the dashboard's recent edits
         constraints = [
             models.UniqueConstraint(fields=["knowledge", "number"], name="knowledge_version_number_unique"),
         ]

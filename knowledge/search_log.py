@@ -92,9 +92,14 @@ def judgments(log: SearchLog) -> dict[str, int]:
     Each helpful case adds 1 and each harmful one takes 1 away, never below 0; an item reported
     only harmful is in the map with gain 0 (judged not relevant), unlike an item nobody judged.
     """
+    return _gains((case.knowledge_id, case.kind) for case in log.feedback_cases.all())
+
+
+def _gains(cases: Iterable[tuple[str, str]]) -> dict[str, int]:
+    """`judgments` from (item id, kind) pairs."""
     net: dict[str, int] = defaultdict(int)
-    for case in log.feedback_cases.all():
-        net[case.knowledge_id] += 1 if case.kind == FeedbackCase.Kind.HELPFUL else -1
+    for item_id, kind in cases:
+        net[item_id] += 1 if kind == FeedbackCase.Kind.HELPFUL else -1
     return {item_id: max(gain, 0) for item_id, gain in net.items()}
 
 
@@ -164,13 +169,18 @@ def evaluate(*, readable_scopes: Iterable[str] | None = None, scope: str | None 
 
 def weekly_trend(*, readable_scopes: Iterable[str] | None = None, since: datetime | None = None) -> list[dict]:
     """Per ISO week (oldest first): judged searches, and nDCG@10 and MRR@10 of the ranking as logged."""
-    weeks: dict[tuple[int, int], list[SearchLog]] = defaultdict(list)
-    for log in judged_searches(readable_scopes=readable_scopes, since=since):
-        year, week, _ = timezone.localtime(log.created_at).isocalendar()
-        weeks[(year, week)].append(log)
+    # plain values, not model instances: a busy month holds thousands of judged searches, read on every dashboard view
+    logs = judged_searches(readable_scopes=readable_scopes, since=since).prefetch_related(None)
+    cases: dict[uuid.UUID, list[tuple[str, str]]] = defaultdict(list)
+    for search_id, item_id, kind in FeedbackCase.objects.filter(search__in=logs.values("pk")).values_list(
+            "search_id", "knowledge_id", "kind"):
+        cases[search_id].append((item_id, kind))
+    weeks: dict[tuple[int, int], list[tuple[list[str], dict[str, int]]]] = defaultdict(list)
+    for search_id, created_at, result_ids in logs.values_list("pk", "created_at", "result_ids"):
+        year, week, _ = timezone.localtime(created_at).isocalendar()
+        weeks[(year, week)].append((result_ids, _gains(cases[search_id])))
     trend = []
-    for (year, week), logs in sorted(weeks.items()):
-        judged = [(log.result_ids, judgments(log)) for log in logs]
+    for (year, week), judged in sorted(weeks.items()):
         useful = [(ranked, gains) for ranked, gains in judged if any(gains.values())]
         ndcg, mrr = _scores(useful)
         trend.append({"week": f"{year}-W{week:02d}", "starts": date.fromisocalendar(year, week, 1),

@@ -1,4 +1,5 @@
 """Reads of resources."""
+from core.newest import Newest, newest
 from resources.models import Resource, ResourceVersion
 
 
@@ -17,3 +18,8 @@ def secrets_of(resources) -> list[str]:
     resources = list(resources)
     earlier = ResourceVersion.objects.filter(resource__in=resources).only("secure_body")
     return [s for s in dict.fromkeys([*(r.secure_body for r in resources), *(v.secure_body for v in earlier)]) if s]
+
+
+def resource_versions_newest(*, resource_id: str, limit: int | None) -> Newest:
+    """A resource's newest `limit` earlier versions (all of them for None), newest first, with the total."""
+    return newest(ResourceVersion.objects.filter(resource_id=resource_id), order_by="-number", limit=limit)

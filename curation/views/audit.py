@@ -5,14 +5,14 @@ from django.views.decorators.http import require_GET
 from agents.models import AuditEvent
 from curation import permissions
 from curation.audit import with_target_urls
-from curation.views.common import paginate
+from curation.views.common import bounded_page
 from resources.models import RevealEvent
 
 
 @permissions.require(permissions.AUDIT)
 @require_GET
 def audit(request):
-    page = paginate(AuditEvent.objects.all(), request.GET.get("page"))
+    page = bounded_page(AuditEvent.objects.all(), request.GET.get("page"))  # every API write: a long table
     return render(request, "curation/audit.html", {
         "reveals": RevealEvent.objects.all()[:50], "page": page, "events": with_target_urls(page.object_list),
     })

@@ -1,4 +1,6 @@
 """Small helpers shared by the curation views."""
+from dataclasses import dataclass
+
 from django.core.paginator import Paginator
 from django.http import HttpResponse
 from django.template.loader import render_to_string
@@ -6,6 +8,8 @@ from django.template.loader import render_to_string
 from agents.caller import Caller
 
 PAGE_SIZE = 20
+# A long list is counted up to here ("more than 1,000 items"): counting 100k rows costs more than showing 20 of them.
+COUNT_UP_TO = 1_000
 
 
 def principal(request) -> str:
@@ -19,6 +23,56 @@ def caller_of(request) -> Caller:
 
 def paginate(items, page_number, *, per_page: int = PAGE_SIZE):
     return Paginator(items, per_page).get_page(page_number or 1)
+
+
+@dataclass
+class BoundedPage:
+    """One page of a list counted only up to COUNT_UP_TO; the pager needs no total to go on (`has_next`)."""
+
+    object_list: list
+    number: int
+    count: int  # how many there are; with `more`, the bound: there are more than this
+    more: bool
+    per_page: int
+    has_next: bool
+
+    @property
+    def has_previous(self) -> bool:
+        return self.number > 1
+
+    @property
+    def next_page_number(self) -> int:
+        return self.number + 1
+
+    @property
+    def previous_page_number(self) -> int:
+        return self.number - 1
+
+    @property
+    def num_pages(self) -> int | None:
+        """None when the list was not counted to its end."""
+        return None if self.more else max(1, -(-self.count // self.per_page))
+
+
+def bounded_page(items, page_number, *, per_page: int = PAGE_SIZE, count_up_to: int | None = None) -> BoundedPage:
+    """A page of `items` (a list or a queryset) found by its offset, with how many there are counted up to
+    `count_up_to`. A number past the end gives the last page, as Paginator.get_page does (for a long list that
+    costs one exact count, only then)."""
+    count_up_to = COUNT_UP_TO if count_up_to is None else count_up_to
+    try:
+        number = max(1, int(page_number or 1))
+    except (TypeError, ValueError):
+        number = 1
+    count = len(items) if isinstance(items, list) else items.order_by()[:count_up_to + 1].count()
+    more = count > count_up_to
+    if not more:
+        number = min(number, max(1, -(-count // per_page)))
+    rows = list(items[(number - 1) * per_page:number * per_page + 1])
+    if more and not rows and number > 1:
+        number = max(1, -(-items.count() // per_page))
+        rows = list(items[(number - 1) * per_page:number * per_page + 1])
+    return BoundedPage(object_list=rows[:per_page], number=number, count=min(count, count_up_to), more=more,
+                       per_page=per_page, has_next=len(rows) > per_page)
 
 
 def render_parts(request, template: str, parts: list[str], context: dict, *, status: int = 200) -> HttpResponse:

@@ -10,13 +10,18 @@ from curation.browse import knowledge_browse, known_scopes
 from curation.explain import explain_item
 from curation.forms import EditForm, EvolveForm, FeedbackForm, KnowledgeFilterForm, ScoreForm
 from agents import operations
-from curation.views.common import caller_of, paginate, render_parts
+from curation.views.common import bounded_page, caller_of, paginate, render_parts
 from jobs.selectors import jobs_about
 from knowledge import selectors
-from knowledge.models import Conflict, Knowledge
+from knowledge.models import Conflict, FeedbackCase, Knowledge
 
 LIST = "curation/knowledge_list.html"
 DETAIL = "curation/knowledge_detail.html"
+REPORTS = "curation/knowledge_reports.html"
+# An item's page shows the newest of its histories; the rest is a link away (an item may have thousands of reports).
+REPORTS_SHOWN = 10
+VERSIONS_SHOWN = 20
+REPORTS_PER_PAGE = 50
 
 
 @permissions.require(permissions.VIEW)
@@ -29,7 +34,7 @@ def knowledge_list(request):
         browse = knowledge_browse(q=data["q"], types=data["types"], scopes=data["scopes"], tags=data["tags"],
                                   owner=data["owner"], status=data["status"], score_min=data["score_min"],
                                   score_max=data["score_max"], sort=data["sort"])
-        page = paginate(browse.items, data["page"])
+        page = bounded_page(browse.items, data["page"])
     context = {"form": form, "page": page, "browse": browse, "query": clean_query(request.GET, drop=("page",)),
                "scopes": known_scopes()}
     if not request.htmx:
@@ -55,23 +60,27 @@ def clean_query(params, *, drop=()) -> str:
 
 def _item(knowledge_id: str) -> Knowledge:
     try:
-        return selectors.knowledge_get(knowledge_id=knowledge_id)
+        return selectors.knowledge_get_shown(knowledge_id=knowledge_id)
     except Knowledge.DoesNotExist:
         raise Http404(f"no knowledge item {knowledge_id}") from None
 
 
-def detail_context(item: Knowledge, **extra) -> dict:
-    cases = list(item.feedback_cases.all())[::-1]  # newest first
+def detail_context(item: Knowledge, *, all_versions: bool = False, **extra) -> dict:
+    """What the item's page shows, in the same dozen queries however long its histories."""
+    reports = selectors.feedback_newest(knowledge_id=item.id, per_kind=REPORTS_SHOWN)
+    versions = selectors.versions_newest(knowledge_id=item.id, limit=None if all_versions else VERSIONS_SHOWN)
     return {
         "item": item,
-        "helpful_cases": [c for c in cases if c.kind == "helpful"],
-        "harmful_cases": [c for c in cases if c.kind == "harmful"],
+        "helpful": reports["helpful"],
+        "harmful": reports["harmful"],
         "resources": [link.resource for link in item.resource_links.select_related("resource")],
-        "versions": list(item.versions.all()),
-        "merged_from": list(item.merged_from.all()),
-        "supersedes": list(item.supersedes.only("id", "task")),
+        "versions": versions.rows,
+        "version_count": versions.total,
+        "merged_from": list(item.merged_from.only("id", "task", "merged_into")),
+        "supersedes": list(item.supersedes.only("id", "task", "superseded_by")),
         "conflicts": list(Conflict.objects.filter(Q(first=item) | Q(second=item), status=Conflict.Status.OPEN)
-                          .select_related("first", "second")[:10]),
+                          .select_related("first", "second")
+                          .only("id", "kind", "first", "second", "first__task", "second__task")[:10]),
         "evolve_jobs": jobs_about(kind="evolve", subject=item.id),
         "evolve_form": EvolveForm(),
         **extra,
@@ -82,7 +91,20 @@ def detail_context(item: Knowledge, **extra) -> dict:
 @require_GET
 def knowledge_detail(request, knowledge_id):
     item = _item(knowledge_id)
-    return render(request, DETAIL, detail_context(item, explain_query=request.GET.get("q") or item.task))
+    return render(request, DETAIL, detail_context(item, all_versions=request.GET.get("versions") == "all",
+                                                  explain_query=request.GET.get("q") or item.task))
+
+
+@permissions.require(permissions.VIEW)
+@require_GET
+def knowledge_reports(request, knowledge_id, kind):
+    """Every helpful (or harmful) report on an item, newest first, a page at a time."""
+    if kind not in FeedbackCase.Kind.values:
+        raise Http404(f"no report kind {kind}")
+    item = _item(knowledge_id)
+    page = paginate(item.feedback_cases.filter(kind=kind).order_by("-id"), request.GET.get("page"),
+                    per_page=REPORTS_PER_PAGE)
+    return render(request, REPORTS, {"item": item, "kind": kind, "page": page})
 
 
 @permissions.require(permissions.CURATE)

@@ -11,9 +11,11 @@ from curation import permissions
 from curation.views.common import caller_of, paginate
 from resources.models import Resource, RevealEvent
 from resources.operations import Gone
+from resources.selectors import resource_versions_newest
 from resources.services import secret_expired
 
 DETAIL = "curation/resource_detail.html"
+VERSIONS_SHOWN = 20
 
 
 @permissions.require("resources.view_resource")
@@ -32,9 +34,11 @@ def resource_list(request):
 @require_GET
 def resource_detail(request, resource_id):
     resource = get_object_or_404(Resource, pk=resource_id)
+    versions = resource_versions_newest(resource_id=resource.pk,
+                                        limit=None if request.GET.get("versions") == "all" else VERSIONS_SHOWN)
     return render(request, DETAIL, {
-        "resource": resource, "expired": secret_expired(resource), "versions": list(resource.versions.all()),
-        "knowledge": list(resource.knowledge.all()[:50]),
+        "resource": resource, "expired": secret_expired(resource), "versions": versions.rows,
+        "version_count": versions.total, "knowledge": list(resource.knowledge.only("id", "task", "status")[:50]),
         "reveals": list(RevealEvent.objects.filter(resource_id=resource.pk)[:10]) if request.user.has_perm(permissions.AUDIT) else None,
     })
 

@@ -7,7 +7,7 @@ from rest_framework.exceptions import ValidationError
 
 from agents import operations
 from curation import permissions
-from curation.diff import diff_rows, states
+from curation.diff import diff_rows, state, state_names
 from curation.views.common import caller_of, render_parts
 from curation.views.knowledge import DETAIL, _item, detail_context
 
@@ -16,7 +16,7 @@ from curation.views.knowledge import DETAIL, _item, detail_context
 @require_GET
 def version_diff(request, knowledge_id):
     item = _item(knowledge_id)
-    known = states(item)
+    known = state_names(item)
     a, b = request.GET.get("a", ""), request.GET.get("b", "current")
     errors = [_("%(name)s: no version “%(value)s” (choose one of %(known)s)") % {"name": name, "value": value, "known": ", ".join(known)}
               for name, value in (("a", a), ("b", b))
@@ -24,7 +24,7 @@ def version_diff(request, knowledge_id):
     if errors:
         return render(request, f"{DETAIL}#diff", {"item": item, "diff_errors": errors}, status=422)
     return render(request, f"{DETAIL}#diff", {"item": item, "diff_a": a, "diff_b": b,
-                                              "diff": diff_rows(known[a], known[b])})
+                                              "diff": diff_rows(state(item, a), state(item, b))})
 
 
 @permissions.require(permissions.CURATE)

@@ -98,3 +98,44 @@ def test_recent_activity_lists_saves_newest_first_with_links(viewer_client):
     assert f'saved by agent:scribe · <a href="/knowledge/{newer.id}/">{newer.id}</a> · Second saved advice' in activity
     assert f'saved by agent:scout · <a href="/knowledge/{older.id}/">{older.id}</a>' in activity
     assert activity.index("agent:scribe") < activity.index("agent:scout")
+
+
+def test_a_large_base_shows_estimated_counts_and_says_so(viewer_client, monkeypatch):
+    from django.db import connection
+
+    monkeypatch.setattr("curation.dashboard.ESTIMATE_ABOVE", 10)
+    for n in range(30):
+        item = make_knowledge(task=f"Advice {n}", types=["strategy"] if n % 3 == 0 else ["tool"], embed=False)
+        if n < 6:
+            Knowledge.objects.filter(pk=item.pk).update(status="archived")
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE knowledge_knowledge")  # what autovacuum does as a table grows
+    body = viewer_client.get("/").content.decode()
+    assert "<strong>about 30</strong>total" in body
+    assert '<strong>about 24</strong><a href="/knowledge/?status=active">' in body
+    assert '<strong>about 6</strong><a href="/knowledge/?status=archived">' in body
+    # active items by type: the active share times each type's share (8 strategy and 16 tool items are active)
+    assert '<strong>about 16</strong><a href="/knowledge/?types=tool">' in body
+    assert '<strong>about 8</strong><a href="/knowledge/?types=strategy">' in body
+    assert "Estimated from the database's statistics" in body
+
+
+def test_the_lowest_quality_items_are_those_a_full_sort_finds(viewer_client):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from curation.dashboard import attention
+
+    most_harmful = [make_knowledge(task=f"Harmful but liked {n}", score=5, helpful=3, harmful=4, embed=False)
+                    for n in range(5)]  # quality 0
+    less_harmful = [make_knowledge(task=f"Harmful once {n}", score=1, harmful=1, embed=False) for n in range(3)]  # -1
+    for n in range(10):
+        make_knowledge(task=f"Plain {n}", score=1, embed=False)  # quality 1
+    with CaptureQueriesContext(connection) as captured:
+        lowest = [k.id for k in attention()["lowest_quality"]]
+    # the three at -1 (newest first), then the two newest at 0: less harmful items than the 5 most harmful count too
+    assert lowest == [k.id for k in less_harmful[::-1]] + [k.id for k in most_harmful[::-1][:2]]
+    assert any('"harmful" >= 1' in q["sql"] for q in captured.captured_queries)  # the plain ones were not sorted
+    Knowledge.objects.update(harmful=0)  # no harmful reports: every item is sorted, still the lowest first
+    everything = sorted(Knowledge.objects.filter(status="active"), key=lambda k: (k.quality_score, -k.updated_at.timestamp()))
+    assert [k.id for k in attention()["lowest_quality"]] == [k.id for k in everything[:5]]

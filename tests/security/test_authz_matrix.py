@@ -70,6 +70,7 @@ ENDPOINTS = {
     "ui_score": ("post", "/knowledge/{item}/score/", {"score": 5}),
     "ui_explain": ("get", "/knowledge/{item}/explain/?q=staging", None),
     "ui_diff": ("get", "/knowledge/{item}/diff/?a=1&b=current", None),
+    "ui_reports": ("get", "/knowledge/{item}/reports/helpful/", None),
     "ui_restore": ("post", "/knowledge/{item}/restore/1/", {}),
     "ui_unmerge": ("post", "/knowledge/{item}/unmerge/", {}),
     "ui_evolve": ("post", "/knowledge/{item}/evolve/", {"feedback": "shorter"}),
@@ -162,6 +163,7 @@ EXPECTED = {  #        owner other reader nosec viewer curat admin norole anon
     "ui_score":        (L, L, L, L, 403, 200, 200, 403, L),
     "ui_explain":      (L, L, L, L, 200, 200, 200, 403, L),
     "ui_diff":         (L, L, L, L, 200, 200, 200, 403, L),
+    "ui_reports":      (L, L, L, L, 200, 200, 200, 403, L),
     "ui_restore":      (L, L, L, L, 403, 200, 200, 403, L),
     "ui_unmerge":      (L, L, L, L, 403, 302, 302, 403, L),  # back to the item: it was never merged
     "ui_evolve":       (L, L, L, L, 403, 409, 409, 403, L),
@@ -328,7 +330,7 @@ def test_the_table_covers_every_caller_and_every_curation_url():
     placeholders = {"<str:knowledge_id>": "{item}", "<int:number>": "1", "<uuid:job_id>": "{job}",
                     "<uuid:document_id>": "{document}", "<int:conflict_id>": "{conflict}",
                     "<uuid:webhook_id>": "{webhook}", "<uuid:delivery_id>": "{delivery}",
-                    "<path:resource_id>": "{resource}"}
+                    "<path:resource_id>": "{resource}", "<str:kind>": "helpful"}
     for pattern in urlpatterns:
         route = "/" + str(pattern.pattern)
         for name, value in placeholders.items():
