@@ -8,6 +8,6 @@ class WebhooksConfig(AppConfig):
     def ready(self):
         from core import events
         from webhooks import operations  # noqa: F401 - declares the webhook operations
-        from webhooks.services import deliveries_for_event
+        from webhooks.services import deliveries_for_events
 
-        events.listen(deliveries_for_event)  # every committed event fans out to the subscriptions that may see it
+        events.listen(deliveries_for_events)  # every committed event fans out to the subscriptions that may see it
