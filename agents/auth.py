@@ -1,4 +1,6 @@
 """Bearer tokens: DRF authentication by `Authorization: Bearer <token>`, and `active_token` for MCP."""
+from datetime import timedelta
+
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from rest_framework import authentication, exceptions
@@ -7,11 +9,19 @@ from agents.models import AgentToken
 from agents.services import hash_key
 
 
+# How precisely `last_used_at` is kept: writing it on every request would make every read a write, and every
+# concurrent request of one agent wait for the others' lock on its token's row.
+LAST_USED_PRECISION = timedelta(minutes=1)
+
+
 def active_token(raw_key: str) -> AgentToken | None:
-    """The active token for a raw key (REST and MCP alike), marking it used; None when unknown or revoked."""
+    """The active token for a raw key (REST and MCP alike), marking it used (to the minute); None when unknown
+    or revoked."""
     token = AgentToken.objects.filter(key_hash=hash_key(raw_key), is_active=True).first()
     if token is not None:
-        AgentToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
+        now = timezone.now()
+        if token.last_used_at is None or now - token.last_used_at >= LAST_USED_PRECISION:
+            AgentToken.objects.filter(pk=token.pk).update(last_used_at=now)
     return token
 
 
