@@ -1,7 +1,6 @@
 """Bearer tokens: DRF authentication by `Authorization: Bearer <token>`, and `active_token` for MCP."""
 from datetime import timedelta
 
-from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from rest_framework import authentication, exceptions
@@ -10,29 +9,20 @@ from agents.models import AgentToken
 from agents.services import hash_key
 
 
-# `last_used_at` says whether a token is still in use, to the minute: writing it on every request made each
-# read a committed write (a WAL flush) and queued an agent's parallel requests on the token's row lock.
-LAST_USED_RESOLUTION = timedelta(minutes=1)
+# How precisely `last_used_at` is kept: writing it on every request would make every read a write, and every
+# concurrent request of one agent wait for the others' lock on its token's row.
+LAST_USED_PRECISION = timedelta(minutes=1)
 
 
 def active_token(raw_key: str) -> AgentToken | None:
-    """The active token for a raw key (REST and MCP alike), marking it used (at most once a minute);
-    None when unknown or revoked."""
+    """The active token for a raw key (REST and MCP alike), marking it used (to the minute); None when unknown
+    or revoked."""
     token = AgentToken.objects.filter(key_hash=hash_key(raw_key), is_active=True).first()
     if token is not None:
-        mark_used(token)
+        now = timezone.now()
+        if token.last_used_at is None or now - token.last_used_at >= LAST_USED_PRECISION:
+            AgentToken.objects.filter(pk=token.pk).update(last_used_at=now)
     return token
-
-
-def mark_used(token: AgentToken) -> None:
-    now = timezone.now()
-    stale = now - LAST_USED_RESOLUTION
-    if token.last_used_at is not None and token.last_used_at > stale:
-        return
-    # conditional, so of many processes seeing the same stale time one writes and the rest match no row
-    AgentToken.objects.filter(Q(last_used_at__isnull=True) | Q(last_used_at__lte=stale), pk=token.pk).update(
-        last_used_at=now)
-    token.last_used_at = now
 
 
 class AgentUser:

@@ -171,7 +171,8 @@ async def knowledge_update(ctx: Context, knowledge_id: str, add_helpful_case: di
                            add_harmful_case: dict[str, Any] | None = None, update_score: int | None = None,
                            evolve_feedback: str | None = None, search_id: str | None = None) -> dict[str, Any]:
     """Feedback on an item: a helpful or harmful case, a new score, or evolve_feedback (an LLM rewrite job).
-    Pass the `search_id` of the knowledge_search that returned the item with a case."""
+    Pass the `search_id` of the knowledge_search that returned the item with a case. The reply shows the item with
+    the newest 20 cases of each history (knowledge_get has them all)."""
     data = _given(add_helpful_case=add_helpful_case, add_harmful_case=add_harmful_case, update_score=update_score,
                   evolve_feedback=evolve_feedback, search_id=search_id)
     return await _call(ctx, _op("knowledge_update", data, knowledge_id=knowledge_id))

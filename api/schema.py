@@ -4,7 +4,9 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 
 from core.errors import ErrorOutput
-from knowledge.outputs import BatchOutput, FiltersOutput, JobRef, ListOutput, SearchOutput  # noqa: F401 - the views' names
+from knowledge.outputs import (  # noqa: F401 - the views' names
+    BatchOutput, FeedbackOutput, FiltersOutput, JobRef, ListOutput, SearchOutput,
+)
 
 
 class BatchUpdateRequest(serializers.Serializer):

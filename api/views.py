@@ -74,7 +74,7 @@ class KnowledgeDetailApi(APIView):
     def get(self, request, knowledge_id):
         return reply(request, "knowledge_get", knowledge_id=knowledge_id)
 
-    @schema.for_operation("knowledge_update", request=KnowledgeUpdateInput, responses={200: KnowledgeSerializer, **schema.WRITE_ERRORS})
+    @schema.for_operation("knowledge_update", request=KnowledgeUpdateInput, responses={200: schema.FeedbackOutput, **schema.WRITE_ERRORS})
     def put(self, request, knowledge_id):
         return reply(request, "knowledge_update", data=request.data, knowledge_id=knowledge_id)
 

@@ -1,10 +1,12 @@
 """A tiny event bus: lower layers announce what happened without knowing who listens.
 
 `emit` is called inside the service's transaction and hands the event to the listeners only once that
-transaction commits (`transaction.on_commit`), so a rolled-back write announces nothing. Listeners are
-registered by the apps above at start-up (`webhooks.apps.WebhooksConfig.ready` registers the webhook
-fan-out), so knowledge, jobs and resources never import webhooks. A listener that fails is logged and
-never fails the write that emitted the event: it has committed already.
+transaction commits (`transaction.on_commit`), so a rolled-back write announces nothing. `emit_all` announces
+several events together (a batch's): a listener gets the events of one announcement in one call, so that it
+can answer them all in a few queries. Listeners are registered by the apps above at start-up
+(`webhooks.apps.WebhooksConfig.ready` registers the webhook fan-out), so knowledge, jobs and resources never
+import webhooks. A listener that fails is logged and never fails the write that emitted the event: it has
+committed already.
 
 `scopes` are the scopes of what the event is about (an item's); None means the event has no scopes of its
 own (a job), and a listener decides who may see it. `data` holds ids and small fields only: never a secret,
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -47,27 +49,36 @@ class Event:
     id: str = field(default_factory=lambda: new_event_id())
     timestamp: datetime = field(default_factory=timezone.now)
 
+    def __post_init__(self):
+        if self.type not in EVENT_TYPES:
+            raise ValueError(f"unknown event type {self.type!r}")
 
-Listener = Callable[[Event], None]
-_listeners: list[tuple[Callable, bool]] = []  # (listener, takes a list of the events committed together)
+
+Listener = Callable[[list[Event]], None]  # the events of one announcement, in the order emitted
+_listeners: list[Listener] = []
 
 
 def new_event_id() -> str:
     return f"msg_{uuid.uuid4().hex}"
 
 
-def listen(listener: Callable, *, batches: bool = False) -> Callable:
-    """Register `listener` (registering the same one again is harmless); usable as a decorator.
-
-    With `batches` it is called once with the list of events one `emit_many` announced (a list of one for
-    `emit`), so it can answer a bulk import's thousands of events with a query or two instead of one each."""
-    if all(registered != listener for registered, _ in _listeners):
-        _listeners.append((listener, batches))
+def listen(listener: Listener) -> Listener:
+    """Register `listener` (registering the same one again is harmless); usable as a decorator."""
+    if listener not in _listeners:
+        _listeners.append(listener)
     return listener
 
 
-def unlisten(listener: Callable) -> None:
-    _listeners[:] = [(registered, batches) for registered, batches in _listeners if registered != listener]
+def unlisten(listener: Listener) -> None:
+    if listener in _listeners:
+        _listeners.remove(listener)
+
+
+def event_new(event_type: str, *, scopes: list[str] | tuple[str, ...] | None, data: dict,
+              event_id: str | None = None) -> Event:
+    """An event to announce (ValueError for an unknown type)."""
+    return Event(type=event_type, scopes=None if scopes is None else tuple(scopes), data=dict(data),
+                 **({"id": event_id} if event_id else {}))
 
 
 def emit(event_type: str, *, scopes: list[str] | tuple[str, ...] | None, data: dict, event_id: str | None = None) -> None:
@@ -75,32 +86,23 @@ def emit(event_type: str, *, scopes: list[str] | tuple[str, ...] | None, data: d
 
     `event_id` makes a repeated announcement of the same fact the same event (a resource expiring is
     announced by every run of the periodic check; listeners keep one delivery per event id)."""
-    if event_type not in EVENT_TYPES:
-        raise ValueError(f"unknown event type {event_type!r}")
-    event = Event(type=event_type, scopes=None if scopes is None else tuple(scopes), data=dict(data),
-                  **({"id": event_id} if event_id else {}))
-    transaction.on_commit(lambda: _dispatch([event]))
+    emit_all([event_new(event_type, scopes=scopes, data=data, event_id=event_id)])
 
 
-def emit_many(event_type: str, announcements: Iterable[tuple[Iterable[str] | None, dict]]) -> None:
-    """`emit` for many facts of one kind written together ((scopes, data) each): one commit hook, and listeners
-    that take batches see them in one call."""
-    if event_type not in EVENT_TYPES:
-        raise ValueError(f"unknown event type {event_type!r}")
-    batch = [Event(type=event_type, scopes=None if scopes is None else tuple(scopes), data=dict(data))
-             for scopes, data in announcements]
-    if batch:
-        transaction.on_commit(lambda: _dispatch(batch))
+def emit_all(announced: list[Event]) -> None:
+    """Announce `announced` together once the current transaction commits (at once outside one)."""
+    announced = list(announced)
+    if announced:
+        transaction.on_commit(lambda: _dispatch(announced))
 
 
-def _dispatch(batch: list[Event]) -> None:
-    for listener, batches in list(_listeners):
-        for events in ([batch] if batches else [[event] for event in batch]):
-            try:
-                listener(events if batches else events[0])
-            except Exception:  # noqa: BLE001 - the write that emitted it has committed; a listener never undoes it
-                logger.exception("event listener %r failed on %s %s", listener, events[0].type,
-                                 ", ".join(event.id for event in events[:5]))
+def _dispatch(announced: list[Event]) -> None:
+    for listener in list(_listeners):
+        try:
+            listener(announced)
+        except Exception:  # noqa: BLE001 - the write that emitted them has committed; a listener never undoes it
+            logger.exception("event listener %r failed on %s", listener,
+                             ", ".join(f"{event.type} {event.id}" for event in announced))
 
 
 def knowledge_data(item, **extra) -> dict:

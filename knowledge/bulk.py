@@ -73,8 +73,8 @@ def knowledge_bulk_create(
     FeedbackCase.objects.bulk_create(cases, batch_size=INSERT_BATCH)
     for item in items:
         item.__dict__.pop("search_document", None)  # the expression it was inserted with; read back on access
-    events.emit_many(events.KNOWLEDGE_CREATED,
-                     [(item.scopes, events.knowledge_data(item, by=caller.principal)) for item in items])
+    events.emit_all([events.event_new(events.KNOWLEDGE_CREATED, scopes=item.scopes,
+                                      data=events.knowledge_data(item, by=caller.principal)) for item in items])
     if vectors is not None and items:
         indexing.vector.ensure_index(model_name, len(items[0].embedding))
     elif embed and items:

@@ -3,7 +3,7 @@
 from rest_framework import serializers
 
 from core.errors import ErrorBody
-from knowledge.serializers import KnowledgeSerializer
+from knowledge.serializers import REPLY_CASES, EvalSerializer, KnowledgeSerializer
 
 
 class HitEval(serializers.Serializer):
@@ -99,3 +99,20 @@ class ProposalsOutput(serializers.Serializer):
 class RejectOutput(serializers.Serializer):
     ids = serializers.ListField(child=serializers.CharField())
     rejected = serializers.BooleanField()
+
+
+class FeedbackEval(EvalSerializer):
+    helpful_history = serializers.ListField(child=serializers.DictField(), help_text=(
+        f"the newest {REPLY_CASES} helpful cases, oldest first (GET /api/knowledge/{{id}} has them all)"))
+    harmful_history = serializers.ListField(child=serializers.DictField(), help_text=(
+        f"the newest {REPLY_CASES} harmful cases, oldest first (GET /api/knowledge/{{id}} has them all)"))
+    histories_truncated = serializers.BooleanField(help_text="whether older cases were left out of either history")
+
+
+class FeedbackOutput(KnowledgeSerializer):
+    """The reply to PUT /api/knowledge/{id} (rendered by its handler, `serializers.feedback_reply`): the item in
+    the seed's shape with the counters after this feedback, each history bounded to its newest cases, so the
+    reply costs the same however much feedback the item has had."""
+
+    eval = FeedbackEval()
+    job = JobLink(required=False, help_text="only with evolve_feedback: the rewrite job queued")

@@ -103,35 +103,66 @@ class KnowledgeSerializer(serializers.Serializer):
 
     def to_representation(self, item: Knowledge) -> dict:
         cases = list(item.feedback_cases.all())
-        return {
-            "id": item.id,
-            "message_id": item.message_id,
-            "types": list(item.types),
-            "task": item.task,
-            "tags": dict(item.tags),
-            "scopes": list(item.scopes),
-            "owner": item.owner,
-            "content": item.content,
-            "resource_ids": item.resource_ids,
-            "secure_resource_id": item.secure_resource_id,
-            "source": dict(item.source),
-            "eval": {
-                "score": item.score,
-                "helpful": item.helpful,
-                "harmful": item.harmful,
-                "confidence": item.confidence,
-                "helpful_history": [c.case for c in cases if c.kind == "helpful"],
-                "harmful_history": [c.case for c in cases if c.kind == "harmful"],
-            },
-            "created_at": _iso(item.created_at),
-            "updated_at": _iso(item.updated_at),
-            "status": item.status,
-            "superseded_by": item.superseded_by_id,
-            "supersedes": sorted(k.id for k in item.supersedes.all()),
-            # keyword search finds an item at once; vector search once a worker has embedded it
-            "vector_status": "pending" if vectors_pending(item) else "ready",
-        }
+        return knowledge_json(
+            item, resource_ids=item.resource_ids, supersedes=sorted(k.id for k in item.supersedes.all()),
+            helpful_history=[c.case for c in cases if c.kind == "helpful"],
+            harmful_history=[c.case for c in cases if c.kind == "harmful"])
+
+
+def knowledge_json(item: Knowledge, *, resource_ids: list[str], supersedes: list[str], helpful_history: list[dict],
+                   harmful_history: list[dict]) -> dict:
+    """The seed's shape of `item`, given its links and the histories to show (oldest case first)."""
+    return {
+        "id": item.id,
+        "message_id": item.message_id,
+        "types": list(item.types),
+        "task": item.task,
+        "tags": dict(item.tags),
+        "scopes": list(item.scopes),
+        "owner": item.owner,
+        "content": item.content,
+        "resource_ids": list(resource_ids),
+        "secure_resource_id": item.secure_resource_id,
+        "source": dict(item.source),
+        "eval": {
+            "score": item.score,
+            "helpful": item.helpful,
+            "harmful": item.harmful,
+            "confidence": item.confidence,
+            "helpful_history": helpful_history,
+            "harmful_history": harmful_history,
+        },
+        "created_at": _iso(item.created_at),
+        "updated_at": _iso(item.updated_at),
+        "status": item.status,
+        "superseded_by": item.superseded_by_id,
+        "supersedes": list(supersedes),
+        # keyword search finds an item at once; vector search once a worker has embedded it
+        "vector_status": "pending" if vectors_pending(item) else "ready",
+    }
 
 
 def _iso(value) -> str:
     return serializers.DateTimeField().to_representation(value)
+
+
+# The newest cases of each history a feedback reply shows: its cost stays the same however long they grow.
+REPLY_CASES = 20
+
+
+def feedback_reply(item: Knowledge, reported: list) -> dict:
+    """The reply to feedback (PUT /api/knowledge/{id}): the item in the seed's shape, each history its newest
+    REPLY_CASES cases, oldest first, and `eval.histories_truncated` whether older ones were left out (GET
+    /api/knowledge/{id} has them all).
+
+    `item` comes from `selectors.knowledge_with_recent_cases(limit=REPLY_CASES + 1)`, read before the writes,
+    with the counters the writes returned; `reported` are the cases this request stored (the newest)."""
+    histories, truncated = {}, False
+    for kind in ("helpful", "harmful"):
+        cases = [*reversed(getattr(item, f"recent_{kind}")), *(c.case for c in reported if c.kind == kind)]
+        truncated = truncated or len(cases) > REPLY_CASES
+        histories[kind] = cases[-REPLY_CASES:]
+    body = knowledge_json(item, resource_ids=item.linked_resource_ids, supersedes=item.supersedes_ids,
+                          helpful_history=histories["helpful"], harmful_history=histories["harmful"])
+    body["eval"]["histories_truncated"] = truncated
+    return body

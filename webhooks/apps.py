@@ -10,4 +10,4 @@ class WebhooksConfig(AppConfig):
         from webhooks import operations  # noqa: F401 - declares the webhook operations
         from webhooks.services import deliveries_for_events
 
-        events.listen(deliveries_for_events, batches=True)  # every committed event fans out to the subscriptions that may see it
+        events.listen(deliveries_for_events)  # every committed event fans out to the subscriptions that may see it

@@ -6,7 +6,7 @@ REST views (`api.views`) and the MCP tools (`api.mcp_server`) run them
 by name through `agents.operations.run`, so both get the same filter chain,
 validation, permissions and audit.
 """
-from django.db import DataError, IntegrityError, transaction
+from django.db import transaction
 from django.db.models import Q, prefetch_related_objects
 from django.http import Http404
 from django.utils.translation import gettext as _
@@ -14,7 +14,7 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 
 from agents.caller import Caller
 from agents.operations import operation
-from knowledge import conflicts, evolve, feedback, search_log, selectors, services, slim
+from knowledge import conflicts, evolve, feedback, search_log, selectors, serializers, services, slim
 from knowledge import inputs, outputs
 from core.errors import error_payload, invalid_fields
 from knowledge.pagination import encode_cursor
@@ -37,14 +37,16 @@ def job_link(job) -> dict:
     return {"id": str(job.id), "status": job.status, "url": f"/api/jobs/{job.id}"}
 
 
-def visible_item(caller: Caller, knowledge_id, *, related: bool = False) -> Knowledge:
+def visible_item(caller: Caller, knowledge_id, *, related: bool = False, items=None) -> Knowledge:
     """The item if `caller` may read it; Http404 otherwise (unknown and unreadable look the same).
 
     `related` loads its resource links and feedback cases too, for a reply rendered from this object;
-    a check followed by a write reloads the item after the write instead."""
+    a check followed by a write reloads the item after the write instead. `items`: the queryset to read it
+    from (Knowledge.objects by default)."""
     if not isinstance(knowledge_id, str) or text_problem(knowledge_id):  # no such id can exist
         raise Http404
-    items = selectors.knowledge_with_relations() if related else Knowledge.objects
+    if items is None:
+        items = selectors.knowledge_with_relations() if related else Knowledge.objects
     item = items.visible_to(caller).filter(pk=knowledge_id).first()
     if item is None:
         raise Http404
@@ -170,20 +172,28 @@ def cited_search(caller: Caller, search_id):
 @operation("knowledge_update", input=inputs.KnowledgeUpdateInput, writes=True, permission="feedback")
 def knowledge_update(caller: Caller, *, knowledge_id, add_helpful_case=None, add_harmful_case=None,
                      update_score=None, evolve_feedback=None, search_id=None) -> dict:
-    """Feedback (seed 003's PUT): a helpful or harmful case, a new score, or an evolve request (a job)."""
-    item = visible_item(caller, knowledge_id)
+    """Feedback (seed 003's PUT): a helpful or harmful case, a new score, or an evolve request (a job).
+
+    The reply is read in one query before the writes (`feedback_reply`: the newest cases of each history, not
+    all), and the writes end with the counters' UPDATE, whose row lock is then held only until the commit."""
+    item = visible_item(caller, knowledge_id,
+                        items=selectors.knowledge_with_recent_cases(limit=serializers.REPLY_CASES + 1))
     if (update_score is not None or evolve_feedback) and not caller.may_write_any(item.scopes):
         raise PermissionDenied(_("changing the score or evolving needs write access to one of the item's scopes"))
     search_id = cited_search(caller, search_id)
-    with transaction.atomic():
+    reported = []
+    with transaction.atomic(savepoint=False):  # inside the chain's transaction: no savepoint of its own
         job = evolve.evolve_request(caller, knowledge_id=item.id, feedback=evolve_feedback) if evolve_feedback else None
-        if add_helpful_case is not None:
-            feedback.feedback_record(caller, knowledge_id=item.id, helpful=True, case=add_helpful_case, search_id=search_id)
-        if add_harmful_case is not None:
-            feedback.feedback_record(caller, knowledge_id=item.id, helpful=False, case=add_harmful_case, search_id=search_id)
         if update_score is not None:
-            feedback.score_set(caller, knowledge_id=item.id, score=update_score)
-    body = KnowledgeSerializer(selectors.knowledge_get(knowledge_id=item.id)).data
+            item.score, item.updated_at = update_score, feedback.score_set(caller, knowledge_id=item.id, score=update_score)
+        for helpful, case in ((True, add_helpful_case), (False, add_harmful_case)):
+            if case is not None:
+                stored, tally = feedback.feedback_record(caller, knowledge_id=item.id, helpful=helpful, case=case,
+                                                         search_id=search_id)
+                reported.append(stored)
+                item.helpful, item.harmful, item.score, item.updated_at = (tally.helpful, tally.harmful, tally.score,
+                                                                           tally.updated_at)
+    body = serializers.feedback_reply(item, reported)
     if job is not None:
         body["job"] = job_link(job)
     return body
@@ -197,37 +207,50 @@ def _entry_failed(position: int, knowledge_id, code: str, message: str, fields) 
            permission="feedback")
 def knowledge_batch_update(caller: Caller, *, feedback_list) -> dict:
     """Many helpful/harmful reports; per-entry results, so one bad entry does not lose the good ones."""
-    results = []
+    results: list[dict | None] = [None] * len(feedback_list)
+    entries = []  # (position, validated entry) of the well-formed ones
     for position, raw in enumerate(feedback_list):
         entry = inputs.FeedbackEntry(data=raw)
-        knowledge_id = raw.get("knowledge_id") if isinstance(raw, dict) else None
-        knowledge_id = knowledge_id if isinstance(knowledge_id, str) else None
-        if not entry.is_valid():
+        if entry.is_valid():
+            entries.append((position, entry.validated_data))
+        else:
             message, _ = invalid_fields(entry.errors)
-            message = f"feedback_list.{position}.{message}"
-            results.append(_entry_failed(position, knowledge_id, "invalid", message, entry.errors))
+            results[position] = _entry_failed(position, _raw_id(raw), "invalid", f"feedback_list.{position}.{message}",
+                                               entry.errors)
+    wanted = {data["knowledge_id"] for _, data in entries}
+    visible = set(Knowledge.objects.visible_to(caller).filter(pk__in=wanted).values_list("pk", flat=True))
+    searches: dict = {}  # search_id -> the cited search's pk, or the ValidationError citing it raised
+    reports = []
+    for position, data in entries:
+        knowledge_id, sent_id = data["knowledge_id"], _raw_id(feedback_list[position])
+        if knowledge_id not in visible:
+            results[position] = _entry_failed(position, sent_id, "not_found", f"no knowledge item {knowledge_id}", {})
             continue
-        data = entry.validated_data
-        if not Knowledge.objects.visible_to(caller).filter(pk=data["knowledge_id"]).exists():
-            results.append(_entry_failed(position, knowledge_id, "not_found", f"no knowledge item {data['knowledge_id']}", {}))
+        if data["search_id"] not in searches:
+            try:
+                searches[data["search_id"]] = cited_search(caller, data["search_id"])
+            except ValidationError as exc:
+                searches[data["search_id"]] = exc
+        search_id = searches[data["search_id"]]
+        if isinstance(search_id, ValidationError):
+            results[position] = _entry_failed(position, sent_id, "invalid",
+                                              f"feedback_list.{position}.search_id: {SEARCH_ID_UNSEEN}", search_id.detail)
             continue
-        try:
-            search_id = cited_search(caller, data["search_id"])
-        except ValidationError as exc:
-            results.append(_entry_failed(position, knowledge_id, "invalid",
-                                         f"feedback_list.{position}.search_id: {SEARCH_ID_UNSEEN}", exc.detail))
-            continue
-        try:
-            with transaction.atomic():  # a savepoint: an entry the database refuses leaves the others standing
-                feedback.feedback_record(caller, knowledge_id=data["knowledge_id"], helpful=data["is_helpful"],
-                                         case=data["case"], search_id=search_id)
-        except (DataError, IntegrityError):
-            results.append(_entry_failed(position, knowledge_id, "invalid",
-                                         "the database refused this entry; it was not stored", {}))
-            continue
-        results.append({"index": position, "knowledge_id": knowledge_id, "ok": True})
+        reports.append((position, {"knowledge_id": knowledge_id, "helpful": data["is_helpful"], "case": data["case"],
+                                   "search_id": search_id}))
+    landed = feedback.feedback_record_batch(caller, [report for _, report in reports])
+    for (position, _report), ok in zip(reports, landed):
+        sent_id = _raw_id(feedback_list[position])
+        results[position] = ({"index": position, "knowledge_id": sent_id, "ok": True} if ok else
+                             _entry_failed(position, sent_id, "invalid", "the database refused this entry; it was not stored", {}))
     failed = sum(1 for r in results if not r["ok"])
     return {"results": results, "succeeded": len(results) - failed, "failed": failed}
+
+
+def _raw_id(raw):
+    """An entry's knowledge_id as sent, when it is a string (for the entry's result)."""
+    knowledge_id = raw.get("knowledge_id") if isinstance(raw, dict) else None
+    return knowledge_id if isinstance(knowledge_id, str) else None
 
 
 @operation("knowledge_edit", input=inputs.KnowledgePatchInput, output=KnowledgeSerializer, writes=True,

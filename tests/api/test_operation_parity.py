@@ -79,7 +79,8 @@ def test_the_readme_endpoint_table_documents_every_operation_and_nothing_else():
 
 # Operations whose handler already returns the JSON it sends, with the reason (all others have an output serializer).
 RENDERED_BY_THE_HANDLER = {
-    "knowledge_update": "the item in the seed's shape (KnowledgeSerializer) plus `job` when an evolve was queued",
+    "knowledge_update": "the item in the seed's shape with its newest cases only (serializers.feedback_reply, documented "
+                        "by outputs.FeedbackOutput) plus `job` when an evolve was queued",
     "knowledge_export": "a stream of JSON Lines records (ingest.export), too large to render as one reply",
 }
 

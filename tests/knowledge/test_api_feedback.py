@@ -8,7 +8,7 @@ from knowledge.feedback import feedback_record
 from knowledge.models import FeedbackCase, Knowledge
 from tests.factories import make_knowledge
 from tests.knowledge.test_api_knowledge import client_for
-from tests.callers import acting
+from tests.callers import acting, agent_key, client_with
 
 SEED_PUT_BODY = {
     "add_helpful_case": {"task": "任务描述", "outcome": "成功", "timestamp": "2026-03-05T12:00:00Z"},
@@ -121,6 +121,67 @@ def test_fifty_threads_of_twenty_cases_lose_nothing():
     item.refresh_from_db()
     assert item.helpful == 1000
     assert FeedbackCase.objects.filter(knowledge=item, kind="helpful").count() == 1000
+
+
+def _in_threads(count: int, work) -> list:
+    """Run `work(n)` in `count` threads, each on its own database connection; the exceptions raised."""
+    errors = []
+
+    def run(n):
+        try:
+            work(n)
+        except Exception as exc:  # noqa: BLE001 - surfaced by the caller
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_puts_through_the_api_count_every_case_exactly_once():
+    item = make_knowledge(task="hot item", scopes=["org:acme"], embed=False)
+    key = agent_key("research_agent", ["org:acme"])
+    replies = []
+
+    def report(worker):
+        client = client_with(key)
+        for n in range(10):
+            kind = ("helpful", "harmful")[(worker + n) % 2]
+            response = client.put(f"/api/knowledge/{item.id}", {f"add_{kind}_case": {"w": worker, "n": n}}, format="json")
+            replies.append((response.status_code, response.json()["eval"][kind]))
+
+    assert not _in_threads(12, report)
+    assert [status for status, _ in replies] == [200] * 120
+    item.refresh_from_db()
+    assert (item.helpful, item.harmful) == (60, 60)
+    assert FeedbackCase.objects.filter(knowledge=item).count() == 120
+    assert max(count for _, count in replies) == 60  # each reply counted the reports committed before it, and its own
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_batches_naming_the_same_items_in_opposite_orders_neither_deadlock_nor_lose_a_report():
+    a, b = (make_knowledge(task=task, scopes=["org:acme"], embed=False) for task in ("first", "second"))
+    key = agent_key("research_agent", ["org:acme"])
+    replies = []
+
+    def report(worker):
+        client = client_with(key)
+        ids = [a.id, b.id] if worker % 2 else [b.id, a.id]
+        for n in range(10):
+            response = client.post("/api/knowledge/batch_update", {"feedback_list": [
+                {"knowledge_id": kid, "is_helpful": True, "case": {"w": worker, "n": n}} for kid in ids]}, format="json")
+            replies.append((response.status_code, response.json().get("succeeded")))
+
+    assert not _in_threads(8, report)
+    assert replies == [(200, 2)] * 80
+    assert [k.helpful for k in Knowledge.objects.filter(pk__in=[a.id, b.id])] == [80, 80]
+    assert FeedbackCase.objects.count() == 160
 
 
 @pytest.mark.django_db

@@ -292,3 +292,41 @@ def test_an_event_fans_out_to_many_subscriptions_in_a_few_queries(carl, receiver
         created = deliveries_for_event(event)
     assert len(created) == 7 == Delivery.objects.filter(event_id=event.id).count()
     assert deliveries_for_event(event) == []  # the same event id again: nothing new
+
+
+def test_a_feedback_batch_reaches_each_subscription_with_the_reports_on_its_scopes(receiver, committed):
+    acme = subscribe(agent_client("curbot", ["org:acme"], can_curate=True), receiver.url, events=["feedback.received"])
+    subscribe(agent_client("otherbot", ["org:other"], can_curate=True), receiver.url, events=["feedback.received"])
+    ours, theirs = make_knowledge(scopes=["org:acme"]), make_knowledge(scopes=["org:other"])
+    reports = [{"knowledge_id": kid, "helpful": n % 2 == 0, "case": {"n": n}}
+               for n, kid in enumerate([ours.id, theirs.id] * 10)]
+    with committed():
+        assert feedback.feedback_record_batch(acting("agent:a"), reports) == [True] * 20
+    deliveries = Delivery.objects.filter(event_type="feedback.received")
+    assert deliveries.count() == 20 == len(receiver.received)
+    ours_delivered = [d.payload["data"] for d in deliveries if str(d.subscription_id) == acme["id"]]
+    assert len(ours_delivered) == 10 and {d["knowledge_id"] for d in ours_delivered} == {ours.id}
+
+
+def test_many_events_announced_together_fan_out_in_a_few_queries(receiver, django_assert_max_num_queries,
+                                                                 monkeypatch):
+    from core import events
+    from webhooks.services import deliveries_for_events
+    from webhooks.tasks import send_delivery
+
+    subscribe(agent_client("curbot", ["org:acme"], can_curate=True), receiver.url, events=["feedback.received"])
+    subscribe(agent_client("otherbot", ["org:other"], can_curate=True), receiver.url, events=["feedback.received"])
+    monkeypatch.setattr(send_delivery, "delay", lambda *args: None)
+    announced = [events.event_new("feedback.received", scopes=[("org:acme", "org:other")[n % 2]], data={"n": n})
+                 for n in range(40)]
+    with django_assert_max_num_queries(10):  # not one per event
+        assert len(deliveries_for_events(announced)) == 40
+
+
+def test_nobody_subscribed_costs_an_announcement_one_query(django_assert_num_queries):
+    from core import events
+    from webhooks.services import deliveries_for_events
+
+    announced = [events.event_new("feedback.received", scopes=["org:acme"], data={"n": n}) for n in range(50)]
+    with django_assert_num_queries(1):
+        assert deliveries_for_events(announced) == []

@@ -134,6 +134,9 @@ class KnowHub(_Base):
                          evolve_feedback: str | None = None, *, search_id: str | None = None) -> Json:
         """Feedback on an item (PUT /api/knowledge/{id}). With ``evolve_feedback`` the reply has a ``job``.
 
+        The reply is the item with its counters after the report, but only the newest 20 cases of each history
+        (``eval.histories_truncated`` says whether older ones were left out; ``knowledge_get`` has them all).
+
         ``search_id``: the ``search_id`` of the search that returned the item, so the server can score
         its ranking on your agents' searches (``manage.py ranking_eval``).
 
