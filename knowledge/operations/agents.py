@@ -20,7 +20,7 @@ from core.errors import error_payload, invalid_fields
 from knowledge.pagination import encode_cursor
 from core.safe_json import text_problem
 from knowledge.models import Knowledge
-from knowledge.search import engine
+from knowledge.search import result_cache
 from knowledge.search.filters import VALID_OPERATORS, valid_filter_keys
 from knowledge.search.filters import for_caller as filters_for_caller
 from knowledge.search.rerank import Gate
@@ -89,15 +89,15 @@ def knowledge_search(caller: Caller, *, q, top_k, min_score, types, scopes, filt
                      answer_floor, relevance_floor, relevance_ratio, include_superseded=False) -> dict:
     """Search: hybrid retrieval, the relevance gate, then the quality rerank; logged as `search_id`."""
     filters = filters_for_caller(caller, filters)  # the token's static filters AND the request's, parsed once
-    result = engine.search(
+    found = result_cache.search(  # the engine's run, or the same run's hits kept since the last write
         query=q, top_k=top_k, min_score=min_score, types=types, scopes=scopes,
         filters=filters, readable_scopes=caller.readable_scopes, rank=rank,
         statuses=("active", "superseded") if include_superseded else ("active",),
         gate=Gate(answer=answer_floor, floor=relevance_floor, relative=relevance_ratio),
     )
-    hits = result.ordered_items()  # the engine already loaded them; only their resource links are missing
-    prefetch_related_objects(hits, "resource_links")
-    results = [search_result(item, hit, explain) for item, hit in zip(hits, result.hits)]
+    pairs = result_cache.hit_items(found, visible=Knowledge.objects.visible_to(caller))  # rows as they are now
+    prefetch_related_objects([item for item, _ in pairs], "resource_links")
+    results = [search_result(item, hit, explain) for item, hit in pairs]
     flagged = conflicts.open_conflicts_of([row["id"] for row in results], visible=Knowledge.objects.visible_to(caller))
     for row in results:
         if row["id"] in flagged:
@@ -106,10 +106,10 @@ def knowledge_search(caller: Caller, *, q, top_k, min_score, types, scopes, filt
     log = search_log.search_log_record(
         principal=caller.principal, readable_scopes=caller.readable_scopes, filters=filters,
         query=q, top_k=top_k, min_score=min_score, types=types, scopes=scopes, rank=rank,
-        result_ids=[hit.id for hit in result.hits])
+        result_ids=[row["id"] for row in results])
     body["search_id"] = str(log.pk)
-    if explain and result.notes:
-        body["notes"] = [str(note) for note in result.notes]  # in the caller's Accept-Language
+    if explain and found.notes:
+        body["notes"] = [str(note) for note in found.notes]  # in the caller's Accept-Language
     return body
 
 
