@@ -1,4 +1,4 @@
-"""The search generation: a sequence every write to the knowledge table advances, for the result cache.
+"""The search generation: a sequence that every write to what a search reply shows advances, for the result cache.
 
 Why a statement trigger, an advisory lock and a transaction-local flag: knowledge/search/result_cache.py.
 The lock is (7240, 3) in the two-key space (the project's other advisory locks use single bigint keys,
@@ -6,7 +6,10 @@ a separate space).
 """
 from django.db import migrations
 
-FORWARD = """
+# What a search reply shows: the items ranked and shown, their resource links, their open conflicts.
+TABLES = ("knowledge_knowledge", "knowledge_knowledgeresource", "knowledge_conflict")
+
+FUNCTIONS = """
 CREATE SEQUENCE knowhub_search_generation;
 SELECT setval('knowhub_search_generation', 1, true);  -- is_called: the first write moves last_value from 1 to 2
 
@@ -21,13 +24,8 @@ BEGIN
     RETURN NULL;
 END $$;
 
-CREATE TRIGGER knowledge_search_written AFTER INSERT OR UPDATE OR DELETE ON knowledge_knowledge
-    FOR EACH STATEMENT EXECUTE FUNCTION knowhub_search_written();
-CREATE TRIGGER knowledge_search_truncated AFTER TRUNCATE ON knowledge_knowledge
-    FOR EACH STATEMENT EXECUTE FUNCTION knowhub_search_written();
-
--- The generation, and whether a search run now may be cached under it: no write to the knowledge table is
--- in flight in another transaction, and none was made earlier in this one.
+-- The generation, and whether a search run now may be cached under it: no write to the tables is in
+-- flight in another transaction, and none was made earlier in this one.
 CREATE FUNCTION knowhub_search_generation(OUT generation bigint, OUT storable boolean) LANGUAGE plpgsql AS $$
 BEGIN
     SELECT last_value INTO generation FROM knowhub_search_generation;  -- before the lock test, never after
@@ -42,10 +40,18 @@ BEGIN
 END $$;
 """
 
-BACKWARD = """
+TRIGGERS = "".join(f"""
+CREATE TRIGGER {table}_search_written AFTER INSERT OR UPDATE OR DELETE ON {table}
+    FOR EACH STATEMENT EXECUTE FUNCTION knowhub_search_written();
+CREATE TRIGGER {table}_search_truncated AFTER TRUNCATE ON {table}
+    FOR EACH STATEMENT EXECUTE FUNCTION knowhub_search_written();
+""" for table in TABLES)
+
+DROP = "".join(f"""
+DROP TRIGGER {table}_search_truncated ON {table};
+DROP TRIGGER {table}_search_written ON {table};
+""" for table in TABLES) + """
 DROP FUNCTION knowhub_search_generation();
-DROP TRIGGER knowledge_search_truncated ON knowledge_knowledge;
-DROP TRIGGER knowledge_search_written ON knowledge_knowledge;
 DROP FUNCTION knowhub_search_written();
 DROP SEQUENCE knowhub_search_generation;
 """
@@ -57,4 +63,4 @@ class Migration(migrations.Migration):
         ("knowledge", "0002_conflicts_supersede_proposals"),
     ]
 
-    operations = [migrations.RunSQL(FORWARD, BACKWARD)]
+    operations = [migrations.RunSQL(FUNCTIONS + TRIGGERS, DROP)]

@@ -1,5 +1,6 @@
 """The agent search's result cache through the API: a repeated search skips the engine; after any committed
-write to the knowledge table the next search sees it (knowledge/search/result_cache.py).
+write to what a reply shows (items, their resource links, conflicts) the next search sees it
+(knowledge/search/result_cache.py).
 
 Transactional tests: the cache keeps nothing a transaction's own uncommitted writes could have shaped, so the
 writes here commit as they do in production.
@@ -10,15 +11,15 @@ from django.db import transaction
 from prometheus_client import REGISTRY
 
 from ingest.importer import import_file
-from knowledge import feedback, services, slim, supersede
+from knowledge import conflicts, feedback, services, slim, supersede
 from knowledge.bulk import knowledge_bulk_create
-from knowledge.models import Conflict, Knowledge, SearchLog
+from knowledge.models import Conflict, Knowledge, KnowledgeResource, SearchLog
 from knowledge.search import engine, result_cache
 from knowledge.search.embeddings import EmbedderError
 from knowledge.search.indexing import embed_items
 from tests.callers import acting, agent_client
 from tests.conftest import database_url_for_subprocess
-from tests.factories import make_knowledge
+from tests.factories import make_knowledge, make_resource
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -179,13 +180,21 @@ def test_an_explained_search_from_the_cache_explains_as_the_run_did(agent, twins
     assert all(row["explanation"]["relevance"] == row["relevance"] for row in again["results"])
 
 
-def test_conflict_flags_and_item_rows_on_a_cached_hit_are_read_now(agent, twins, engine_runs):
+def test_a_conflict_raised_between_two_hits_shows_in_the_next_search(agent, twins):
     assert "conflicts" not in search(agent)["results"][0]
     first, second = sorted(item.id for item in twins)
     conflict = Conflict.objects.create(first_id=first, second_id=second, kind="contradiction", detected_for=second)
     rows = search(agent)["results"]
-    assert len(engine_runs) == 1  # a conflict changes no ranking: the hit is the cache's, the flags are not
     assert rows[0]["conflicts"] == [{"conflict_id": conflict.id, "kind": "contradiction", "with": rows[1]["id"]}]
+    conflicts.conflict_resolve(acting(), conflict_id=conflict.id, action="dismiss")
+    assert all("conflicts" not in row for row in search(agent)["results"])
+
+
+def test_a_resource_linked_to_a_hit_shows_in_the_next_search(agent, twins):
+    assert [row["resource_ids"] for row in search(agent)["results"]] == [[], []]
+    KnowledgeResource.objects.create(knowledge=twins[0], resource=make_resource("code/proxies/rotate"), position=0)
+    rows = {row["id"]: row["resource_ids"] for row in search(agent)["results"]}
+    assert rows == {twins[0].id: ["code/proxies/rotate"], twins[1].id: []}
 
 
 def test_a_degraded_run_is_not_kept(agent, twins, engine_runs, monkeypatch):
@@ -248,6 +257,11 @@ def _superseded(a, b):
     supersede.knowledge_supersede(acting(), knowledge_id=a.id, successor_id=b.id)
 
 
+def _conflict(a, b):
+    first, second = sorted([a.id, b.id])
+    return Conflict.objects.create(first_id=first, second_id=second, kind="contradiction", detected_for=second)
+
+
 def _unembedded(a, b):
     return make_knowledge(task="Proxy pools for scraping", content="Keep a pool of proxies.", embed=False)
 
@@ -274,11 +288,16 @@ WRITES = {  # name: (what the data needs first, the write under test)
     "import": (None, lambda a, b, _: import_file(acting(), name="proxies.md", scopes=["org:acme"],
                                                  data=b"# Rotate proxies\n\nRotate them after every 429 reply.\n")),
     "delete": (None, lambda a, b, _: Knowledge.objects.filter(pk=a.id).delete()),
+    "resource linked": (lambda a, b: make_resource("code/proxies/rotate"),
+                        lambda a, b, resource: KnowledgeResource.objects.create(knowledge=a, resource=resource, position=0)),
+    "conflict raised": (None, lambda a, b, _: _conflict(a, b)),
+    "conflict resolved": (_conflict, lambda a, b, conflict: conflicts.conflict_resolve(
+        acting(), conflict_id=conflict.id, action="keep_both")),
 }
 
 
 @pytest.mark.parametrize("name", WRITES)
-def test_every_kind_of_write_makes_the_next_search_run_the_engine(agent, twins, engine_runs, name):
+def test_every_kind_of_write_makes_the_next_search_run_again(agent, twins, engine_runs, name):
     prepare, write = WRITES[name]
     prepared = prepare(*twins) if prepare else None
     search(agent)

@@ -3,11 +3,7 @@ import pytest
 
 from knowledge.search.filters import EQ, IN
 from knowledge.search.rerank import Gate
-from knowledge.search.result_cache import Entries, Found, Hit, cache_key
-
-
-def found(*ids: str) -> Found:
-    return Found(hits=tuple(Hit(id=i, relevance=0.9, quality_score=3.0, explanation={}) for i in ids))
+from knowledge.search.result_cache import Entries, cache_key
 
 
 def key(**changes) -> tuple:
@@ -50,30 +46,22 @@ def test_the_embedder_and_routing_in_effect_are_part_of_the_key(settings):
 def test_the_lru_keeps_the_most_recently_used_entries():
     entries = Entries(size=2)
     assert entries.get(1, "a") is None
-    entries.put(1, "a", found("x"))
-    entries.put(1, "b", found("y"))
-    assert entries.get(1, "a").hits[0].id == "x"  # "a" is now the most recent
-    entries.put(1, "c", found("z"))
+    entries.put(1, "a", "x")
+    entries.put(1, "b", "y")
+    assert entries.get(1, "a") == "x"  # "a" is now the most recent
+    entries.put(1, "c", "z")
     assert entries.get(1, "b") is None
-    assert [entries.get(1, k).hits[0].id for k in ("a", "c")] == ["x", "z"]
+    assert [entries.get(1, k) for k in ("a", "c")] == ["x", "z"]
     assert len(entries) == 2
 
 
 def test_a_newer_generation_retires_every_entry_and_an_older_one_is_never_served_or_kept():
     entries = Entries()
     entries.get(5, "a")
-    assert entries.put(5, "a", found("x"))
+    assert entries.put(5, "a", "x")
     assert entries.get(6, "a") is None and len(entries) == 0
-    assert not entries.put(5, "a", found("x"))  # a run that read generation 5 finished after 6 was seen
+    assert not entries.put(5, "a", "x")  # a run that read generation 5 finished after 6 was seen
     assert entries.get(5, "a") is None
-
-
-def test_a_kept_entry_holds_no_item_rows_and_says_it_came_from_the_cache():
-    entries = Entries()
-    entries.get(1, "a")
-    entries.put(1, "a", Found(hits=found("x").hits, items={"x": object()}))
-    served = entries.get(1, "a")
-    assert served.cached and served.items == {}
 
 
 def test_an_entry_older_than_the_maximum_age_is_run_again(monkeypatch):
@@ -81,7 +69,7 @@ def test_an_entry_older_than_the_maximum_age_is_run_again(monkeypatch):
     monkeypatch.setattr("knowledge.search.result_cache.time.monotonic", lambda: clock[0])
     entries = Entries(max_age=300)
     entries.get(1, "a")
-    entries.put(1, "a", found("x"))
+    entries.put(1, "a", "x")
     clock[0] += 299
     assert entries.get(1, "a") is not None
     clock[0] += 2
