@@ -86,8 +86,8 @@ def search_result(item: Knowledge, hit) -> dict:
 
 @dataclass(frozen=True)
 class RankedReply:
-    """A search's rows as the engine ranked them, with what changes per request left out (the search_id, and
-    the explanations, shown on request): what `result_cache` keeps. Read-only: it serves many requests."""
+    """A search's rows as the engine ranked them, and each row's explanation (shown on request), without the
+    search_id: what `result_cache` keeps. Read-only: it serves many requests."""
 
     rows: tuple[dict, ...]
     explanations: tuple[dict, ...]

@@ -1,9 +1,11 @@
 """The agent search's result cache: a repeated search skips the engine until what its reply shows changes.
 
-What is kept: a search's reply as `knowledge_search` renders it before the per-request parts (the
-explanations it shows on request, the search log and its `search_id`), per web process, in a bounded LRU
-(MAX_ENTRIES) keyed by (generation, every argument of the engine run, the settings that shape it). Only the
-agent search uses it; the playground, the curation list and `ranking_eval` call the engine directly, so they
+What is kept: a search's reply as `knowledge_search` renders it before the per-request parts (the search
+log and its `search_id`, whether the explanations are shown), per web process, in a bounded LRU
+(MAX_ENTRIES) keyed by (generation, every argument of the engine run, the settings that shape it). The
+explanations are kept too: they hold ranks, scores and the gate's reasons, a function of the same data
+and arguments (no timing, no run id), so an explained hit says what a run would. Only the agent search
+uses the cache; the playground, the curation list and `ranking_eval` call the engine directly, so they
 always show a real run.
 
 That reply is a function of three tables: `knowledge_knowledge` (what the engine ranks: text, keyword
