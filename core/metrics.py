@@ -32,6 +32,10 @@ HTTP_SECONDS = Histogram(
 SEARCH_STAGE_SECONDS = Histogram(
     "knowhub_search_stage_duration_seconds", "Search time per stage: embedding, vector, keyword, rerank",
     ["stage"], buckets=LATENCY_BUCKETS)
+SEARCH_CACHE = Counter(
+    "knowhub_search_cache", "Agent searches by how the result cache answered: hit, miss (the engine ran and its "
+    "result was kept), uncached (the engine ran; a write was in flight or a fallback answered), off (setting)",
+    ["outcome"])
 DB_POOL_CONNECTIONS = Gauge(
     "knowhub_db_pool_connections", "Web processes' psycopg pool: size, in_use, idle, waiting (summed over processes)",
     ["state"], multiprocess_mode="livesum")

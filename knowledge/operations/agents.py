@@ -6,6 +6,8 @@ REST views (`api.views`) and the MCP tools (`api.mcp_server`) run them
 by name through `agents.operations.run`, so both get the same filter chain,
 validation, permissions and audit.
 """
+from dataclasses import dataclass
+
 from django.db import transaction
 from django.db.models import Q, prefetch_related_objects
 from django.http import Http404
@@ -20,7 +22,7 @@ from core.errors import error_payload, invalid_fields
 from knowledge.pagination import encode_cursor
 from core.safe_json import text_problem
 from knowledge.models import Knowledge
-from knowledge.search import engine
+from knowledge.search import engine, result_cache
 from knowledge.search.filters import VALID_OPERATORS, valid_filter_keys
 from knowledge.search.filters import for_caller as filters_for_caller
 from knowledge.search.rerank import Gate
@@ -65,7 +67,7 @@ def changeable_item(caller: Caller, knowledge_id) -> Knowledge:
     return item
 
 
-def search_result(item: Knowledge, hit, explain: bool) -> dict:
+def search_result(item: Knowledge, hit) -> dict:
     row = {
         "id": item.id,
         "task": item.task,
@@ -81,37 +83,59 @@ def search_result(item: Knowledge, hit, explain: bool) -> dict:
     }
     if item.superseded_by_id:
         row["superseded_by"] = item.superseded_by_id
-    if explain:
-        row["explanation"] = hit.explanation
     return row
+
+
+@dataclass(frozen=True)
+class RankedReply:
+    """A search's rows as the engine ranked them, and each row's explanation (shown on request), without the
+    search_id: what `result_cache` keeps. Read-only: it serves many requests."""
+
+    rows: tuple[dict, ...]
+    explanations: tuple[dict, ...]
+    notes: tuple = ()  # lazy: rendered in the language of whoever asked
+
+    @classmethod
+    def of(cls, result: engine.SearchResult, *, visible) -> "RankedReply":
+        items = result.ordered_items()  # the engine already loaded them; only their resource links are missing
+        prefetch_related_objects(items, "resource_links")
+        rows = [search_result(item, hit) for item, hit in zip(items, result.hits)]
+        flagged = conflicts.open_conflicts_of([row["id"] for row in rows], visible=visible)
+        for row in rows:
+            if row["id"] in flagged:
+                row["conflicts"] = flagged[row["id"]]
+        return cls(rows=tuple(rows), explanations=tuple(hit.explanation for hit in result.hits), notes=tuple(result.notes))
 
 
 @operation("knowledge_search", input=inputs.SearchInput, output=outputs.SearchOutput)
 def knowledge_search(caller: Caller, *, q, top_k, min_score, types, scopes, filters, rank, explain,
                      answer_floor, relevance_floor, relevance_ratio, include_superseded=False) -> dict:
-    """Search: hybrid retrieval, the relevance gate, then the quality rerank; logged as `search_id`."""
+    """Search: hybrid retrieval, the relevance gate, then the quality rerank; logged as `search_id`.
+
+    A search asked before, with nothing written since, is answered from `result_cache`."""
     filters = filters_for_caller(caller, filters)  # the token's static filters AND the request's, parsed once
-    result = engine.search(
+    params = dict(
         query=q, top_k=top_k, min_score=min_score, types=types, scopes=scopes,
         filters=filters, readable_scopes=caller.readable_scopes, rank=rank,
         statuses=("active", "superseded") if include_superseded else ("active",),
         gate=Gate(answer=answer_floor, floor=relevance_floor, relative=relevance_ratio),
     )
-    hits = result.ordered_items()  # the engine already loaded them; only their resource links are missing
-    prefetch_related_objects(hits, "resource_links")
-    results = [search_result(item, hit, explain) for item, hit in zip(hits, result.hits)]
-    flagged = conflicts.open_conflicts_of([row["id"] for row in results], visible=Knowledge.objects.visible_to(caller))
-    for row in results:
-        if row["id"] in flagged:
-            row["conflicts"] = flagged[row["id"]]
+
+    def run() -> tuple[RankedReply, bool]:
+        result = engine.search(**params)
+        return RankedReply.of(result, visible=Knowledge.objects.visible_to(caller)), not result.degraded
+
+    ranked = result_cache.cached(params, run)
+    results = [dict(row, explanation=explanation) if explain else dict(row)
+               for row, explanation in zip(ranked.rows, ranked.explanations)]
     body = {"results": results, "count": len(results)}
     log = search_log.search_log_record(
         principal=caller.principal, readable_scopes=caller.readable_scopes, filters=filters,
         query=q, top_k=top_k, min_score=min_score, types=types, scopes=scopes, rank=rank,
-        result_ids=[hit.id for hit in result.hits])
+        result_ids=[row["id"] for row in results])
     body["search_id"] = str(log.pk)
-    if explain and result.notes:
-        body["notes"] = [str(note) for note in result.notes]  # in the caller's Accept-Language
+    if explain and ranked.notes:
+        body["notes"] = [str(note) for note in ranked.notes]  # in the caller's Accept-Language
     return body
 
 

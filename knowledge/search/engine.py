@@ -59,6 +59,9 @@ class SearchResult:
     items: dict[str, Knowledge] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # lazy: read in the language of whoever shows them
     answerable: float | None = None  # P(some candidate answers the query), relevance.answerable; None for a listing
+    # A fallback answered (the embedder failed: keywords only; the LLM router failed: the fused order). Such a
+    # run says nothing about what a healthy one returns, so the result cache (result_cache.py) never keeps it.
+    degraded: bool = False
 
     def ordered_items(self) -> list[Knowledge]:
         return [self.items[hit.id] for hit in self.hits]
@@ -126,6 +129,7 @@ def search(
         with timed(SEARCH_STAGE_SECONDS, stage="keyword"):
             lists["keyword"] = keyword_candidates(base, text=query, limit=pool, statistics=statistics)
     embedder = query_vector = None
+    degraded = False
     if query.strip() and mode in ("hybrid", "vector"):
         try:
             embedder = get_embedder(embedder_name)
@@ -137,6 +141,7 @@ def search(
                 )
         except EmbedderError as exc:
             embedder = query_vector = None  # built, but it could not embed (its model service is down): keywords only
+            degraded = True
             notes.append(format_lazy(gettext_lazy("vector search unavailable ({error}); keyword results only"), error=exc))
 
     if not query.strip():
@@ -159,6 +164,7 @@ def search(
     routed = False
     if query.strip() and routing.routing_enabled():
         fused, routed = _route(query, fused, top_k=top_k, notes=notes)
+        degraded = degraded or not routed  # the LLM failed: the fused order stood in for its choice
     fused_total = sum(score for _, score in fused) or 1.0  # the whole pool's mass, before the cut
     # Whether the query has an answer here is judged on the same number of candidates whatever top_k is
     # (the model was fitted on ANSWER_POOL), so a relevance does not change with the number of results asked for.
@@ -201,7 +207,8 @@ def search(
         candidate.explanation["quality_score"] = candidate.quality_score
         candidate.explanation["gate"] = candidate.gate or None
         candidate.explanation["gate_code"] = candidate.gate_code or None
-    return SearchResult(hits=hits, candidates=candidates, items={i: items[i] for i, _ in fused}, notes=notes, answerable=chance)
+    return SearchResult(hits=hits, candidates=candidates, items={i: items[i] for i, _ in fused}, notes=notes, answerable=chance,
+                        degraded=degraded)
 
 
 def _relevance(evidence: Evidence | None, chance: float | None, model: str) -> float:
