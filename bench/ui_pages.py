@@ -167,12 +167,21 @@ def measure(items: int, *, renders: int, profile: bool, explain: bool) -> list[d
 def _measure(items: int, *, renders: int, profile: bool, explain: bool) -> list[dict]:
     import logging
 
+    request_log = logging.getLogger("knowhub.request")
+    level = request_log.level
+    request_log.setLevel(logging.WARNING)  # a log line per render is noise here
+    try:
+        return _measure_pages(items, renders=renders, profile=profile, explain=explain)
+    finally:
+        request_log.setLevel(level)  # as it was: this runs inside the test suite too
+
+
+def _measure_pages(items: int, *, renders: int, profile: bool, explain: bool) -> list[dict]:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
     from knowledge.search.embeddings import get_embedder
 
-    logging.getLogger("knowhub.request").setLevel(logging.WARNING)  # a log line per render is noise here
     item_id = prepare()
     texts = questions(renders)
     give_vectors(embedder := get_embedder(), query_vectors(texts, embedder))
