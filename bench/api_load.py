@@ -314,13 +314,9 @@ def started(command: list[str], log: Path, env: dict, notes: list[str]):
 
 
 def web_command(kind: str, port: int, workers: int, threads: int) -> list[str]:
-    common = ["--bind", f"127.0.0.1:{port}", "--workers", str(workers), "--graceful-timeout", "10",
-              "--error-logfile", "-", "--no-control-socket"]
-    if kind == "asgi":
-        return [sys.executable, "-m", "gunicorn", "knowhub_site.asgi:application",
-                "--worker-class", "uvicorn_worker.UvicornWorker", *common]
-    return [sys.executable, "-m", "gunicorn", "knowhub_site.wsgi:application",
-            "--worker-class", "gthread", "--threads", str(threads), *common]
+    from knowhub_site.management.commands.serve import gunicorn_command  # the servers `make run` starts
+
+    return gunicorn_command(kind, bind=f"127.0.0.1:{port}", workers=workers, threads=threads)
 
 
 def wait_healthy(base: str, proc: subprocess.Popen, log: Path, timeout: float = 180) -> None:

@@ -56,7 +56,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, host, port, mcp_port, web_workers, worker_concurrency, **options):
         if mcp_port is None:
-            mcp_port = settings.MCP_PORT if "MCP_PORT" in os.environ or port == settings.PORT else port + 1
+            mcp_port = settings.MCP_PORT if "MCP_PORT" in os.environ else port + 1
         self._check_port_free(host, port, "PORT")
         self._check_port_free(host, mcp_port, "MCP_PORT")
         where = "embedded PostgreSQL in " + str(settings.VAR_DIR / "pgdata") if settings.EMBEDDED_DB else "DATABASE_URL"
@@ -88,17 +88,11 @@ class Command(BaseCommand):
             "PORT": str(port),
             "MCP_PORT": str(mcp_port),  # the web server's /mcp answer names it
         }
-        gunicorn = [sys.executable, "-m", "gunicorn", "--graceful-timeout", "10",
-                    "--no-control-socket"]  # no access log: knowhub_site/request_log.py logs each request
         commands = {
             "models": [sys.executable, "-m", "knowledge.search.model_service", "--socket", socket_path,
                        "--model", settings.KNOWHUB_EMBEDDING_MODEL],
-            # threaded WSGI: at most `threads` requests at once per process, each on a pooled connection
-            "web": [*gunicorn, "knowhub_site.wsgi:application", "--bind", f"{host}:{port}",
-                    "--worker-class", "gthread", "--threads", str(web_threads()), "--workers", str(web_workers)],
-            # ASGI for the MCP server's streamable HTTP transport (knowhub_site/asgi.py)
-            "mcp": [*gunicorn, "knowhub_site.asgi:application", "--bind", f"{host}:{mcp_port}",
-                    "--worker-class", "uvicorn_worker.UvicornWorker", "--workers", "1"],
+            "web": gunicorn_command("wsgi", bind=f"{host}:{port}", workers=web_workers, threads=web_threads()),
+            "mcp": gunicorn_command("asgi", bind=f"{host}:{mcp_port}", workers=1),
             "worker": [sys.executable, "-m", "celery", "-A", "knowhub_site", "worker", "--loglevel", "info",
                        "--concurrency", str(worker_concurrency), "--hostname", f"knowhub-{port}@%h",
                        # periodic tasks (resource expiry) run in this one worker's embedded beat
@@ -200,6 +194,16 @@ class Command(BaseCommand):
                 sock.bind((host, port))
             except OSError as exc:
                 raise CommandError(f"cannot listen on {host}:{port} ({exc.strerror}); set {variable} to a free port") from exc
+
+
+def gunicorn_command(kind: str, *, bind: str, workers: int, threads: int = 1) -> list[str]:
+    """gunicorn serving Django as threaded WSGI ("wsgi": at most `threads` requests at once per process, each on a
+    pooled connection; the web server) or as ASGI ("asgi": uvicorn workers; the MCP server's streamable HTTP
+    transport, knowhub_site/asgi.py). No access log: knowhub_site/request_log.py logs each request."""
+    server = (["knowhub_site.asgi:application", "--worker-class", "uvicorn_worker.UvicornWorker"] if kind == "asgi"
+              else ["knowhub_site.wsgi:application", "--worker-class", "gthread", "--threads", str(threads)])
+    return [sys.executable, "-m", "gunicorn", *server, "--bind", bind, "--workers", str(workers),
+            "--graceful-timeout", "10", "--no-control-socket"]
 
 
 def web_threads() -> int:
