@@ -36,7 +36,7 @@ def feedback_newest(*, knowledge_id: str, per_kind: int) -> dict[str, Newest]:
     long the histories: each kind's newest read backwards from the feedback_by_item index (one UNION query), the
     totals counted from that index alone (one more)."""
     cases = FeedbackCase.objects.filter(knowledge_id=knowledge_id)
-    newest_of = [cases.filter(kind=kind).order_by("-id")[:per_kind] for kind in FeedbackCase.Kind.values]
+    newest_of = [_newest_first(cases, kind)[:per_kind] for kind in FeedbackCase.Kind.values]
     totals = dict(cases.values_list("kind").annotate(n=Count("id")).order_by())
     found = {kind: Newest(rows=[], total=totals.get(kind, 0)) for kind in FeedbackCase.Kind.values}
     for case in sorted(newest_of[0].union(*newest_of[1:], all=True), key=lambda c: -c.id):
@@ -49,13 +49,18 @@ def versions_newest(*, knowledge_id: str, limit: int | None) -> Newest:
     return newest(KnowledgeVersion.objects.filter(knowledge_id=knowledge_id), order_by="-number", limit=limit)
 
 
+def _newest_first(cases: QuerySet[FeedbackCase], kind: str) -> QuerySet[FeedbackCase]:
+    """One item's cases of `kind`, newest first, read backwards along the index `feedback_by_item` (knowledge,
+    kind, id), so that reading the first n costs n rows whatever the history's length. With `kind = …` and
+    ORDER BY id alone, PostgreSQL may walk the primary key backwards instead, through every newer case of every
+    item, when its statistics say few items have cases; `kind` as a range (the same one value) keeps it in the
+    ordering, which only that index provides."""
+    return cases.filter(kind__gte=kind, kind__lte=kind).order_by("-kind", "-id")
+
+
 def _newest_cases(kind: str, limit: int) -> ArraySubquery:
-    # Read backwards along the index `feedback_by_item` (knowledge, kind, id), so that the cost is `limit` rows
-    # whatever the history's length. With `kind = …` and ORDER BY id alone, PostgreSQL may walk the primary key
-    # backwards instead, through every newer case of every item, when its statistics say few items have cases;
-    # `kind` as a range (the same one value) keeps it in the ordering, which only that index provides.
-    return ArraySubquery(FeedbackCase.objects.filter(knowledge=OuterRef("pk"), kind__gte=kind, kind__lte=kind)
-                         .order_by("-kind", "-id").values("case")[:limit])
+    return ArraySubquery(_newest_first(FeedbackCase.objects.filter(knowledge=OuterRef("pk")), kind)
+                         .values("case")[:limit])
 
 
 def knowledge_with_recent_cases(*, limit: int) -> QuerySet[Knowledge]:
