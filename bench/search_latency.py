@@ -207,16 +207,9 @@ def main(argv=None) -> int:
 
 
 def _one(items: int, args) -> int:
-    from bench.retrieval import _point_at_bench_database
-    from bench.seed_data import database_for, seed
+    from bench.seed_data import open_database, seed
 
-    _point_at_bench_database(database_for(items))
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
+    open_database(items)
     seed(items)
     if not args.no_header:
         print(f"{describe()}\n")

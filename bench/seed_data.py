@@ -209,20 +209,26 @@ def _progress(done: int, total: int, rate: float) -> None:
     print(f"\r  [{'#' * filled}{'.' * (width - filled)}] {done}/{total} items ({rate:,.0f}/s)", end="", file=sys.stderr, flush=True)
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--items", type=int, required=True)
-    parser.add_argument("--fresh", action="store_true", help="delete the seed items first")
-    args = parser.parse_args(argv)
+def open_database(items: int) -> None:
+    """Point Django at the seed database of `items` items (`database_for`), set it up and migrate it; the
+    scale benches then `seed` it (a no-op once it holds them)."""
     from bench.retrieval import _point_at_bench_database
 
-    _point_at_bench_database(database_for(args.items))
+    _point_at_bench_database(database_for(items))
     import django
 
     django.setup()
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--items", type=int, required=True)
+    parser.add_argument("--fresh", action="store_true", help="delete the seed items first")
+    args = parser.parse_args(argv)
+    open_database(args.items)
     started = time.monotonic()
     added = seed(args.items, fresh=args.fresh)
     print(f"{added} items added in {time.monotonic() - started:.0f}s; database {database_for(args.items)}")
