@@ -51,7 +51,12 @@ class BoundedPage:
     @property
     def num_pages(self) -> int | None:
         """None when the list was not counted to its end."""
-        return None if self.more else max(1, -(-self.count // self.per_page))
+        return None if self.more else pages_for(self.count, self.per_page)
+
+
+def pages_for(count: int, per_page: int) -> int:
+    """How many pages `count` rows fill (one for none: an empty list still has its page)."""
+    return max(1, -(-count // per_page))
 
 
 def bounded_page(items, page_number, *, per_page: int = PAGE_SIZE, count_up_to: int | None = None) -> BoundedPage:
@@ -66,10 +71,10 @@ def bounded_page(items, page_number, *, per_page: int = PAGE_SIZE, count_up_to: 
     count = len(items) if isinstance(items, list) else items.order_by()[:count_up_to + 1].count()
     more = count > count_up_to
     if not more:
-        number = min(number, max(1, -(-count // per_page)))
+        number = min(number, pages_for(count, per_page))
     rows = list(items[(number - 1) * per_page:number * per_page + 1])
     if more and not rows and number > 1:
-        number = max(1, -(-items.count() // per_page))
+        number = pages_for(items.count(), per_page)
         rows = list(items[(number - 1) * per_page:number * per_page + 1])
     return BoundedPage(object_list=rows[:per_page], number=number, count=min(count, count_up_to), more=more,
                        per_page=per_page, has_next=len(rows) > per_page)
