@@ -22,6 +22,7 @@ from django.db import connection
 from django.db.models import BooleanField, F, Func, TextField, Value
 from django.db.models.expressions import RawSQL
 
+from core.estimates import common_shares
 from knowledge.search.text import identifiers, informativeness, segment
 
 MAX_QUERY_LEXEMES = 64
@@ -172,9 +173,16 @@ def scored_lexemes(frequencies: dict[str, int]) -> list[str]:
 # whole base: a base of at least STATISTICS_CACHE_MIN_ITEMS items keeps its item count and mean length
 # for STATISTICS_TTL seconds (five minutes), and each word's document frequency (counted through the GIN index when
 # first asked) as long. A smaller base is counted exactly on every search: it is cheap.
+# In a large base a new word's holders are counted up to HOLDERS_COUNTED (reading each holder's row to apply the
+# base's filters is what a count costs: a word in a third of 100,000 items cost ~20 ms); a word held by more is
+# given the share of the table ANALYZE found holding it (`core.estimates.common_shares`, per tsvector lexeme) times
+# the base's size, and is counted in full when ANALYZE has no figure for it or too low a one. Such a word's holders
+# are scored only when it is the query's rarest word (scored_lexemes), and its weight is small, so an estimate
+# moves neither which items are scored nor much of their score. (The ~20 ms is to be confirmed by bench.search_latency.)
 STATISTICS_CACHE_MIN_ITEMS = 5_000
 STATISTICS_TTL = 300.0
 STATISTICS_CACHE_BASES = 64
+HOLDERS_COUNTED = SCORE_BUDGET
 _statistics: OrderedDict = OrderedDict()  # base key -> _Statistics
 _statistics_lock = threading.Lock()
 
@@ -205,7 +213,7 @@ def _base_statistics(queryset, lexemes: list[str]) -> tuple[int, float, dict[str
         return total, average, frequencies
     missing = [lex for lex in lexemes if lex not in cached.frequencies]
     if missing:
-        counted = _count_holders(inner_sql, inner_params, missing)
+        counted = _frequencies_of_new_words(queryset.model, inner_sql, inner_params, missing, total=cached.total)
         with _statistics_lock:
             cached.frequencies.update(counted)
     return cached.total, cached.average, {lex: cached.frequencies[lex] for lex in lexemes}
@@ -223,9 +231,26 @@ def _count_base(inner_sql: str, inner_params, lexemes: list[str]) -> tuple[int, 
     return int(total), float(average), dict(zip(lexemes, (int(c) for c in row)))
 
 
-def _count_holders(inner_sql: str, inner_params, lexemes: list[str]) -> dict[str, int]:
-    """Each lexeme's document frequency in the base, one index lookup each (a rare word costs almost nothing)."""
-    counts = ", ".join(f"(SELECT count(*) FROM ({inner_sql}) AS base(d) WHERE d @@ %s::tsquery)" for _ in lexemes)
+def _frequencies_of_new_words(model, inner_sql: str, inner_params, lexemes: list[str], *, total: int) -> dict[str, int]:
+    """Each lexeme's document frequency in a large base of `total` items: counted up to HOLDERS_COUNTED, a commoner
+    word's estimated from ANALYZE's lexeme shares, and counted in full when ANALYZE has no share for it or one that
+    would make it rarer in the base than counted (a word common in this base only)."""
+    counted = _count_holders(inner_sql, inner_params, lexemes, up_to=HOLDERS_COUNTED)
+    common = [lex for lex, n in counted.items() if n >= HOLDERS_COUNTED]
+    if common:
+        shares = common_shares(model, "search_document")
+        estimated = {lex: round(shares[lex] * total) for lex in common if lex in shares}
+        counted.update({lex: n for lex, n in estimated.items() if n >= HOLDERS_COUNTED})
+        if unknown := [lex for lex in common if estimated.get(lex, 0) < HOLDERS_COUNTED]:
+            counted.update(_count_holders(inner_sql, inner_params, unknown))
+    return counted
+
+
+def _count_holders(inner_sql: str, inner_params, lexemes: list[str], *, up_to: int | None = None) -> dict[str, int]:
+    """Each lexeme's document frequency in the base (at most `up_to`), one index lookup each (a rare word costs
+    almost nothing)."""
+    held = f"SELECT 1 FROM ({inner_sql}) AS base(d) WHERE d @@ %s::tsquery" + (f" LIMIT {int(up_to)}" if up_to else "")
+    counts = ", ".join(f"(SELECT count(*) FROM ({held}) AS held)" for _ in lexemes)
     params = [value for lex in lexemes for value in (*inner_params, _quote(lex))]
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT {counts}", params)

@@ -79,6 +79,32 @@ def test_a_large_bases_statistics_are_kept_for_a_while_and_new_words_are_counted
 
 
 @pytest.mark.django_db
+def test_a_large_bases_common_new_word_takes_analyzes_share_unless_the_base_holds_more_of_it(monkeypatch):
+    from django.db import connection
+
+    from knowledge.search import keyword
+
+    monkeypatch.setattr(keyword, "STATISTICS_CACHE_MIN_ITEMS", 3)
+    monkeypatch.setattr(keyword, "HOLDERS_COUNTED", 2)
+    monkeypatch.setattr(keyword, "_statistics", keyword.OrderedDict())
+    for n in range(3):
+        make_knowledge(task=f"alpha beta {n}", scopes=["big"], embed=False)
+    make_knowledge(task="delta epsilon", scopes=["big"], embed=False)
+    for n in range(6):  # elsewhere, "alpha" is in every item
+        make_knowledge(task=f"alpha gamma {n}", scopes=["other"], embed=False)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE knowledge_knowledge")
+    base = engine.narrowed(engine.visible(readable_scopes=["big"]))
+    assert keyword._base_statistics(base, ["delta"])[0::2] == (4, {"delta": 1})  # the base, counted once
+    make_knowledge(task="epsilon zeta", scopes=["big"], embed=False)
+    make_knowledge(task="epsilon eta", scopes=["big"], embed=False)
+    _, _, frequencies = keyword._base_statistics(base, ["alpha", "beta", "epsilon"])
+    assert frequencies["alpha"] == 4  # held by 3 of the base's 4: ANALYZE's 9 in 10 of the table, times 4
+    assert frequencies["beta"] == 3  # 3 of 10 in the table would be 1 of the base, fewer than counted: counted
+    assert frequencies["epsilon"] == 3  # unknown to ANALYZE (it ran before two of its holders): counted
+
+
+@pytest.mark.django_db
 def test_a_small_bases_statistics_are_counted_on_every_search():
     from knowledge.search import keyword
 
