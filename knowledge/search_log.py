@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 from django.conf import settings
+from django.db import connection, transaction
 from django.db.models import Prefetch, QuerySet
 from django.utils import timezone
 
@@ -43,13 +44,26 @@ def logged_scopes(*, readable_scopes: Iterable[str] | None, requested: Sequence[
 def search_log_record(*, principal: str, readable_scopes: Iterable[str] | None, query: str, top_k: int,
                       min_score: int, types: Sequence[str] | None, scopes: Sequence[str] | None, rank: str,
                       filters, result_ids: Sequence[str]) -> SearchLog:
-    """Store one search; `filters` is the filter expression the engine ran (static filters included)."""
-    return SearchLog.objects.create(
+    """Store one search; `filters` is the filter expression the engine ran (static filters included).
+
+    Committed without waiting for the write-ahead log to reach the disk (`synchronous_commit` off for this one
+    transaction: 1.9 instead of 4.5 ms per search on the bench machine): a log is a record of a read, not a write
+    anyone was promised, so a database crash may lose the last fraction of a second of logs, and feedback citing one
+    of them is refused as an unknown `search_id`. Inside a caller's transaction the log is that transaction's."""
+    log = SearchLog(
         principal=principal, scopes=logged_scopes(readable_scopes=readable_scopes, requested=scopes), query=query,
         parameters={"top_k": top_k, "min_score": min_score, "types": list(types or []), "scopes": list(scopes or []),
                     "rank": rank, "filters": filters.to_dict() if filters is not None else None},
         result_ids=list(result_ids),
     )
+    if connection.in_atomic_block:
+        log.save(force_insert=True)
+        return log
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit TO OFF")  # ends with this transaction
+        log.save(force_insert=True)
+    return log
 
 
 def search_logs_visible_to(*, readable_scopes: Iterable[str] | None) -> QuerySet[SearchLog]:

@@ -59,6 +59,32 @@ def test_search_returns_a_search_id_and_logs_query_parameters_and_results():
     assert post["search_id"] != body["search_id"] and SearchLog.objects.count() == 2
 
 
+def synchronous_commit() -> str:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_search_log_is_committed_without_waiting_for_the_disk_and_later_writes_still_wait():
+    from django.test.utils import CaptureQueriesContext
+    from django.db import connection
+
+    with CaptureQueriesContext(connection) as queries:
+        log = logged(scopes=["org:acme"], result_ids=[])
+    statements = [q["sql"] for q in queries.captured_queries]
+    assert statements[:2] == ["BEGIN", "SET LOCAL synchronous_commit TO OFF"] and statements[2].startswith("INSERT")
+    assert SearchLog.objects.filter(pk=log.pk).exists()
+    assert synchronous_commit() == "on"  # only the log's own transaction: the next write waits for the disk
+
+
+def test_a_search_log_inside_a_callers_transaction_leaves_that_transactions_durability_alone():
+    logged(scopes=["org:acme"], result_ids=[])  # pytest-django's test transaction stands for a caller's
+    assert synchronous_commit() == "on"
+
+
 def test_feedback_with_a_search_id_links_the_case_to_the_search():
     found_item = item("Deploy the staging proxy")
     agent = client_for("research_agent", ["org:acme"])
