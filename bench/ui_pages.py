@@ -12,7 +12,8 @@ queries one render runs and their time.
 The pages: the knowledge list (first page, a later page, one team's scope: 10% of the items, sorted
 by quality), a text search (real questions, a different one per render, their vectors given as in
 bench/search_latency.py: the model's time is left out), the page of an item with REPORTS feedback
-cases, the page of all its reports, and the dashboard.
+cases, the page of all its reports, the dashboard, and its ranking panel (the htmx request the dashboard makes once
+loaded).
 
 The seed has counters but no histories, so the first run on a database adds what the pages read: each
 seed item's helpful and harmful reports as rows matching its counters (about 1.7 per item) over its
@@ -59,6 +60,7 @@ def pages(item_id: str, texts: list[str]) -> dict[str, list[str]]:
         f"item with {REPORTS:,} reports": [f"/knowledge/{item_id}/"],
         "its reports, page 40": [f"/knowledge/{item_id}/reports/helpful/?page=40"],
         "dashboard": ["/"],
+        "dashboard's ranking panel (htmx, after the page)": ["/ranking/?hx=1"],
     }
 
 
@@ -141,9 +143,11 @@ def signed_in_client():
 
 
 def render(client, url: str):
-    """One render; `&hx=1` asks for the htmx partial as a live search does."""
-    headers = {"HTTP_HX_REQUEST": "true"} if url.endswith("&hx=1") else {}
-    response = client.get(url.removesuffix("&hx=1"), **headers)
+    """One render; `hx=1` (the URL's last parameter) asks for the htmx partial as a live search or a panel loaded
+    after its page does."""
+    htmx = url.endswith(("&hx=1", "?hx=1"))
+    headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
+    response = client.get(url.removesuffix("hx=1").rstrip("?&") if htmx else url, **headers)
     if response.status_code != 200:
         raise SystemExit(f"{url}: {response.status_code}")
     return response

@@ -8,6 +8,7 @@ app_name = "curation"
 
 urlpatterns = [
     path("", dashboard.dashboard, name="dashboard"),
+    path("ranking/", dashboard.dashboard_ranking, name="dashboard_ranking"),
     path("knowledge/", knowledge.knowledge_list, name="knowledge_list"),
     path("knowledge/<str:knowledge_id>/", knowledge.knowledge_detail, name="knowledge_detail"),
     path("knowledge/<str:knowledge_id>/edit/", knowledge.knowledge_edit, name="knowledge_edit"),

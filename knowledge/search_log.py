@@ -12,7 +12,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -181,24 +181,50 @@ def evaluate(*, readable_scopes: Iterable[str] | None = None, scope: str | None 
     return reports
 
 
+# Each judged search's nDCG@10 and MRR@10 as logged, averaged per ISO week in the database (a month holds thousands of
+# judged searches; a row per week comes back). The definitions are knowledge.search.metrics': `judgments`' gains,
+# linear, over log2(rank + 1) (written · ln 2 / ln(rank + 1)), the ideal ranking from every judged item; a judged
+# item's rank is its place in the logged results (an id is there once). tests/knowledge/test_search_log.py holds
+# this to the Python metrics.
+_WEEKLY_TREND = """
+WITH gains AS (
+    SELECT search_id, knowledge_id, greatest(sum(CASE kind WHEN %s THEN 1 ELSE -1 END), 0)::float8 AS gain
+    FROM knowledge_feedbackcase WHERE search_id IN ({visible})
+    GROUP BY search_id, knowledge_id
+), judged AS (
+    SELECT g.search_id, s.created_at, g.gain, array_position(s.result_ids[1:{k}], g.knowledge_id) AS logged_rank,
+           row_number() OVER (PARTITION BY g.search_id ORDER BY g.gain DESC) AS ideal_rank
+    FROM gains g JOIN knowledge_searchlog s ON s.id = g.search_id
+), searches AS (
+    SELECT created_at, sum(gain * ln(2) / ln(logged_rank + 1)) AS dcg,
+           sum(gain * ln(2) / ln(ideal_rank + 1)) FILTER (WHERE ideal_rank <= {k}) AS idcg,
+           min(logged_rank) FILTER (WHERE gain > 0) AS first_helpful
+    FROM judged GROUP BY search_id, created_at
+)
+SELECT date_trunc('week', created_at AT TIME ZONE %s)::date AS starts, count(*) AS judged,
+       count(*) FILTER (WHERE idcg > 0) AS relevant,
+       coalesce(avg(coalesce(dcg, 0) / idcg) FILTER (WHERE idcg > 0), 0) AS ndcg,
+       coalesce(avg(coalesce(1.0 / first_helpful, 0)::float8) FILTER (WHERE idcg > 0), 0) AS mrr
+FROM searches GROUP BY starts ORDER BY starts
+"""
+
+
 def weekly_trend(*, readable_scopes: Iterable[str] | None = None, since: datetime | None = None) -> list[dict]:
-    """Per ISO week (oldest first): judged searches, and nDCG@10 and MRR@10 of the ranking as logged."""
-    # plain values, not model instances: a busy month holds thousands of judged searches, read on every dashboard view
-    logs = judged_searches(readable_scopes=readable_scopes, since=since).prefetch_related(None)
-    cases: dict[uuid.UUID, list[tuple[str, str]]] = defaultdict(list)
-    for search_id, item_id, kind in FeedbackCase.objects.filter(search__in=logs.values("pk")).values_list(
-            "search_id", "knowledge_id", "kind"):
-        cases[search_id].append((item_id, kind))
-    weeks: dict[tuple[int, int], list[tuple[list[str], dict[str, int]]]] = defaultdict(list)
-    for search_id, created_at, result_ids in logs.values_list("pk", "created_at", "result_ids"):
-        year, week, _ = timezone.localtime(created_at).isocalendar()
-        weeks[(year, week)].append((result_ids, _gains(cases[search_id])))
+    """Per ISO week (oldest first): judged searches, those with an item judged helpful, and the mean nDCG@10 and
+    MRR@10 of the ranking as logged over the latter, as `evaluate` scores them. One query."""
+    logs = search_logs_visible_to(readable_scopes=readable_scopes)
+    if since is not None:
+        logs = logs.filter(created_at__gte=since)
+    visible, params = logs.order_by().values("pk").query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(_WEEKLY_TREND.format(visible=visible, k=int(AT_K)),
+                       [FeedbackCase.Kind.HELPFUL.value, *params, timezone.get_current_timezone_name()])
+        rows = cursor.fetchall()
     trend = []
-    for (year, week), judged in sorted(weeks.items()):
-        useful = [(ranked, gains) for ranked, gains in judged if any(gains.values())]
-        ndcg, mrr = _scores(useful)
-        trend.append({"week": f"{year}-W{week:02d}", "starts": date.fromisocalendar(year, week, 1),
-                      "judged": len(judged), "relevant": len(useful), "ndcg": ndcg, "mrr": mrr})
+    for starts, judged, relevant, ndcg, mrr in rows:
+        year, week, _ = starts.isocalendar()
+        trend.append({"week": f"{year}-W{week:02d}", "starts": starts, "judged": judged, "relevant": relevant,
+                      "ndcg": ndcg, "mrr": mrr})
     return trend
 
 

@@ -1,10 +1,13 @@
-"""Dashboard: counts, what needs attention, recent activity, feedback over time, ranking on agents' searches."""
+"""Dashboard: counts, what needs attention, recent activity, feedback over time; the ranking on agents' searches
+follows in its own request (`dashboard_ranking`), asked for once the page has loaded."""
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from curation import dashboard as data
 from curation import permissions
 from curation.charts import PHONE_HEIGHT, PHONE_WIDTH, stacked_bars, unit_lines
+
+RANKING = "curation/ranking.html"
 
 
 @permissions.require(permissions.VIEW)
@@ -14,9 +17,13 @@ def dashboard(request):
         "counts": data.counts(), "attention": data.attention(), "activity": data.recent_activity(),
         "chart": stacked_bars(days := data.feedback_per_day()),
         "phone_chart": stacked_bars(days, width=PHONE_WIDTH, height=PHONE_HEIGHT),
-        "ranking": _ranking(data.ranking_per_week()),
     })
 
 
-def _ranking(weeks: list[dict]) -> dict:
-    return {"weeks": weeks, "chart": unit_lines(weeks, series=("ndcg", "mrr"), label="week")}
+@permissions.require(permissions.VIEW)
+@require_GET
+def dashboard_ranking(request):
+    """The ranking panel: swapped into the dashboard by htmx, or a page of its own for a browser without JavaScript."""
+    weeks = data.ranking_per_week()
+    ranking = {"weeks": weeks, "chart": unit_lines(weeks, series=("ndcg", "mrr"), label="week")}
+    return render(request, f"{RANKING}#panel" if request.htmx else RANKING, {"ranking": ranking})

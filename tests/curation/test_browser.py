@@ -100,6 +100,23 @@ def test_reject_a_merge_proposal(page, live_server, demo):
     assert page.locator(".proposal").count() == 0 and "No merge proposals are waiting" in page.content()
 
 
+def test_the_dashboard_shows_its_ranking_panel_once_the_page_has_loaded(page, live_server, demo):
+    from knowledge.feedback import feedback_record
+    from knowledge.search_log import search_log_record
+    from tests.callers import acting
+
+    item = demo["items"][0]
+    log = search_log_record(principal="agent:a", readable_scopes=None, query="selenium login", top_k=5, min_score=3,
+                            types=None, scopes=None, rank="quality", filters=None, result_ids=[item.id])
+    feedback_record(acting(), knowledge_id=item.id, helpful=True, search_id=log.pk)
+    log_in(page, live_server.url, "carl", PASSWORD)  # lands on the dashboard
+    page.wait_for_selector("#ranking table.ranking-weeks")
+    panel = page.locator("#ranking")
+    assert panel.locator("tbody tr").count() == 1 and "1.000" in panel.inner_text()
+    assert "Loading the ranking" not in panel.inner_text() and panel.get_attribute("aria-busy") is None
+    assert page.locator("#ranking").count() == 1 and page.locator("#ranking polyline.ndcg").count() == 1
+
+
 def test_screenshots_of_the_main_pages(page, live_server, demo, tmp_path, django_user_model):
     """Renders every main page in the browser; with KNOWHUB_SCREENSHOTS=docs/screenshots, saves the README's pictures."""
     out = Path(os.environ.get("KNOWHUB_SCREENSHOTS") or tmp_path)

@@ -1,4 +1,5 @@
-"""Dashboard: counts, items needing attention, recent activity and the feedback chart."""
+"""Dashboard: counts, items needing attention, recent activity, the feedback chart, and the ranking panel it loads after
+the page."""
 from datetime import timedelta
 
 import pytest
@@ -78,14 +79,36 @@ def test_ranking_panel_shows_the_weekly_trend_of_judged_searches(viewer_client):
     weeks = ranking_per_week()
     assert [(w["judged"], round(w["ndcg"], 3), round(w["mrr"], 3)) for w in weeks] == [(1, 1.0, 1.0), (2, 0.815, 0.75)]
     assert weeks[0]["week"] < weeks[1]["week"]
-    panel = viewer_client.get("/").content.decode().split("Ranking on your agents' searches")[1].split("</section>")[0]
+    panel = viewer_client.get("/ranking/", HTTP_HX_REQUEST="true").content.decode()
+    assert panel.lstrip().startswith('<section id="ranking" class="card ranking">') and "<html" not in panel
+    assert "Ranking on your agents' searches" in panel and "hx-get" not in panel and "Loading" not in panel
     assert '<polyline class="ndcg"' in panel and '<polyline class="mrr"' in panel
     assert f"<td>{weeks[1]['week']}</td><td>2</td><td>2</td><td>0.815</td><td>0.750</td>" in panel
     assert "No judged searches yet" not in panel
 
 
-def test_ranking_panel_empty_state_tells_how_to_get_judgments(viewer_client):
+def test_dashboard_asks_for_the_ranking_panel_after_the_page(viewer_client):
+    item = make_knowledge(task="A", embed=False)
+    _judged_search(result_ids=[item.id], helpful_id=item.id)
     body = viewer_client.get("/").content.decode()
+    panel = body.split('<section id="ranking"')[1].split("</section>")[0]
+    assert 'hx-get="/ranking/" hx-trigger="load" hx-swap="outerHTML" aria-busy="true"' in panel
+    assert "Ranking on your agents' searches" in panel and "Loading the ranking…" in panel
+    assert '<a href="/ranking/">Open it on its own page</a>' in panel  # without JavaScript
+    assert "<polyline" not in body and "ranking-weeks" not in body  # the judged searches are not read here
+
+
+def test_ranking_panel_is_a_page_of_its_own_without_javascript(viewer_client):
+    item = make_knowledge(task="A", embed=False)
+    _judged_search(result_ids=[item.id], helpful_id=item.id)
+    page = viewer_client.get("/ranking/").content.decode()
+    assert "<html" in page and "<title>Ranking on your agents' searches · KnowHub curation</title>" in page
+    assert 'aria-current="page">Dashboard<' in page and '<table class="ranking-weeks">' in page
+    assert "hx-get" not in page.split('<section id="ranking"')[1].split("</section>")[0]
+
+
+def test_ranking_panel_empty_state_tells_how_to_get_judgments(viewer_client):
+    body = viewer_client.get("/ranking/", HTTP_HX_REQUEST="true").content.decode()
     assert "No judged searches yet: agents send <code>search_id</code> with their feedback." in body
 
 

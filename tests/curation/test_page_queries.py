@@ -110,6 +110,7 @@ LISTS = {
     "knowledge list, filtered and sorted": "/knowledge/?types=tool&scopes=org:acme&tags=project%3Dp1&score_min=1&sort=quality",
     "knowledge list, every status": "/knowledge/?status=any&sort=harmful",
     "dashboard": "/",
+    "dashboard's ranking panel": "/ranking/",
     "merge review": "/review/",
     "conflicts": "/conflicts/",
     "conflicts, all": "/conflicts/?status=all",
@@ -145,6 +146,16 @@ def test_knowledge_list_htmx_partial_runs_the_same_queries_for_many_rows(curator
     before = queries_of(curator_client, url, HTTP_HX_REQUEST="true")
     grow(MORE)
     assert_same_count(before, queries_of(curator_client, url, HTTP_HX_REQUEST="true"))
+
+
+def test_the_dashboard_reads_no_search_log_and_its_ranking_panel_reads_them_in_one_query(curator_client):
+    grow(3)
+    assert not [sql for sql in queries_of(curator_client, "/") if "knowledge_searchlog" in sql]
+    before = queries_of(curator_client, "/ranking/", HTTP_HX_REQUEST="true")
+    grow(MORE)
+    after = queries_of(curator_client, "/ranking/", HTTP_HX_REQUEST="true")
+    assert_same_count(before, after)
+    assert len([sql for sql in after if "knowledge_searchlog" in sql]) == 1
 
 
 def test_audit_page_runs_the_same_queries_for_many_rows(admin_client_):

@@ -8,7 +8,7 @@ pytestmark = pytest.mark.django_db
 
 def test_every_page_renders_for_a_viewer(viewer_client):
     item = make_knowledge(task="Selenium login", resource_ids=[make_resource("code/login").id])
-    for url in ["/", "/knowledge/", f"/knowledge/{item.id}/", "/review/", "/resources/", "/resources/code/login/",
+    for url in ["/", "/ranking/", "/knowledge/", f"/knowledge/{item.id}/", "/review/", "/resources/", "/resources/code/login/",
                 "/playground/"]:
         response = viewer_client.get(url)
         assert response.status_code == 200, url

@@ -13,7 +13,7 @@ from tests.factories import make_knowledge, make_resource
 pytestmark = pytest.mark.django_db
 
 
-@pytest.mark.parametrize("url", ["/", "/knowledge/", "/review/", "/resources/", "/playground/", "/audit/",
+@pytest.mark.parametrize("url", ["/", "/ranking/", "/knowledge/", "/review/", "/resources/", "/playground/", "/audit/",
                                  "/knowledge/knowledge-20260305-a1b2/"])
 def test_anonymous_user_is_sent_to_the_login_page(client, url):
     response = client.get(url)

@@ -59,7 +59,7 @@ def test_main_pages_run_under_the_policy_without_violations(watched, live_server
     base = live_server.url
     assert visit(watched, f"{base}/login/") == []
     log_in(watched, base, "root", PASSWORD)
-    pages = [("/", None), ("/knowledge/", "#results li"), (f"/knowledge/{item.id}/", "#explain dl"),
+    pages = [("/", "#ranking .empty"), ("/knowledge/", "#results li"), (f"/knowledge/{item.id}/", "#explain dl"),
              ("/review/", None), ("/resources/", None), (f"/resources/{secret.id}/", None), ("/playground/", None),
              ("/audit/", None), ("/admin/", None), ("/admin/knowledge/knowledge/", None),
              (f"/admin/knowledge/knowledge/{item.id}/change/", None), ("/admin/axes/accessattempt/", None),

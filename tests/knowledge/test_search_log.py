@@ -202,6 +202,48 @@ def test_people_searches_are_reported_under_every_scope():
     assert evaluate(readable_scopes=["org:acme"], rerun=False) == []
 
 
+# (result ids by letter, feedback as (letter, helpful), Monday of its week): the cases the metrics' definitions turn on
+TREND_CASES = [
+    ("abc", [("b", True)], "2026-03-02"),  # helpful at rank 2
+    ("ab", [("a", False)], "2026-03-02"),  # only harmful: judged, not averaged
+    ("abc", [("c", True), ("c", True), ("a", True), ("b", False)], "2026-03-02"),  # gains 2 and 1 in the wrong order
+    ("abcdefghijkl", [("k", True)], "2026-03-09"),  # helpful at rank 11: relevant, but 0 within the first ten
+    ("ab", [("z", True)], "2026-03-09"),  # helpful item the search did not return
+    ("abcdefghijkl", [(x, True) for x in "lkjihgfedcba"], "2026-03-09"),  # twelve judged: the ideal keeps ten
+    ("abc", [("a", True), ("a", False)], "2026-03-16"),  # helpful and harmful cancel: gain 0
+    ("cba", [("a", True), ("b", True)], "2026-03-16"),
+    ("abc", [("a", False), ("b", True)], "2026-03-16"),  # the first judged is not the first helpful
+]
+
+
+def test_weekly_trend_scores_each_week_as_the_python_metrics_do():
+    from datetime import date, datetime
+
+    from knowledge.search.metrics import mean, mrr_at_k, ndcg_at_k
+    from knowledge.search_log import weekly_trend
+
+    items = {letter: item(f"item {letter}") for letter in "abcdefghijklz"}
+    weeks = {}
+    for n, (ranked, feedback, monday) in enumerate(TREND_CASES):
+        at = timezone.make_aware(datetime.fromisoformat(monday)) + timedelta(days=n % 7, hours=n)
+        log = logged(scopes=["org:acme"], result_ids=[items[x].id for x in ranked], created_at=at)
+        for letter, helpful in feedback:
+            feedback_record(acting(), knowledge_id=items[letter].id, helpful=helpful, search_id=log.pk)
+        weeks.setdefault(monday, []).append((log.result_ids, judgments(log)))
+    logged(scopes=["org:acme"], result_ids=[items["a"].id])  # never judged: not counted
+    expected = []
+    for monday, judged in weeks.items():
+        useful = [(ranked, gains) for ranked, gains in judged if any(gains.values())]
+        year, week, _ = date.fromisoformat(monday).isocalendar()
+        expected.append({"week": f"{year}-W{week:02d}", "starts": date.fromisoformat(monday), "judged": len(judged),
+                         "relevant": len(useful), "ndcg": pytest.approx(mean([ndcg_at_k(r, g) for r, g in useful])),
+                         "mrr": pytest.approx(mean([mrr_at_k(r, g) for r, g in useful]))})
+    assert weekly_trend() == expected
+    assert [w["relevant"] for w in expected] == [2, 3, 2]
+    assert weekly_trend(readable_scopes=["org:beta"]) == []  # as visible as the logs themselves
+    assert [w["week"] for w in weekly_trend(since=timezone.make_aware(datetime(2026, 3, 16)))] == ["2026-W12"]
+
+
 def test_ranking_eval_prints_a_table_per_scope(judged):
     out = StringIO()
     call_command("ranking_eval", stdout=out)

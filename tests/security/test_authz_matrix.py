@@ -62,6 +62,7 @@ ENDPOINTS = {
     "schema": ("get", "/api/schema/", None),
     "docs": ("get", "/api/docs/", None),
     "ui_dashboard": ("get", "/", None),
+    "ui_dashboard_ranking": ("get", "/ranking/", None),
     "ui_list": ("get", "/knowledge/?q=staging", None),
     "ui_detail": ("get", "/knowledge/{item}/", None),
     "ui_edit_form": ("get", "/knowledge/{item}/edit/", None),
@@ -155,6 +156,7 @@ EXPECTED = {  #        owner other reader nosec viewer curat admin norole anon
     "docs":            (200, 200, 200, 200, 200, 200, 200, 200, 200),
     # the curation UI: sessions only (a Bearer token is not a login)
     "ui_dashboard":    (L, L, L, L, 200, 200, 200, 403, L),
+    "ui_dashboard_ranking": (L, L, L, L, 200, 200, 200, 403, L),  # the panel the dashboard loads after it
     "ui_list":         (L, L, L, L, 200, 200, 200, 403, L),
     "ui_detail":       (L, L, L, L, 200, 200, 200, 403, L),
     "ui_edit_form":    (L, L, L, L, 403, 200, 200, 403, L),

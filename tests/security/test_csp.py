@@ -41,7 +41,7 @@ def test_curation_and_admin_pages_carry_the_strict_policy(admin_client_, admin_u
     admin_user.save()
     item = make_knowledge()
     make_resource("code/login")
-    for url in ["/", "/knowledge/", f"/knowledge/{item.id}/", "/review/", "/resources/", "/resources/code/login/",
+    for url in ["/", "/ranking/", "/knowledge/", f"/knowledge/{item.id}/", "/review/", "/resources/", "/resources/code/login/",
                 "/playground/", "/audit/", "/admin/", "/admin/knowledge/knowledge/"]:
         response = admin_client_.get(url)
         assert response.status_code == 200, url
