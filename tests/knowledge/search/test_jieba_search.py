@@ -52,3 +52,13 @@ def test_words_added_to_jieba_count(tokenizer, monkeypatch):
     monkeypatch.setitem(tokenizer.FREQ, "蓝鲸知识库", 50_000)
     assert "蓝鲸知识库" in cut_for_search(run, tokenizer)
     assert cut_for_search(run, tokenizer) == list(tokenizer.cut_for_search(run))
+
+
+def test_words_jieba_forces_apart_are_split(tokenizer, monkeypatch):
+    from jieba import finalseg
+
+    run = "他来到了网易杭研大厦"
+    assert "杭研" in cut_for_search(run, tokenizer)  # a word only the HMM finds
+    monkeypatch.setattr(finalseg, "Force_Split_Words", {"杭研"})
+    assert "杭研" not in cut_for_search(run, tokenizer)
+    assert cut_for_search(run, tokenizer) == list(tokenizer.cut_for_search(run))
