@@ -12,7 +12,7 @@ jieba's order, and its tie-break: the longer word), and unknown stretches go
 through jieba's HMM (`finalseg`'s model and Viterbi, its loop over states
 written out). tests/knowledge/search/test_jieba_search.py
 holds it to `jieba.cut_for_search` word for word over CMRC 2018 and XQuAD-R
-passages and edge cases; about 2.5x faster on the bench's texts.
+passages and edge cases; twice as fast over the bench's 64,780 Chinese runs.
 """
 import re
 from math import log

@@ -39,7 +39,7 @@ class TsMatch(Func):
 
 # The stored document from its parts: the segmented task, content and tag text (`%s`-free SQL expressions
 # of type text) and the identifier tokens (a text[] expression). A single save fills it with one item's
-# parameters (`document_expression`), the bulk path with the columns of an unnest (`knowledge.bulk`), so
+# parameters (`document_expression`), the bulk path with the columns of its JSON records (`knowledge.bulk`), so
 # both store the same tsvector. Concatenating an empty identifier vector changes nothing.
 DOCUMENT_SQL = (
     "setweight(to_tsvector('english'::regconfig, COALESCE({task}, '')), 'A')"
