@@ -16,10 +16,9 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from django.contrib.postgres.fields import ArrayField
-from django.contrib.postgres.search import SearchVector, SearchVectorCombinable, SearchVectorField
+from django.contrib.postgres.search import SearchVectorField
 from django.db import connection
-from django.db.models import BooleanField, F, Func, TextField, Value
+from django.db.models import BooleanField, F, Func
 from django.db.models.expressions import RawSQL
 
 from core.estimates import common_shares
@@ -31,13 +30,6 @@ BM25_B = 0.75
 TITLE_BOOST = 2
 
 
-class _IdentifierVector(SearchVectorCombinable, Func):
-    """Identifier tokens as lexemes, verbatim, weight A."""
-
-    template = "setweight(array_to_tsvector(%(expressions)s), 'A')"
-    output_field = SearchVectorField()
-
-
 class TsMatch(Func):
     """`document @@ query` as a boolean expression usable in filter()."""
 
@@ -46,18 +38,28 @@ class TsMatch(Func):
     output_field = BooleanField()
 
 
+# The stored document from its parts: the segmented task, content and tag text (`%s`-free SQL expressions
+# of type text) and the identifier tokens (a text[] expression). A single save fills it with one item's
+# parameters (`document_expression`), the bulk path with the columns of its JSON records (`knowledge.bulk`), so
+# both store the same tsvector. Concatenating an empty identifier vector changes nothing.
+DOCUMENT_SQL = (
+    "setweight(to_tsvector('english'::regconfig, COALESCE({task}, '')), 'A')"
+    " || setweight(to_tsvector('english'::regconfig, COALESCE({content}, '')), 'B')"
+    " || setweight(to_tsvector('english'::regconfig, COALESCE({tags}, '')), 'A')"
+    " || setweight(array_to_tsvector({names}), 'A')"
+)
+
+
+def document_parts(*, task: str, content: str, tags: dict) -> tuple[str, str, str, list[str]]:
+    """What `DOCUMENT_SQL` is computed from: the segmented task, content and tag values, and the identifiers."""
+    tag_text = " ".join(str(v) for v in (tags or {}).values())
+    return segment(task), segment(content), segment(tag_text), identifiers(f"{task}\n{content}\n{tag_text}")
+
+
 def document_expression(*, task: str, content: str, tags: dict):
     """The tsvector expression to store in `Knowledge.search_document`."""
-    tag_text = " ".join(str(v) for v in (tags or {}).values())
-    names = identifiers(f"{task}\n{content}\n{tag_text}")
-    words = (
-        SearchVector(Value(segment(task)), config="english", weight="A")
-        + SearchVector(Value(segment(content)), config="english", weight="B")
-        + SearchVector(Value(segment(tag_text)), config="english", weight="A")
-    )
-    if not names:
-        return words
-    return words + _IdentifierVector(Value(names, output_field=ArrayField(TextField())))
+    sql = DOCUMENT_SQL.format(task="%s", content="%s", tags="%s", names="%s::text[]")
+    return RawSQL(sql, document_parts(task=task, content=content, tags=tags), output_field=SearchVectorField())
 
 
 def _quote(lexeme: str) -> str:

@@ -1,4 +1,7 @@
 """The bulk path stores many items in a few statements, exactly as single saves would."""
+import json
+from datetime import datetime, timedelta, timezone
+
 import numpy as np
 import pytest
 from django.db import connection
@@ -6,7 +9,7 @@ from django.db import connection
 from knowledge import bulk, services
 from knowledge.errors import KnowledgeIdConflictError, UnknownResourceError
 from knowledge.models import FeedbackCase, Knowledge
-from knowledge.search import engine
+from knowledge.search import engine, indexing
 from knowledge.search.embeddings import get_embedder
 from knowledge.search.rerank import Gate
 from knowledge.tasks import embed_knowledge
@@ -37,6 +40,37 @@ def test_bulk_items_get_the_same_keyword_document_and_script_as_a_single_save():
     many = bulk.knowledge_bulk_create(acting("a"), [entry(t, c, tags=g) for t, c, g in texts], embed=False)
     assert [stored_document(i.id) for i in many] == [stored_document(i.id) for i in single]
     assert all(stored_document(i.id)[0] for i in many)
+
+
+def stored_row(item_id: str) -> dict:
+    """Every column of the stored row but the id, the keyword document as its bytes (tsvectorsend)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT to_jsonb(k) - 'id' - 'search_document', tsvectorsend(k.search_document) "
+                       "FROM knowledge_knowledge k WHERE id = %s", [item_id])
+        row, document = cursor.fetchone()
+    return {**json.loads(row), "search_document": bytes(document)}
+
+
+@pytest.mark.django_db
+def test_bulk_rows_equal_single_save_rows_column_for_column():
+    made = datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=timezone.utc)
+    entries = [
+        {"task": "导出本月订单数据的流程", "content": "在后台订单页选择月份，点击导出 CSV。㐀𠀀 並", "tags": {"tool": "admin", "语言": "中文"},
+         "types": ["tool", "strategy", "tool"], "scopes": ["team-a", "team-b", "team-a"], "owner": "someone",
+         "source": {"name": "wiki", "urls": ["https://example.com/a"], "extra": "dropped"}, "message_id": "m-1",
+         "score": 5, "helpful": 7, "harmful": 2, "confidence": 1, "created_at": made},
+        {"task": "Fix ERR_CONNECTION_RESET in undetected_chromedriver", "content": "Rotate proxies; E1101 is harmless.\n'quoted' \\ back",
+         "types": ["definition"], "scopes": ["team-a"], "confidence": 0.123456789012345, "created_at": made,
+         "updated_at": made + timedelta(days=1)},
+        {"task": "no identifiers here", "content": "", "types": ["plan"], "scopes": ["team-a"], "tags": {},
+         "created_at": made},
+    ]
+    vectors = np.random.default_rng(7).random((len(entries), 5)).astype(np.float32)
+    single = [services.knowledge_create(acting("agent:a"), embed=False, **entry) for entry in entries]
+    indexing.store_embeddings(ids=[item.id for item in single], vectors=vectors, model_name="test-model")
+    many = bulk.knowledge_bulk_create(acting("agent:a"), entries, vectors=vectors, model_name="test-model")
+    assert [stored_row(item.id) for item in many] == [stored_row(item.id) for item in single]
+    assert all(stored_row(item.id)["search_document"] for item in many)
 
 
 @pytest.mark.django_db
