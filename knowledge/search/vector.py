@@ -14,9 +14,12 @@ iterative scan (`relaxed_order`) keeps walking until enough rows pass, and we
 re-sort its results exactly afterwards.
 """
 import re
+from contextlib import contextmanager
 from functools import lru_cache
 
 from django.db import connection, transaction
+from django.db.models import CharField
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Cast
 from pgvector.django import CosineDistance, VectorField
 
@@ -83,19 +86,60 @@ def vector_candidates(
     """
     ensure_index(model_name, dimensions)
     candidates = queryset.filter(embedding_model=model_name)
-    distance = distance_expression(list(map(float, vector)), dimensions)
     if size is None:
         size = candidates[: EXACT_SCAN_MAX_ROWS + 1].count()
-    if size <= EXACT_SCAN_MAX_ROWS:
+    exact = exact_scan(size)
+    nearest = _nearest(candidates, distance_expression(list(map(float, vector)), dimensions), limit=limit, exact=exact)
+    with _scan_settings(limit, exact=exact):
+        rows = list(nearest)
+    rows.sort(key=lambda row: (row[1], row[0]))  # the exact scan's order; relaxed_order may be slightly out of it
+    return [(item_id, 1.0 - float(distance)) for item_id, distance in rows]
+
+
+def nearest_of_each(queryset, *, ids: list[str], model_name: str, dimensions: int, limit: int,
+                    exact: bool) -> dict[str, list[tuple[str, float]]]:
+    """For each item of `ids` (items with a vector from this model), what
+    `vector_candidates(queryset.exclude(pk=id), vector=<its stored vector>, ...)`
+    returns, in one statement: a LATERAL join over the items whose inner query
+    is vector_candidates' own (the script's partial HNSW index, or the exact
+    scan when `exact`: the caller decides by size with `exact_scan`, as
+    vector_candidates does). Items without neighbours are left out."""
+    ensure_index(model_name, dimensions)
+    others = queryset.filter(embedding_model=model_name).exclude(pk=RawSQL("page.id", (), output_field=CharField()))
+    page_vector = RawSQL("page.embedding", (), output_field=VectorField())
+    inner, params = _nearest(others, distance_expression(page_vector, dimensions), limit=limit, exact=exact).query.sql_with_params()
+    sql = (f"SELECT page.id, near.id, near.distance FROM knowledge_knowledge AS page "
+           f"CROSS JOIN LATERAL ({inner}) AS near(id, distance) WHERE page.id = ANY(%s)")
+    with _scan_settings(limit, exact=exact), connection.cursor() as cursor:
+        cursor.execute(sql, [*params, list(ids)])
+        rows = cursor.fetchall()
+    found: dict[str, list[tuple[str, float]]] = {}
+    for item_id, other, distance in sorted(rows, key=lambda row: (row[0], row[2], row[1])):
+        found.setdefault(item_id, []).append((other, 1.0 - float(distance)))
+    return found
+
+
+def exact_scan(size: int) -> bool:
+    """Whether `size` candidates are few enough for an exact scan (faster than the graph, and exact)."""
+    return size <= EXACT_SCAN_MAX_ROWS
+
+
+def _nearest(candidates, distance, *, limit: int, exact: bool):
+    if exact:
         # `+ 0` keeps the planner off the HNSW index: an exact sort of few rows.
-        exact = candidates.annotate(distance=distance + 0.0).order_by("distance", "id").values_list("id", "distance")[:limit]
-        return [(item_id, 1.0 - float(d)) for item_id, d in exact]
-    rows_query = candidates.annotate(distance=distance).order_by("distance").values_list("id", "distance")[:limit]
+        return candidates.annotate(distance=distance + 0.0).order_by("distance", "id").values_list("id", "distance")[:limit]
+    return candidates.annotate(distance=distance).order_by("distance").values_list("id", "distance")[:limit]
+
+
+@contextmanager
+def _scan_settings(limit: int, *, exact: bool):
+    """The HNSW scan's settings for the statements run inside (nothing for an exact scan)."""
+    if exact:
+        yield
+        return
     with transaction.atomic(), connection.cursor() as cursor:
         # SET LOCAL: these settings end with this transaction.
         cursor.execute(f"SET LOCAL hnsw.ef_search = {max(MIN_EF_SEARCH, int(limit))}")
         cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         cursor.execute(f"SET LOCAL hnsw.max_scan_tuples = {MAX_SCAN_TUPLES}")
-        rows = list(rows_query)
-    rows.sort(key=lambda row: (row[1], row[0]))  # relaxed_order may be slightly out of order
-    return [(item_id, 1.0 - float(distance)) for item_id, distance in rows]
+        yield
