@@ -3,10 +3,12 @@
     .venv/bin/python -m bench.slim --items 10000,100000
 
 Each size uses the database bench/seed_data.py fills (seeding it first if
-needed). `knowledge.slim.find_groups` asks the vector index for each active
-item's nearest items of the same audience (owner and scopes), so it should
-grow close to n log n: the table gives seconds, items/s, and the time divided
-by n·log2(n) relative to the smallest size (1.0 means exactly n log n). The
+needed). `knowledge.slim.find_groups` asks for each active item's nearest
+items of the same audience (scopes), a page of items per statement
+(`neighbours.close_pairs_among`; through the vector index once an audience
+has more than 2,000 items of a script), so it should grow close to n log n:
+the table gives seconds, items/s, and the time divided by n·log2(n)
+relative to the smallest size (1.0 means exactly n log n). The
 LLM's merge of each group is not part of it (a dry run proposes groups only).
 """
 import argparse
@@ -38,16 +40,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.items.split(",")]
     if args.one:
-        from bench.retrieval import _point_at_bench_database
-        from bench.seed_data import database_for, seed
+        from bench.seed_data import open_database, seed
 
-        _point_at_bench_database(database_for(sizes[0]))
-        import django
-
-        django.setup()
-        from django.core.management import call_command
-
-        call_command("migrate", verbosity=0)
+        open_database(sizes[0])
         seed(sizes[0])
         row = measure(sizes[0])
         print(f"{row['items']} {row['seconds']:.3f} {row['groups']} {row['grouped']}", flush=True)

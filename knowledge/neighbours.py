@@ -29,9 +29,9 @@ from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet
 
 from knowledge.models import Knowledge
 from knowledge.search import keyword
+from knowledge.search import vector as vectors
 from knowledge.search.crosslingual import scripts_present
 from knowledge.search.embeddings import item_text
-from knowledge.search import vector as vectors
 from knowledge.search.vector import vector_candidates
 
 # At most this many pairs per item (and this many nearest items asked of each search: per writing system
@@ -108,28 +108,32 @@ def close_pairs_among(candidates: QuerySet[Knowledge], *, limit: int = NEIGHBOUR
     chosen by `choose`, as close_pairs does. Items without a vector have none."""
     items = list(candidates.values_list("id", "script", "embedding_model",
                                         ExpressionWrapper(Q(embedding__isnull=False), output_field=BooleanField())))
-    counts = Counter((model, script) for _, script, model, _ in items)  # what scripts_present counts, exactly
-    asks: dict[tuple[str, str, bool], list[str]] = defaultdict(list)  # (model, script, exact) -> ids
+    found: dict[str, dict[str, list[tuple[str, float]]]] = defaultdict(dict)  # id -> script -> (id, similarity)
+    for (model, script, exact), ids in sorted(_searches(items).items()):
+        dimensions = len(candidates.filter(embedding_model=model).exclude(embedding=None).values_list("embedding", flat=True)[0])
+        for start in range(0, len(ids), page):
+            nearest = vectors.nearest_of_each(candidates.filter(script=script), ids=ids[start:start + page], model_name=model,
+                                              dimensions=dimensions, limit=limit, exact=exact)
+            for item_id, rows in nearest.items():
+                found[item_id][script] = rows
+    thresholds = current_thresholds()
+    return {item_id: choose(_found(script, found.get(item_id, {})), limit=limit, thresholds=thresholds)
+            for item_id, script, _, _ in items}
+
+
+def _searches(items) -> dict[tuple[str, str, bool], list[str]]:
+    """(model, script searched, exact scan?) -> the ids of `items` (id, script, model, has a vector) that search it,
+    as `gather` decides item by item: every script with candidates of the item's model, the exact scan when few."""
+    counts = Counter((model, script) for _, script, model, _ in items)  # what scripts_present counts
+    searches: dict[tuple[str, str, bool], list[str]] = defaultdict(list)
     for item_id, script, model, has_vector in items:
         if not (has_vector and model):
             continue
         for (of_model, other_script), count in counts.items():
             size = count - (other_script == script)  # the item is not its own candidate
             if of_model == model and size:
-                asks[model, other_script, vectors.exact_scan(size)].append(item_id)
-    found: dict[str, dict[str, list[tuple[str, float]]]] = defaultdict(dict)  # id -> script -> (id, similarity)
-    dimensions = {}
-    for (model, script, exact), ids in sorted(asks.items()):
-        if model not in dimensions:
-            dimensions[model] = len(candidates.filter(embedding_model=model).exclude(embedding=None).values_list("embedding", flat=True)[0])
-        for start in range(0, len(ids), page):
-            nearest = vectors.nearest_of_each(candidates.filter(script=script), ids=ids[start:start + page], model_name=model,
-                                              dimensions=dimensions[model], limit=limit, exact=exact)
-            for item_id, rows in nearest.items():
-                found[item_id][script] = rows
-    thresholds = current_thresholds()
-    return {item_id: choose(_found(script, found.get(item_id, {})), limit=limit, thresholds=thresholds)
-            for item_id, script, _, _ in items}
+                searches[model, other_script, vectors.exact_scan(size)].append(item_id)
+    return searches
 
 
 def _found(script: str, vector: dict[str, list[tuple[str, float]]]) -> Found:
