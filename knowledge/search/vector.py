@@ -106,6 +106,18 @@ def nearest_of_each(queryset, *, ids: list[str], model_name: str, dimensions: in
     index side is vector_candidates' own query (the script's partial HNSW index,
     the same settings). Items without neighbours are left out."""
     ensure_index(model_name, dimensions)
+    sql, params = of_each_statement(queryset, ids=ids, model_name=model_name, dimensions=dimensions, limit=limit, exact=exact)
+    with of_each_settings(limit, exact=exact, dimensions=dimensions), connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    found: dict[str, list[tuple[str, float]]] = {}
+    for item_id, other, distance in sorted(rows, key=lambda row: (row[0], row[2], row[1])):
+        found.setdefault(item_id, []).append((other, 1.0 - float(distance)))
+    return found
+
+
+def of_each_statement(queryset, *, ids: list[str], model_name: str, dimensions: int, limit: int, exact: bool):
+    """nearest_of_each's SQL and parameters."""
     candidates = queryset.filter(embedding_model=model_name)
     nearest, params = (_exact_of_each if exact else _indexed_of_each)(candidates, dimensions=dimensions, limit=limit)
     # The cast reads each item's vector once (a vector is stored out of line, TOASTed; `page.embedding` would be
@@ -113,13 +125,7 @@ def nearest_of_each(queryset, *, ids: list[str], model_name: str, dimensions: in
     sql = (f"WITH page AS MATERIALIZED (SELECT id, embedding::vector({int(dimensions)}) AS embedding "
            f"FROM knowledge_knowledge WHERE id = ANY(%s)) "
            f"SELECT page.id, near.id, near.distance FROM page CROSS JOIN LATERAL ({nearest}) AS near(id, distance)")
-    with _scan_settings(limit, exact=exact, dimensions=dimensions), connection.cursor() as cursor:
-        cursor.execute(sql, [list(ids), *params])
-        rows = cursor.fetchall()
-    found: dict[str, list[tuple[str, float]]] = {}
-    for item_id, other, distance in sorted(rows, key=lambda row: (row[0], row[2], row[1])):
-        found.setdefault(item_id, []).append((other, 1.0 - float(distance)))
-    return found
+    return sql, [list(ids), *params]
 
 
 def _indexed_of_each(candidates, *, dimensions: int, limit: int):
@@ -154,19 +160,36 @@ def _nearest(candidates, distance, *, limit: int, exact: bool):
 
 
 @contextmanager
-def _scan_settings(limit: int, *, exact: bool, dimensions: int = 0):
-    """The scan's settings for the statements run inside: the HNSW scan's, or for an exact scan of many items'
-    vectors held at once (nearest_of_each) room for them in memory."""
-    if exact and not dimensions:
+def _scan_settings(limit: int, *, exact: bool):
+    """The HNSW scan's settings for the statements run inside (nothing for an exact scan)."""
+    if exact:
         yield
         return
     with transaction.atomic(), connection.cursor() as cursor:
-        # SET LOCAL: these settings end with this transaction.
+        _set_hnsw(cursor, limit)
+        yield
+
+
+@contextmanager
+def of_each_settings(limit: int, *, exact: bool, dimensions: int):
+    """nearest_of_each's settings. An exact scan holds up to EXACT_SCAN_MAX_ROWS vectors in memory. The index
+    scan is the HNSW scan, and the only plan allowed: the planner underestimates an audience
+    (`scopes @> … AND scopes <@ …`: 480 rows expected, 5,000 found at 50k items) and does not count reading each
+    TOASTed vector, so it sorted the whole audience (84 ms per item and script, EXPLAIN ANALYZE) instead of
+    walking the script's index (5 ms)."""
+    with transaction.atomic(), connection.cursor() as cursor:
         if exact:
             held = 2 * (EXACT_SCAN_MAX_ROWS + 1) * (4 * dimensions + 64)  # bytes, with room for the tuples' overhead
             cursor.execute(f"SET LOCAL work_mem = '{max(4, math.ceil(held / 2**20))}MB'")
         else:
-            cursor.execute(f"SET LOCAL hnsw.ef_search = {max(MIN_EF_SEARCH, int(limit))}")
-            cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            cursor.execute(f"SET LOCAL hnsw.max_scan_tuples = {MAX_SCAN_TUPLES}")
+            _set_hnsw(cursor, limit)
+            for plan in ("seqscan", "bitmapscan", "sort"):
+                cursor.execute(f"SET LOCAL enable_{plan} = off")
         yield
+
+
+def _set_hnsw(cursor, limit: int) -> None:
+    # SET LOCAL: these settings end with the transaction.
+    cursor.execute(f"SET LOCAL hnsw.ef_search = {max(MIN_EF_SEARCH, int(limit))}")
+    cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+    cursor.execute(f"SET LOCAL hnsw.max_scan_tuples = {MAX_SCAN_TUPLES}")
