@@ -12,6 +12,9 @@ when at most EXACT_SCAN_MAX_ROWS items pass the filter, an exact scan of them
 is both exact and faster than walking the graph; otherwise pgvector 0.8's
 iterative scan (`relaxed_order`) keeps walking until enough rows pass, and we
 re-sort its results exactly afterwards.
+
+`nearest_of_each` asks the same for a page of items at once (slim's groups:
+each item's neighbours in its audience), one LATERAL statement per page.
 """
 import math
 import re
@@ -104,7 +107,8 @@ def nearest_of_each(queryset, *, ids: list[str], model_name: str, dimensions: in
     returns, in one statement: a LATERAL join over the items. The caller
     decides `exact` by size with `exact_scan`, as vector_candidates does; the
     index side is vector_candidates' own query (the script's partial HNSW index,
-    the same settings). Items without neighbours are left out."""
+    the same settings, no other plan allowed: `of_each_settings`). Items
+    without neighbours are left out."""
     ensure_index(model_name, dimensions)
     sql, params = of_each_statement(queryset, ids=ids, model_name=model_name, dimensions=dimensions, limit=limit, exact=exact)
     with of_each_settings(limit, exact=exact, dimensions=dimensions), connection.cursor() as cursor:
