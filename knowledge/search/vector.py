@@ -178,9 +178,9 @@ def _scan_settings(limit: int, *, exact: bool):
 def of_each_settings(limit: int, *, exact: bool, dimensions: int):
     """nearest_of_each's settings. An exact scan holds up to EXACT_SCAN_MAX_ROWS vectors in memory. The index
     scan is the HNSW scan, and the only plan allowed: the planner underestimates an audience
-    (`scopes @> … AND scopes <@ …`: 480 rows expected, 5,000 found at 50k items) and does not count reading each
-    TOASTed vector, so it sorted the whole audience (84 ms per item and script, EXPLAIN ANALYZE) instead of
-    walking the script's index (5 ms)."""
+    (`scopes @> … AND scopes <@ …`: ~500 rows expected, 5,000 found) and does not count reading each TOASTed
+    vector, so the choice is fragile: on the 100k seed half filled it sorted the whole audience per item (84 ms
+    per item and script, EXPLAIN ANALYZE) instead of walking the script's index (5 ms); full, it took the index."""
     with transaction.atomic(), connection.cursor() as cursor:
         if exact:
             held = 2 * (EXACT_SCAN_MAX_ROWS + 1) * (4 * dimensions + 64)  # bytes, with room for the tuples' overhead
