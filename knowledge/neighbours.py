@@ -21,13 +21,15 @@ The thresholds were chosen with `python -m bench.duplicates` on the development 
 bench/data/pairs-dev (hand-written agent tips + XQuAD-R translations and same-article hard negatives);
 BENCHMARKS.md ("Duplicates and contradictions (issue 17)") has the sweep and the held-out figures.
 """
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 import numpy as np
-from django.db.models import QuerySet
+from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet
 
 from knowledge.models import Knowledge
 from knowledge.search import keyword
+from knowledge.search import vector as vectors
 from knowledge.search.crosslingual import scripts_present
 from knowledge.search.embeddings import item_text
 from knowledge.search.vector import vector_candidates
@@ -36,6 +38,8 @@ from knowledge.search.vector import vector_candidates
 # and by keyword). Each pair is one LLM call of the contradiction check. Dev half of pairs-dev: 3 finds as many
 # true pairs at 1.32 pairs per item instead of 1.39; 5 is kept so a group of several copies stays connected.
 NEIGHBOURS = 5
+# Items per statement of `close_pairs_among` (each gives at most NEIGHBOURS rows per writing system).
+PAGE = 500
 # Candidate thresholds: the cheapest setting of the dev grid (same-script 0.60-0.80, cross-script 0.50-0.70,
 # keyword 0.05-0.3 or off, limit 3/5/8) whose recall is at least 0.95 averaged over the four kinds of true pair
 # (XQuAD-R translations, hand-written duplicates, refinements, contradictions): recall 0.958 (0.949, 1.0,
@@ -94,6 +98,48 @@ def close_pairs(item: Knowledge, candidates: QuerySet[Knowledge], *, limit: int 
     so paraphrases and translations are found. `keywords=False` skips the keyword search (slim: a duplicate
     is decided by similarity alone, and the BM25 query of a whole item is most of the cost)."""
     return choose(gather(item, candidates, depth=limit, keywords=keywords), limit=limit, thresholds=current_thresholds())
+
+
+def close_pairs_among(candidates: QuerySet[Knowledge], *, limit: int = NEIGHBOURS, page: int = PAGE) -> dict[str, list[ClosePair]]:
+    """`close_pairs(item, candidates.exclude(pk=item.pk), keywords=False)` for every item of `candidates`, which are
+    each other's candidates (slim: one audience), in a few statements instead of several per item: the writing
+    systems present are counted once, then each script's nearest items are asked for a page of items at a time
+    (`vector.nearest_of_each`, the same index or exact scan vector_candidates picks for each item). The pairs are
+    chosen by `choose`, as close_pairs does. Items without a vector have none."""
+    items = list(candidates.values_list("id", "script", "embedding_model",
+                                        ExpressionWrapper(Q(embedding__isnull=False), output_field=BooleanField())))
+    found: dict[str, dict[str, list[tuple[str, float]]]] = defaultdict(dict)  # id -> script -> (id, similarity)
+    for (model, script, exact), ids in sorted(_searches(items).items()):
+        dimensions = len(candidates.filter(embedding_model=model).exclude(embedding=None).values_list("embedding", flat=True)[0])
+        for start in range(0, len(ids), page):
+            nearest = vectors.nearest_of_each(candidates.filter(script=script), ids=ids[start:start + page], model_name=model,
+                                              dimensions=dimensions, limit=limit, exact=exact)
+            for item_id, rows in nearest.items():
+                found[item_id][script] = rows
+    thresholds = current_thresholds()
+    return {item_id: choose(_found(script, found.get(item_id, {})), limit=limit, thresholds=thresholds)
+            for item_id, script, _, _ in items}
+
+
+def _searches(items) -> dict[tuple[str, str, bool], list[str]]:
+    """(model, script searched, exact scan?) -> the ids of `items` (id, script, model, has a vector) that search it,
+    as `gather` decides item by item: every script with candidates of the item's model, the exact scan when few."""
+    counts = Counter((model, script) for _, script, model, _ in items)  # what scripts_present counts
+    searches: dict[tuple[str, str, bool], list[str]] = defaultdict(list)
+    for item_id, script, model, has_vector in items:
+        if not (has_vector and model):
+            continue
+        for (of_model, other_script), count in counts.items():
+            size = count - (other_script == script)  # the item is not its own candidate
+            if of_model == model and size:
+                searches[model, other_script, vectors.exact_scan(size)].append(item_id)
+    return searches
+
+
+def _found(script: str, vector: dict[str, list[tuple[str, float]]]) -> Found:
+    """What the vector searches found for an item of `script` (each neighbour is of the script it was searched in)."""
+    return Found(script=script, vector=vector, keyword=[], similarity={other: s for rows in vector.values() for other, s in rows},
+                 scripts={other: of for of, rows in vector.items() for other, _ in rows})
 
 
 def gather(item: Knowledge, candidates: QuerySet[Knowledge], *, depth: int, keywords: bool = True) -> Found:

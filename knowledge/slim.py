@@ -1,9 +1,11 @@
 """Slim: merge near-duplicate knowledge, reversibly (seed 003).
 
 Groups come from the neighbour search, never an all-pairs loop: each active
-item asks `knowledge.neighbours.close_pairs` for its close items with the same
-set of scopes (so a merge never widens who can see anything), and the pairs it
-marks `duplicate_likely` (at or above the measured duplicate threshold of the
+item's close items with the same set of scopes (so a merge never widens who can
+see anything), as `knowledge.neighbours.close_pairs` finds them, asked for a
+whole audience at once (`close_pairs_among`: a statement per writing system and
+page of items, not several per item), and the pairs
+marked `duplicate_likely` (at or above the measured duplicate threshold of the
 pair's script pairing: a translation scores lower than a paraphrase) are
 joined (union-find), unless a curator rejected that pair. Measured on
 bench/data/pairs-dev (`python -m bench.duplicates`, BENCHMARKS.md
@@ -39,7 +41,7 @@ from jobs.services import job_claim, job_create, job_progress, job_succeed
 from core.safe_json import UNSAFE_CHARACTERS
 from knowledge import llm, relation, services
 from knowledge.models import Conflict, FeedbackCase, Knowledge, KnowledgeStatus, MergeProposal, SlimRejection
-from knowledge.neighbours import DUPLICATE_SAME_SCRIPT, NEIGHBOURS, close_pairs
+from knowledge.neighbours import DUPLICATE_SAME_SCRIPT, NEIGHBOURS, close_pairs_among
 
 SIMILARITY_THRESHOLD = DUPLICATE_SAME_SCRIPT  # kept for callers of the old name; see knowledge.neighbours
 __all__ = ["NEIGHBOURS", "SIMILARITY_THRESHOLD", "find_groups", "group_pairs"]
@@ -75,13 +77,14 @@ def duplicate_edges(*, writable_scopes: list[str] | None = None, threshold: floa
     if writable_scopes is not None:
         active = active.filter(scopes__contained_by=list(writable_scopes))
     rejected = {_pair(a, b) for a, b in SlimRejection.objects.values_list("first_id", "second_id")}
+    audiences = sorted({tuple(sorted(set(scopes))) for scopes in active.values_list("scopes", flat=True)})
     edges = []
-    fields = ("id", "scopes", "script", "task", "content", "embedding", "embedding_model")
-    for item in active.only(*fields).iterator(chunk_size=500):
-        same_audience = active.filter(scopes__contains=item.scopes, scopes__contained_by=item.scopes).exclude(pk=item.pk)
-        for pair in close_pairs(item, same_audience, keywords=False):
-            if pair.duplicate_likely if threshold is None else pair.similarity >= threshold:
-                edges.append(_pair(item.id, pair.other_id))
+    for audience in audiences:
+        same_audience = active.filter(scopes__contains=list(audience), scopes__contained_by=list(audience))
+        for item_id, pairs in sorted(close_pairs_among(same_audience).items()):
+            for pair in pairs:
+                if pair.duplicate_likely if threshold is None else pair.similarity >= threshold:
+                    edges.append(_pair(item_id, pair.other_id))
     return list(dict.fromkeys(edges)), rejected
 
 

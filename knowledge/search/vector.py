@@ -12,11 +12,18 @@ when at most EXACT_SCAN_MAX_ROWS items pass the filter, an exact scan of them
 is both exact and faster than walking the graph; otherwise pgvector 0.8's
 iterative scan (`relaxed_order`) keeps walking until enough rows pass, and we
 re-sort its results exactly afterwards.
+
+`nearest_of_each` asks the same for a page of items at once (slim's groups:
+each item's neighbours in its audience), one LATERAL statement per page.
 """
+import math
 import re
+from contextlib import contextmanager
 from functools import lru_cache
 
 from django.db import connection, transaction
+from django.db.models import CharField
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Cast
 from pgvector.django import CosineDistance, VectorField
 
@@ -83,19 +90,110 @@ def vector_candidates(
     """
     ensure_index(model_name, dimensions)
     candidates = queryset.filter(embedding_model=model_name)
-    distance = distance_expression(list(map(float, vector)), dimensions)
     if size is None:
         size = candidates[: EXACT_SCAN_MAX_ROWS + 1].count()
-    if size <= EXACT_SCAN_MAX_ROWS:
-        # `+ 0` keeps the planner off the HNSW index: an exact sort of few rows.
-        exact = candidates.annotate(distance=distance + 0.0).order_by("distance", "id").values_list("id", "distance")[:limit]
-        return [(item_id, 1.0 - float(d)) for item_id, d in exact]
-    rows_query = candidates.annotate(distance=distance).order_by("distance").values_list("id", "distance")[:limit]
-    with transaction.atomic(), connection.cursor() as cursor:
-        # SET LOCAL: these settings end with this transaction.
-        cursor.execute(f"SET LOCAL hnsw.ef_search = {max(MIN_EF_SEARCH, int(limit))}")
-        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor.execute(f"SET LOCAL hnsw.max_scan_tuples = {MAX_SCAN_TUPLES}")
-        rows = list(rows_query)
-    rows.sort(key=lambda row: (row[1], row[0]))  # relaxed_order may be slightly out of order
+    exact = exact_scan(size)
+    nearest = _nearest(candidates, distance_expression(list(map(float, vector)), dimensions), limit=limit, exact=exact)
+    with _scan_settings(limit, exact=exact):
+        rows = list(nearest)
+    rows.sort(key=lambda row: (row[1], row[0]))  # the exact scan's order; relaxed_order may be slightly out of it
     return [(item_id, 1.0 - float(distance)) for item_id, distance in rows]
+
+
+def nearest_of_each(queryset, *, ids: list[str], model_name: str, dimensions: int, limit: int,
+                    exact: bool) -> dict[str, list[tuple[str, float]]]:
+    """For each item of `ids` (items with a vector from this model), what
+    `vector_candidates(queryset.exclude(pk=id), vector=<its stored vector>, ...)`
+    returns, in one statement: a LATERAL join over the items. The caller
+    decides `exact` by size with `exact_scan`, as vector_candidates does; the
+    index side is vector_candidates' own query (the script's partial HNSW index,
+    the same settings, no other plan allowed: `of_each_settings`). Items
+    without neighbours are left out."""
+    ensure_index(model_name, dimensions)
+    sql, params = of_each_statement(queryset, ids=ids, model_name=model_name, dimensions=dimensions, limit=limit, exact=exact)
+    with of_each_settings(limit, exact=exact, dimensions=dimensions), connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    found: dict[str, list[tuple[str, float]]] = {}
+    for item_id, other, distance in sorted(rows, key=lambda row: (row[0], row[2], row[1])):
+        found.setdefault(item_id, []).append((other, 1.0 - float(distance)))
+    return found
+
+
+def of_each_statement(queryset, *, ids: list[str], model_name: str, dimensions: int, limit: int, exact: bool):
+    """nearest_of_each's SQL and parameters."""
+    candidates = queryset.filter(embedding_model=model_name)
+    nearest, params = (_exact_of_each if exact else _indexed_of_each)(candidates, dimensions=dimensions, limit=limit)
+    # The cast reads each item's vector once (a vector is stored out of line, TOASTed; `page.embedding` would be
+    # read again for every candidate it is compared with).
+    sql = (f"WITH page AS MATERIALIZED (SELECT id, embedding::vector({int(dimensions)}) AS embedding "
+           f"FROM knowledge_knowledge WHERE id = ANY(%s)) "
+           f"SELECT page.id, near.id, near.distance FROM page CROSS JOIN LATERAL ({nearest}) AS near(id, distance)")
+    return sql, [list(ids), *params]
+
+
+def _indexed_of_each(candidates, *, dimensions: int, limit: int):
+    """vector_candidates' index query, for the item `page` of the outer query."""
+    others = candidates.exclude(pk=RawSQL("page.id", (), output_field=CharField()))
+    distance = distance_expression(RawSQL("page.embedding", (), output_field=VectorField()), dimensions)
+    return _nearest(others, distance, limit=limit, exact=False).query.sql_with_params()
+
+
+def _exact_of_each(candidates, *, dimensions: int, limit: int):
+    """vector_candidates' exact scan (the same distance, the same order), for the item `page` of the outer query,
+    over the candidates' vectors read once: each vector is TOASTed (stored out of line), and scanning the table
+    once per item read ~500 of them again for each item (12 ms per item and script at 10k items, EXPLAIN ANALYZE)."""
+    vectors, params = candidates.order_by().values_list(
+        "id", Cast("embedding", VectorField(dimensions=dimensions))).query.sql_with_params()
+    nearest = (f"WITH candidate(id, embedding) AS MATERIALIZED ({vectors}) "
+               f"SELECT candidate.id, (candidate.embedding <=> page.embedding) + 0.0 AS distance FROM candidate "
+               f"WHERE candidate.id <> page.id ORDER BY distance, candidate.id LIMIT %s")
+    return nearest, [*params, limit]
+
+
+def exact_scan(size: int) -> bool:
+    """Whether `size` candidates are few enough for an exact scan (faster than the graph, and exact)."""
+    return size <= EXACT_SCAN_MAX_ROWS
+
+
+def _nearest(candidates, distance, *, limit: int, exact: bool):
+    if exact:
+        # `+ 0` keeps the planner off the HNSW index: an exact sort of few rows.
+        return candidates.annotate(distance=distance + 0.0).order_by("distance", "id").values_list("id", "distance")[:limit]
+    return candidates.annotate(distance=distance).order_by("distance").values_list("id", "distance")[:limit]
+
+
+@contextmanager
+def _scan_settings(limit: int, *, exact: bool):
+    """The HNSW scan's settings for the statements run inside (nothing for an exact scan)."""
+    if exact:
+        yield
+        return
+    with transaction.atomic(), connection.cursor() as cursor:
+        _set_hnsw(cursor, limit)
+        yield
+
+
+@contextmanager
+def of_each_settings(limit: int, *, exact: bool, dimensions: int):
+    """nearest_of_each's settings. An exact scan holds up to EXACT_SCAN_MAX_ROWS vectors in memory. The index
+    scan is the HNSW scan, and the only plan allowed: the planner underestimates an audience
+    (`scopes @> … AND scopes <@ …`: ~500 rows expected, 5,000 found) and does not count reading each TOASTed
+    vector, so the choice is fragile: on the 100k seed half filled it sorted the whole audience per item (84 ms
+    per item and script, EXPLAIN ANALYZE) instead of walking the script's index (5 ms); full, it took the index."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        if exact:
+            held = 2 * (EXACT_SCAN_MAX_ROWS + 1) * (4 * dimensions + 64)  # bytes, with room for the tuples' overhead
+            cursor.execute(f"SET LOCAL work_mem = '{max(4, math.ceil(held / 2**20))}MB'")
+        else:
+            _set_hnsw(cursor, limit)
+            for plan in ("seqscan", "bitmapscan", "sort"):
+                cursor.execute(f"SET LOCAL enable_{plan} = off")
+        yield
+
+
+def _set_hnsw(cursor, limit: int) -> None:
+    # SET LOCAL: these settings end with the transaction.
+    cursor.execute(f"SET LOCAL hnsw.ef_search = {max(MIN_EF_SEARCH, int(limit))}")
+    cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+    cursor.execute(f"SET LOCAL hnsw.max_scan_tuples = {MAX_SCAN_TUPLES}")

@@ -79,3 +79,52 @@ def test_find_groups_joins_an_english_chinese_translation_of_the_same_scopes_who
     saved([NGINX_ZH], scopes=("org:other",))  # another audience: never in acme's group
     saved([UNRELATED])
     assert find_groups() == [sorted([en.id, zh.id, zh_by_another_agent.id])]
+
+
+SELENIUM = [
+    ("Log in to site A with Selenium", "Use undetected_chromedriver to avoid bot detection, add random delays."),
+    ("Logging in to site A using Selenium", "undetected_chromedriver avoids the bot detection; also wait a random time between actions."),
+    ("用 Selenium 登录 A 站", "用 undetected_chromedriver 避开机器人检测，并在操作之间随机等待。"),
+]
+
+
+@pytest.fixture
+def audiences():
+    """Duplicates within and across scripts in three audiences, an unrelated item, and one still without a vector."""
+    acme = saved([NGINX, NGINX_ZH, NGINX_PARAPHRASE, UNRELATED, *SELENIUM])
+    other = saved([NGINX_ZH, NGINX, SELENIUM[0]], scopes=("org:other",))
+    both = saved([NGINX_PARAPHRASE, SELENIUM[2]], scopes=("org:acme", "org:other"))
+    (pending,) = saved([NGINX], embed=False)
+    return {"org:acme": acme + [pending], "org:other": other, "both": both}
+
+
+# 2,000: every audience through the exact scan; 4: acme has five Latin items with a vector, so a Latin item's four
+# Latin candidates are scanned exactly and a Han item's five go through the HNSW index (an item is not its own
+# candidate); 0: all through the index.
+@pytest.mark.parametrize("exact_scan_max_rows", [2000, 4, 0], ids=["exact-scan", "mixed", "hnsw"])
+def test_close_pairs_among_an_audience_are_close_pairs_asked_item_by_item(audiences, monkeypatch, exact_scan_max_rows):
+    from knowledge.search import vector
+
+    monkeypatch.setattr(vector, "EXACT_SCAN_MAX_ROWS", exact_scan_max_rows)
+    for members in audiences.values():
+        same_audience = Knowledge.objects.filter(scopes__contains=members[0].scopes, scopes__contained_by=members[0].scopes)
+        among = neighbours.close_pairs_among(same_audience, page=2)  # several pages
+        assert set(among) == {item.id for item in members}
+        for item in members:
+            assert among[item.id] == neighbours.close_pairs(item, same_audience.exclude(pk=item.pk), keywords=False)
+    acme = audiences["org:acme"]
+    found = neighbours.close_pairs_among(Knowledge.objects.filter(scopes=["org:acme"]))
+    assert {p.other_id for p in found[acme[0].id] if p.duplicate_likely} == {acme[1].id, acme[2].id}  # its translation, its paraphrase
+    assert found[acme[-1].id] == [] and acme[-1].id not in {p.other_id for pairs in found.values() for p in pairs}  # no vector yet
+
+
+def test_find_groups_are_the_groups_of_each_items_own_close_pairs(audiences):
+    from knowledge.slim import group_pairs
+
+    edges = []
+    for item in Knowledge.objects.exclude(embedding=None):
+        same_audience = Knowledge.objects.filter(scopes__contains=item.scopes, scopes__contained_by=item.scopes).exclude(pk=item.pk)
+        edges += [tuple(sorted((item.id, p.other_id))) for p in neighbours.close_pairs(item, same_audience, keywords=False)
+                  if p.duplicate_likely]
+    groups = find_groups()
+    assert groups == group_pairs(edges) and len(groups) == 3  # acme's nginx and selenium items, other's nginx pair

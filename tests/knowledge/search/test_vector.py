@@ -1,0 +1,49 @@
+"""vector.nearest_of_each: a page of items' nearest neighbours in one statement, as vector_candidates finds each's."""
+import numpy as np
+import pytest
+from django.db import connection
+
+from knowledge.models import Knowledge
+from knowledge.search import vector
+
+pytestmark = pytest.mark.django_db
+
+DIMS, MODEL = 16, "synthetic-test"
+
+
+@pytest.fixture
+def base():
+    """300 items in two audiences, in clusters (so neighbours are close and ranks are not ties)."""
+    rng = np.random.default_rng(0)
+    centres = rng.normal(size=(12, DIMS))
+    rows = []
+    for i in range(300):
+        v = centres[i % 12] + rng.normal(size=DIMS) * 0.3
+        rows.append(Knowledge(
+            id=f"knowledge-20260101-{i:05d}", types=["tool"], task=f"t{i}", content="c", owner="agent:x", script="latin",
+            scopes=["org:a"] if i % 3 else ["org:a", "org:b"], embedding=(v / np.linalg.norm(v)).tolist(), embedding_model=MODEL,
+        ))
+    Knowledge.objects.bulk_create(rows)
+    vector.ensure_index.cache_clear()
+    vector.ensure_index(MODEL, DIMS)
+    return Knowledge.objects.filter(scopes__contains=["org:a"], scopes__contained_by=["org:a"], script="latin")
+
+
+@pytest.mark.parametrize("exact", [True, False], ids=["exact-scan", "hnsw"])
+def test_each_items_nearest_are_what_vector_candidates_finds_for_it(base, exact):
+    ids = list(base.order_by("id").values_list("id", flat=True)[:60])
+    found = vector.nearest_of_each(base, ids=ids, model_name=MODEL, dimensions=DIMS, limit=5, exact=exact)
+    assert set(found) == set(ids)
+    for item in Knowledge.objects.filter(pk__in=ids):
+        alone = vector.vector_candidates(base.exclude(pk=item.pk), vector=item.embedding, model_name=MODEL, dimensions=DIMS,
+                                         limit=5, size=0 if exact else 10_000)
+        assert found[item.id] == alone and item.id not in dict(alone)
+
+
+def test_the_index_scan_walks_the_scripts_hnsw_index(base):
+    ids = list(base.values_list("id", flat=True)[:10])
+    sql, params = vector.of_each_statement(base, ids=ids, model_name=MODEL, dimensions=DIMS, limit=5, exact=False)
+    with vector.of_each_settings(5, exact=False, dimensions=DIMS), connection.cursor() as cursor:
+        cursor.execute("EXPLAIN " + sql, params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert f"Index Scan using {vector.script_index_name(MODEL, DIMS, 'latin')}" in plan and "Sort" not in plan
