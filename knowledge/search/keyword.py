@@ -129,13 +129,16 @@ def keyword_candidates(queryset, *, text: str, limit: int, statistics=None) -> l
     # .order_by(): the model's default ordering would sort every matching row inside the subquery for nothing
     inner_sql, inner_params = matching.order_by().values_list("id", "search_document").query.sql_with_params()
     sql = f"""
-        SELECT c.id, SUM(q.idf * (t.tf * %s) / (t.tf + %s * (1 - %s + %s * length(c.doc) / %s))) AS score
+        SELECT c.id,
+               SUM(q.idf * (t.tf * %s::float8) / (t.tf + %s::float8 * (1 - %s::float8 + %s::float8 * length(c.doc) / %s::float8))) AS score
         FROM ({inner_sql}) AS c(id, doc)
         CROSS JOIN LATERAL (
             SELECT u.lexeme,
                    GREATEST(cardinality(u.positions), 1)
                    + %s * (SELECT count(*) FROM unnest(u.weights) w WHERE w = 'A') AS tf
             FROM unnest(c.doc) AS u
+            WHERE u.lexeme = ANY(%s::text[])
+            OFFSET 0  -- stays a subquery: each matched word's tf computed once, not once per use in SUM
         ) AS t
         JOIN unnest(%s::text[], %s::float8[]) AS q(lex, idf) ON q.lex = t.lexeme
         GROUP BY c.id
@@ -144,7 +147,7 @@ def keyword_candidates(queryset, *, text: str, limit: int, statistics=None) -> l
     """
     params = [
         BM25_K1 + 1, BM25_K1, BM25_B, BM25_B, max(avg_length, 1.0), *inner_params,
-        TITLE_BOOST - 1, list(idf), list(idf.values()), limit,
+        TITLE_BOOST - 1, list(idf), list(idf), list(idf.values()), limit,
     ]
     ceiling = information * (BM25_K1 + 1) * TITLE_BOOST
     with connection.cursor() as cursor:

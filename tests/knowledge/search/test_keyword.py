@@ -86,6 +86,7 @@ def test_a_large_bases_common_new_word_takes_analyzes_share_unless_the_base_hold
 
     monkeypatch.setattr(keyword, "STATISTICS_CACHE_MIN_ITEMS", 3)
     monkeypatch.setattr(keyword, "HOLDERS_COUNTED", 2)
+    monkeypatch.setattr(keyword, "_shares", {})  # ANALYZE runs below: no earlier test's shares
     monkeypatch.setattr(keyword, "_statistics", keyword.OrderedDict())
     for n in range(3):
         make_knowledge(task=f"alpha beta {n}", scopes=["big"], embed=False)
