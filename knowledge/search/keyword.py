@@ -178,16 +178,17 @@ def scored_lexemes(frequencies: dict[str, int]) -> list[str]:
 # whole base: a base of at least STATISTICS_CACHE_MIN_ITEMS items keeps its item count and mean length
 # for STATISTICS_TTL seconds (five minutes), and each word's document frequency (counted through the GIN index when
 # first asked) as long. A smaller base is counted exactly on every search: it is cheap.
-# In a large base a new word's holders are counted up to HOLDERS_COUNTED (reading each holder's row to apply the
-# base's filters is what a count costs: a word in a third of 100,000 items cost ~20 ms); a word held by more is
-# given the share of the table ANALYZE found holding it (`core.estimates.common_shares`, per tsvector lexeme) times
-# the base's size, and is counted in full when ANALYZE has no figure for it or too low a one. Such a word's holders
-# are scored only when it is the query's rarest word (scored_lexemes), and its weight is small, so an estimate
-# moves neither which items are scored nor much of their score. (The ~20 ms is to be confirmed by bench.search_latency.)
+# In a large base a new word's holders are counted up to HOLDERS_COUNTED: counting reads each holder's row to apply
+# the base's filters (a word held by a thousand of 100,000 items cost 10-17 ms, its rows read from the disk cache).
+# A word held by more is given the share of the table ANALYZE found holding it (`core.estimates.common_shares`, per
+# tsvector lexeme, read once per STATISTICS_TTL) times the base's size, and is counted in full when ANALYZE has no
+# share for it or one that would make it rarer in the base than counted (a word common in this base only). Such a
+# word's holders are scored only when it is the query's rarest word (scored_lexemes), and its weight is small, so an
+# estimate moves neither which items are scored nor much of their score.
 STATISTICS_CACHE_MIN_ITEMS = 5_000
 STATISTICS_TTL = 300.0
 STATISTICS_CACHE_BASES = 64
-HOLDERS_COUNTED = SCORE_BUDGET
+HOLDERS_COUNTED = 100
 _statistics: OrderedDict = OrderedDict()  # base key -> _Statistics
 _statistics_lock = threading.Lock()
 
@@ -243,12 +244,25 @@ def _frequencies_of_new_words(model, inner_sql: str, inner_params, lexemes: list
     counted = _count_holders(inner_sql, inner_params, lexemes, up_to=HOLDERS_COUNTED)
     common = [lex for lex, n in counted.items() if n >= HOLDERS_COUNTED]
     if common:
-        shares = common_shares(model, "search_document")
+        shares = _lexeme_shares(model)
         estimated = {lex: round(shares[lex] * total) for lex in common if lex in shares}
         counted.update({lex: n for lex, n in estimated.items() if n >= HOLDERS_COUNTED})
         if unknown := [lex for lex in common if estimated.get(lex, 0) < HOLDERS_COUNTED]:
             counted.update(_count_holders(inner_sql, inner_params, unknown))
     return counted
+
+
+_shares: dict = {}  # model -> (expires, {lexeme: share of the table's rows holding it})
+
+
+def _lexeme_shares(model) -> dict[str, float]:
+    """ANALYZE's common lexemes of `model`'s keyword documents, read at most once per STATISTICS_TTL per process."""
+    now = time.monotonic()
+    expires, shares = _shares.get(model, (0.0, {}))
+    if expires <= now:
+        shares = common_shares(model, "search_document")
+        _shares[model] = (now + STATISTICS_TTL, shares)
+    return shares
 
 
 def _count_holders(inner_sql: str, inner_params, lexemes: list[str], *, up_to: int | None = None) -> dict[str, int]:
