@@ -25,8 +25,9 @@ from knowledge.search.fusion import RRF_K, convex_combination, keyword_boost, re
 from knowledge.search.crosslingual import calibrated_vector_candidates
 from knowledge.search.keyword import keyword_candidates
 from knowledge.search.rerank import QUALITY_WEIGHT, Candidate, Gate, quality_rerank
-from knowledge.search.relevance import ANSWER_POOL, Evidence, answerable, model_cosines, probability
+from knowledge.search.relevance import ANSWER_POOL, Evidence, answerable, probability
 from knowledge.search.text import script_of
+from knowledge.search.vector import stored_cosines
 
 MODES = ("hybrid", "vector", "keyword")
 # Each retriever contributes this many candidates (at least) to the fusion. The calibrated relevance was
@@ -172,7 +173,8 @@ def search(
     fused = fused[: 2 * top_k]
 
     stage_two_started = time.perf_counter()  # the rerank stage: evidence, relevance, the gate and quality
-    items = Knowledge.objects.in_bulk([item_id for item_id, _ in judged])
+    # the vectors and keyword documents stay in the database: stage 2 asks it for the cosines (stored_cosines)
+    items = Knowledge.objects.defer("embedding", "search_document").in_bulk([item_id for item_id, _ in judged])
     ranks = {name: {item_id: (i, score) for i, (item_id, score) in enumerate(rows, start=1)} for name, rows in lists.items()}
     evidence = _evidence(query, judged, fused_total, items, ranks, query_vector=query_vector, embedder=embedder)
     chance = None
@@ -228,8 +230,7 @@ def _evidence(query, fused, total, items, ranks, *, query_vector, embedder) -> d
     name = embedder.name if embedder is not None else ""
     cosines = {}
     if embedder is not None:
-        stored = {i: item.embedding for i, item in items.items() if item.embedding is not None and item.embedding_model == name}
-        cosines = model_cosines(embedder, query_vector, stored)
+        cosines = stored_cosines(embedder, query_vector, [item_id for item_id, _ in fused])
     own_script = script_of(query)
     evidence = {}
     for item_id, score in fused:

