@@ -1,6 +1,6 @@
 """Search latency at scale, beside the raw pgvector floor on the same data.
 
-    .venv/bin/python -m bench.search_latency --items 10000,100000 [--queries 100] [--profile]
+    .venv/bin/python -m bench.search_latency --items 10000,100000 [--queries 100] [--profile] [--statements]
 
 For each size it uses the database bench/seed_data.py fills (seeding it
 first if needed) and times, per query, over real questions (CMRC 2018 and
@@ -20,7 +20,9 @@ SciFact, half Chinese, half English; their vectors computed once and cached):
 Each figure is reported as p50/p95/p99 in ms and as a ratio to the floor's
 p50 measured in the same run. `--profile` prints a cProfile of
 the engine over the unfiltered queries (before they are timed: the timed
-passes then find its word statistics and query vectors cached).
+passes then find its word statistics and query vectors cached);
+`--statements` prints where each filter's first timed pass spent its time,
+by kind of SQL statement, and the Python between them.
 """
 import argparse
 import json
@@ -141,7 +143,47 @@ def filtered_recall(texts, vectors, *, embedder, label: str) -> float:
     return found / max(total, 1)
 
 
-def measure(items: int, *, count: int, profile: bool) -> list[dict]:
+# Where `--statements` files each SQL statement the engine sends: the first kind whose text it contains.
+STATEMENT_KINDS = (
+    ("candidates' cosines (stage 2)", "subvector("),
+    ("vector search (HNSW or exact)", "<=>"),
+    ("scripts present", "AS hits"),
+    ("BM25 scoring", "SUM(q.idf"),
+    ("word statistics: the base's first pass", "count(*) FILTER"),
+    ("word statistics: a new word's holders", "AS held"),
+    ("word statistics: ANALYZE's shares", "pg_stats"),
+    ("query lexemes", "tsvector_to_array"),
+    ("scan settings (SET LOCAL)", "SET "),
+    ("candidate rows", "knowledge_knowledge"),
+)
+
+
+class StatementTimes:
+    """Time and count of the engine's SQL statements by kind (a Django execute wrapper)."""
+
+    def __init__(self):
+        self.seconds, self.calls = {}, {}
+
+    def __call__(self, execute, sql, params, many, context):
+        kind = next((label for label, mark in STATEMENT_KINDS if mark in sql), "other")
+        started = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            self.seconds[kind] = self.seconds.get(kind, 0.0) + time.perf_counter() - started
+            self.calls[kind] = self.calls.get(kind, 0) + 1
+
+    def report(self, label: str, searches: int, wall: float) -> str:
+        lines = [f"\n{label}: {wall / searches * 1000:.1f} ms a search, by statement (first pass)\n",
+                 "| statement | per search | ms per search |", "|---|---|---|"]
+        for kind, seconds in sorted(self.seconds.items(), key=lambda pair: -pair[1]):
+            lines.append(f"| {kind} | {self.calls[kind] / searches:.1f} | {seconds / searches * 1000:.1f} |")
+        rest = wall - sum(self.seconds.values())
+        lines.append(f"| Python and the rest (no statement running) | | {rest / searches * 1000:.1f} |")
+        return "\n".join(lines)
+
+
+def measure(items: int, *, count: int, profile: bool, statements: bool = False) -> list[dict]:
     from knowledge.search import engine
     from knowledge.search.embeddings import get_embedder
 
@@ -156,12 +198,22 @@ def measure(items: int, *, count: int, profile: bool) -> list[dict]:
         run = lambda t: engine.search(query=t, top_k=TOP_K, readable_scopes=READER_SCOPES, **narrowing)  # noqa: E731
         if profile and label == "none":
             _profile(run, texts)
-        searched = timed(run, texts)
+        if statements:
+            from django.db import connection
+
+            times, started = StatementTimes(), time.perf_counter()
+            with connection.execute_wrapper(times):
+                searched = timed(run, texts)
+            report = times.report(f"{items:,} items, filter {label}", len(texts) + WARMUP, time.perf_counter() - started)
+        else:
+            searched = timed(run, texts)
         again = timed(run, texts)  # the same questions again: word statistics and plans cached
         recall = filtered_recall(texts[:50], vectors, embedder=embedder, label=label)
         rows.append({"items": items, "filter": label, "floor": percentiles(floor), "engine": percentiles(searched), "again": percentiles(again),
                      "recall": recall})
         _print_row(rows[-1])
+        if statements:
+            print(report, file=sys.stderr)
     return rows
 
 
@@ -195,6 +247,8 @@ def main(argv=None) -> int:
     parser.add_argument("--items", default="10000", help="comma-separated sizes, each its own seeded database")
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--statements", action="store_true",
+                        help="print, per filter, the first pass's time by kind of SQL statement and the Python between")
     parser.add_argument("--no-header", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.items.split(",")]
@@ -203,7 +257,7 @@ def main(argv=None) -> int:
 
         print(HEADER, flush=True)
         for size in sizes:
-            extra = ["--profile"] if args.profile else []
+            extra = ["--profile"] * args.profile + ["--statements"] * args.statements
             subprocess.run([sys.executable, "-m", "bench.search_latency", "--items", str(size), "--queries",
                             str(args.queries), "--no-header", *extra], check=True, cwd=ROOT)
         return 0
@@ -218,7 +272,7 @@ def _one(items: int, args) -> int:
     if not args.no_header:
         print(f"{describe()}\n")
         print(HEADER, flush=True)
-    measure(items, count=args.queries, profile=args.profile)
+    measure(items, count=args.queries, profile=args.profile, statements=args.statements)
     return 0
 
 

@@ -100,7 +100,7 @@ def test_the_halves_keep_both_languages_of_a_question_together_and_each_half_hol
     assert [q for q, _ in development(plain)] == ["q0", "q2", "q4"] and [q for q, _ in held_out(plain)] == ["q1", "q3"]
 
 
-def test_the_scale_seed_fills_a_base_of_the_seeds_shape_and_the_latency_bench_times_it_beside_the_floor(settings, tmp_path):
+def test_the_scale_seed_fills_a_base_of_the_seeds_shape_and_the_latency_bench_times_it_beside_the_floor(settings, tmp_path, capsys):
     from bench import search_latency, seed_data
     from knowledge.models import Knowledge
 
@@ -114,10 +114,15 @@ def test_the_scale_seed_fills_a_base_of_the_seeds_shape_and_the_latency_bench_ti
     assert {scope for scopes in items.values_list("scopes", flat=True) for scope in scopes} == {"seed", *(f"team:{n}" for n in range(10))}
     assert all(tags["project"].startswith("p") for tags in items.values_list("tags", flat=True))
 
-    rows = search_latency.measure(120, count=6, profile=False)
+    rows = search_latency.measure(120, count=6, profile=False, statements=True)
     assert [row["filter"] for row in rows] == ["none", "10%", "1%"]
     assert all(row["floor"][0] > 0 and row["engine"][0] > 0 for row in rows)
     assert rows[0]["recall"] == 1.0  # 120 items: an exact scan
+    report = capsys.readouterr().err  # where the first pass spent its time, by kind of statement
+    assert report.count("by statement (first pass)") == 3
+    for kind in ("| BM25 scoring |", "| vector search (HNSW or exact) |", "| candidates' cosines (stage 2) |",
+                 "| Python and the rest"):
+        assert kind in report
 
 
 def test_the_ingest_bench_measures_single_saves_the_bulk_path_and_the_workers_embedding(settings, tmp_path):
