@@ -227,7 +227,6 @@ def _evidence(query, fused, total, items, ranks, *, query_vector, embedder) -> d
     if not query.strip():
         return {item_id: None for item_id, _ in fused}
     best = max((score for _, score in fused), default=0.0)
-    name = embedder.name if embedder is not None else ""
     cosines = {}
     if embedder is not None:
         cosines = stored_cosines(embedder, query_vector, [item_id for item_id, _ in fused])
