@@ -25,7 +25,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 import numpy as np
-from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet
+from django.db.models import BooleanField, ExpressionWrapper, F, Func, IntegerField, Q, QuerySet
 
 from knowledge.models import Knowledge
 from knowledge.search import keyword
@@ -109,11 +109,14 @@ def close_pairs_among(candidates: QuerySet[Knowledge], *, limit: int = NEIGHBOUR
     items = list(candidates.values_list("id", "script", "embedding_model",
                                         ExpressionWrapper(Q(embedding__isnull=False), output_field=BooleanField())))
     found: dict[str, dict[str, list[tuple[str, float]]]] = defaultdict(dict)  # id -> script -> (id, similarity)
+    dimensions: dict[str, int] = {}  # model -> its vectors' length, asked once per model
     for (model, script, exact), ids in sorted(_searches(items).items()):
-        dimensions = len(candidates.filter(embedding_model=model).exclude(embedding=None).values_list("embedding", flat=True)[0])
+        if model not in dimensions:
+            dimensions[model] = (candidates.filter(embedding_model=model).exclude(embedding=None)
+                                 .annotate(n=Func(F("embedding"), function="vector_dims", output_field=IntegerField())).values_list("n", flat=True)[0])
         for start in range(0, len(ids), page):
             nearest = vectors.nearest_of_each(candidates.filter(script=script), ids=ids[start:start + page], model_name=model,
-                                              dimensions=dimensions, limit=limit, exact=exact)
+                                              dimensions=dimensions[model], limit=limit, exact=exact)
             for item_id, rows in nearest.items():
                 found[item_id][script] = rows
     thresholds = current_thresholds()
