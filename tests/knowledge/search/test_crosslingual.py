@@ -172,3 +172,29 @@ def test_script_groups_are_counted_within_the_base_only_as_far_as_the_cap(monkey
     assert counts == {"latin": 3, "han": 1, "": 1}
     assert crosslingual.scripts_present(visible(readable_scopes=["b"]), model_name="bench-8") == {"latin": 1, "han": 1}
     assert crosslingual.scripts_present(visible(readable_scopes=["a"]), model_name="other-model") == {}
+
+
+@pytest.mark.django_db
+def test_a_full_script_group_is_not_counted_again_for_a_while_and_the_others_always_are(monkeypatch):
+    from knowledge import bulk
+    from knowledge.search.engine import visible
+
+    monkeypatch.setattr(crosslingual, "COUNT_CAP", 3)
+    monkeypatch.setattr(crosslingual, "_full", crosslingual.OrderedDict())
+    texts = ["Rotate proxies", "Retry later", "Use a pool", "Back off", "导出订单"]
+    entries = [{"task": t, "content": "", "types": ["tool"], "scopes": ["a"]} for t in texts]
+    items = bulk.knowledge_bulk_create(acting("x"), entries, vectors=np.eye(len(texts), 8), model_name="bench-8")
+    base = visible(readable_scopes=["a"])
+    assert crosslingual.scripts_present(base, model_name="bench-8") == {"latin": 3, "han": 1}
+
+    latin = [item.pk for item in items if item.task.isascii()]
+    Knowledge.objects.filter(pk__in=latin[:3]).update(scopes=["elsewhere"])  # the full group shrinks to one
+    bulk.knowledge_bulk_create(acting("x"), [{"task": "另一个提示", "content": "", "types": ["tool"], "scopes": ["a"]}],
+                               vectors=np.eye(1, 8), model_name="bench-8")
+    # The full group is remembered; the other one is counted again (it grew at once).
+    assert crosslingual.scripts_present(base, model_name="bench-8") == {"latin": 3, "han": 2}
+    # Another base is its own entry, and a remembered group expires.
+    assert crosslingual.scripts_present(visible(readable_scopes=["elsewhere"]), model_name="bench-8") == {"latin": 3}
+    monkeypatch.setattr(crosslingual, "FULL_TTL", 0.0)
+    crosslingual._full.clear()
+    assert crosslingual.scripts_present(base, model_name="bench-8") == {"latin": 1, "han": 2}
