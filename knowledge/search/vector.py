@@ -168,11 +168,15 @@ def _nearest(candidates, distance, *, limit: int, exact: bool):
 
 @contextmanager
 def _scan_settings(limit: int, *, exact: bool):
-    """The HNSW scan's settings for the statements run inside (nothing for an exact scan)."""
+    """The HNSW scan's settings for the statements run inside (nothing for an exact scan): the graph walk is the only
+    plan allowed, as for `of_each_settings`. Left to itself, the planner sorted a script's whole group instead
+    (at 10k items, 5,000 TOASTed vectors read and compared: 75-80 ms a script, EXPLAIN ANALYZE, where the graph takes
+    a few): pgvector's cost estimate of the index scan is above its estimate of reading and sorting a few thousand
+    rows, which does not count reading each vector out of line."""
     if exact:
         yield
         return
-    with transaction.atomic(), connection.cursor() as cursor:
+    with _local_settings() as cursor:
         _set_hnsw(cursor, limit)
         yield
 
@@ -184,22 +188,38 @@ def of_each_settings(limit: int, *, exact: bool, dimensions: int):
     (`scopes @> … AND scopes <@ …`: ~500 rows expected, 5,000 found) and does not count reading each TOASTed
     vector, so the choice is fragile: on the 100k seed half filled it sorted the whole audience per item (84 ms
     per item and script, EXPLAIN ANALYZE) instead of walking the script's index (5 ms); full, it took the index."""
-    with transaction.atomic(), connection.cursor() as cursor:
+    with _local_settings() as cursor:
         if exact:
             held = 2 * (EXACT_SCAN_MAX_ROWS + 1) * (4 * dimensions + 64)  # bytes, with room for the tuples' overhead
-            cursor.execute(f"SET LOCAL work_mem = '{max(4, math.ceil(held / 2**20))}MB'")
+            cursor.execute("SELECT set_config('work_mem', %s, true)", [f"{max(4, math.ceil(held / 2**20))}MB"])
         else:
             _set_hnsw(cursor, limit)
-            for plan in ("seqscan", "bitmapscan", "sort"):
-                cursor.execute(f"SET LOCAL enable_{plan} = off")
         yield
 
 
+@contextmanager
+def _local_settings():
+    """A transaction for settings made with `set_config(…, true)` (SET LOCAL), which end with it. Inside a caller's
+    transaction this is a savepoint, and a released savepoint keeps them until the caller's transaction ends: there
+    they are put back to the session's values on the way out (a failure rolls the savepoint, and them, back)."""
+    nested = connection.in_atomic_block
+    with transaction.atomic(), connection.cursor() as cursor:
+        yield cursor
+        if nested:
+            cursor.execute("SELECT set_config(name, reset_val, true) FROM pg_settings WHERE name = ANY(%s)",
+                           [["work_mem", *HNSW_SETTINGS]])
+
+
+# The HNSW scan's settings, local to the transaction, and the plans turned off so that the index is the only one.
+HNSW_SETTINGS = ("hnsw.ef_search", "hnsw.iterative_scan", "hnsw.max_scan_tuples",
+                 "enable_seqscan", "enable_bitmapscan", "enable_sort")
+
+
 def _set_hnsw(cursor, limit: int) -> None:
-    # SET LOCAL: these settings end with the transaction.
-    cursor.execute(f"SET LOCAL hnsw.ef_search = {max(MIN_EF_SEARCH, int(limit))}")
-    cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-    cursor.execute(f"SET LOCAL hnsw.max_scan_tuples = {MAX_SCAN_TUPLES}")
+    # set_config(…, true) is SET LOCAL: these settings end with the transaction. One statement for all of them.
+    values = [str(max(MIN_EF_SEARCH, int(limit))), "relaxed_order", str(MAX_SCAN_TUPLES), "off", "off", "off"]
+    cursor.execute("SELECT " + ", ".join("set_config(%s, %s, true)" for _ in HNSW_SETTINGS),
+                   [value for pair in zip(HNSW_SETTINGS, values) for value in pair])
 
 
 def stored_cosines(embedder, query_vector, ids: list[str]) -> dict[str, tuple[float, float]]:

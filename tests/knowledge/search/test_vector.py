@@ -47,3 +47,28 @@ def test_the_index_scan_walks_the_scripts_hnsw_index(base):
         cursor.execute("EXPLAIN " + sql, params)
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert f"Index Scan using {vector.script_index_name(MODEL, DIMS, 'latin')}" in plan and "Sort" not in plan
+
+
+def test_a_search_too_large_for_an_exact_scan_walks_the_scripts_hnsw_index_whatever_the_planner_prefers(base):
+    """At 10k items the planner read and sorted a script's 5,000 rows (80 ms) instead of walking its graph; here a
+    high random_page_cost makes it prefer that plan over 300 rows."""
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL random_page_cost = 100000")
+    plans = []
+
+    def explain(execute, sql, params, many, context):
+        if "<=>" in sql:
+            with connection.connection.cursor() as cursor:  # the same transaction, so the same settings; no wrapper
+                cursor.execute("EXPLAIN " + sql, params)
+                plans.append("\n".join(row[0] for row in cursor.fetchall()))
+        return execute(sql, params, many, context)
+
+    query = base.first().embedding
+    with connection.execute_wrapper(explain):
+        found = vector.vector_candidates(base, vector=query, model_name=MODEL, dimensions=DIMS, limit=100, size=10_000)
+    assert len(found) == 100
+    assert len(plans) == 1
+    assert f"Index Scan using {vector.script_index_name(MODEL, DIMS, 'latin')}" in plans[0] and "Sort" not in plans[0]
+    with connection.cursor() as cursor:  # the settings ended with the search's transaction
+        cursor.execute("SELECT current_setting('enable_seqscan'), current_setting('enable_sort')")
+        assert cursor.fetchone() == ("on", "on")
