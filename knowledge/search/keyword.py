@@ -136,8 +136,9 @@ def keyword_candidates(queryset, *, text: str, limit: int, statistics=None) -> l
             SELECT u.lexeme,
                    GREATEST(cardinality(u.positions), 1)
                    + %s * (SELECT count(*) FROM unnest(u.weights) w WHERE w = 'A') AS tf
-            FROM unnest(c.doc) AS u
-            WHERE u.lexeme = ANY(%s::text[])
+            -- the document cut down to the query's words (everything but them deleted) before it is unnested: the
+            -- same rows as unnesting it whole and keeping the query's words, without a row per word of the document
+            FROM unnest(ts_delete(c.doc, tsvector_to_array(ts_delete(c.doc, %s::text[])))) AS u
             OFFSET 0  -- stays a subquery: each matched word's tf computed once, not once per use in SUM
         ) AS t
         JOIN unnest(%s::text[], %s::float8[]) AS q(lex, idf) ON q.lex = t.lexeme

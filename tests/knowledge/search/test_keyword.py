@@ -131,3 +131,53 @@ def test_only_holders_of_the_rarer_query_words_are_scored_when_the_common_ones_w
     bounded = keyword_candidates(base, text="zebra common", limit=10)
     assert [item_id for item_id, _ in bounded] == [rare.id]
     assert bounded[0][1] == pytest.approx(everyone[rare.id])  # a scored item still counts every query word it holds
+
+
+def test_scores_are_okapi_bm25_over_the_stored_documents_title_words_and_bare_identifiers_included():
+    """The scoring SQL against BM25 computed here from each document's lexemes, positions and weights."""
+    import math
+
+    from django.db import connection
+
+    from knowledge.search import keyword
+
+    texts = [
+        ("Fix ERR_CONNECTION_RESET in the proxy", "Restart the proxy; the proxy pool resets stale connections."),
+        ("Proxy pool sizing", "Keep the pool small. A pool of ten proxies is enough; pool proxies per region."),
+        ("ERR_CONNECTION_RESET", "Seen when the upstream closes early."),
+        ("Deploy notes", "Roll back with the previous tag when the deploy fails."),
+        ("代理池", "代理池 用于 轮换 代理 proxy"),
+    ]
+    items = [make_knowledge(task=task, content=content, scopes=["org:bm"], embed=False) for task, content in texts]
+    query = "proxy pool ERR_CONNECTION_RESET 代理池"
+    found = shares(query, ["org:bm"])
+
+    documents = {}
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT k.id, u.lexeme, u.positions, u.weights FROM knowledge_knowledge k, unnest(k.search_document) u"
+                       " WHERE k.id = ANY(%s)", [[item.id for item in items]])
+        for item_id, lexeme, positions, weights in cursor.fetchall():
+            documents.setdefault(item_id, {})[lexeme] = (len(positions or []), list(weights or []).count("A"))
+    words = keyword.query_lexemes(query)
+    # the identifier is stored whole and without positions (array_to_tsvector), beside its parts
+    assert "err_connection_reset" in words and documents[items[2].id]["err_connection_reset"] == (0, 0)
+    total, average = len(documents), sum(map(len, documents.values())) / len(documents)
+    idf = {w: math.log(1 + (total - df + 0.5) / (df + 0.5)) for w in words if (df := sum(w in d for d in documents.values()))}
+    assert set(idf) == set(words)  # every query word held: the ceiling is the query's words alone
+
+    def bm25(document):
+        score = 0.0
+        for word, weight in idf.items():
+            if word in document:
+                positions, title = document[word]
+                tf = max(positions, 1) + (keyword.TITLE_BOOST - 1) * title
+                length = len(document)
+                score += weight * tf * (keyword.BM25_K1 + 1) / (
+                    tf + keyword.BM25_K1 * (1 - keyword.BM25_B + keyword.BM25_B * length / average))
+        return score
+
+    ceiling = sum(idf.values()) * (keyword.BM25_K1 + 1) * keyword.TITLE_BOOST
+    expected = {item_id: bm25(document) / ceiling for item_id, document in documents.items() if bm25(document) > 0}
+    assert found.keys() == expected.keys() and len(found) == 4  # all but the deploy notes
+    for item_id, share in expected.items():
+        assert found[item_id] == pytest.approx(share, rel=1e-9)
