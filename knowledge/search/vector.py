@@ -80,7 +80,25 @@ def ensure_index(model_name: str, dimensions: int) -> str:
 
 
 def distance_expression(vector, dimensions: int):
+    """Cosine distance of the stored vector (cast to its model's length) and `vector`: an expression, or values."""
+    if not hasattr(vector, "resolve_expression"):
+        vector = RawSQL("%s::vector", [vector_literal(vector)], output_field=VectorField())
     return CosineDistance(Cast("embedding", VectorField(dimensions=dimensions)), vector)
+
+
+@lru_cache(maxsize=8)
+def _literal_format(length: int) -> str:
+    return "[" + ",".join(["%.9g"] * length) + "]"
+
+
+def vector_literal(values) -> str:
+    """pgvector's text form of `values` as float32 (nine significant digits: each value read back exactly), formatted
+    in one C call: pgvector's own `Vector._to_db` formats each value in Python, ~2 ms for 896 of them, and a search
+    sends the query three times."""
+    if isinstance(values, Vector):
+        values = values.to_numpy()
+    values = np.asarray(values, dtype=np.float32).ravel().tolist()
+    return _literal_format(len(values)) % tuple(values)
 
 
 def vector_candidates(
@@ -96,7 +114,7 @@ def vector_candidates(
     if size is None:
         size = candidates[: EXACT_SCAN_MAX_ROWS + 1].count()
     exact = exact_scan(size)
-    nearest = _nearest(candidates, distance_expression(list(map(float, vector)), dimensions), limit=limit, exact=exact)
+    nearest = _nearest(candidates, distance_expression(vector, dimensions), limit=limit, exact=exact)
     with _scan_settings(limit, exact=exact):
         rows = list(nearest)
     rows.sort(key=lambda row: (row[1], row[0]))  # the exact scan's order; relaxed_order may be slightly out of it
@@ -234,7 +252,7 @@ def stored_cosines(embedder, query_vector, ids: list[str]) -> dict[str, tuple[fl
     columns, params, start = [], [], 0
     for part in parts:
         columns.append("1 - (subvector(embedding, %s, %s) <=> %s::vector)")
-        params += [start + 1, part.dimensions, Vector._to_db(query[start : start + part.dimensions])]
+        params += [start + 1, part.dimensions, vector_literal(query[start : start + part.dimensions])]
         start += part.dimensions
     with connection.cursor() as cursor:
         cursor.execute(

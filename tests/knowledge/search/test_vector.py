@@ -72,3 +72,15 @@ def test_a_search_too_large_for_an_exact_scan_walks_the_scripts_hnsw_index_whate
     with connection.cursor() as cursor:  # the settings ended with the search's transaction
         cursor.execute("SELECT current_setting('enable_seqscan'), current_setting('enable_sort')")
         assert cursor.fetchone() == ("on", "on")
+
+
+def test_a_vector_literal_reads_back_as_the_same_float32_values():
+    from pgvector import Vector
+
+    values = np.random.default_rng(3).normal(size=896).astype(np.float32)
+    values[:4] = [0.0, -0.0, 1e-38, 3.4e38]
+    for given in (values, values.astype(np.float64), values.tolist(), Vector(values)):
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT %s::vector::real[]", [vector.vector_literal(given)])
+            (back,) = cursor.fetchone()
+        assert np.array_equal(np.asarray(back, dtype=np.float32), values)
