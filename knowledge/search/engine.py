@@ -27,7 +27,7 @@ from knowledge.search.keyword import keyword_candidates
 from knowledge.search.rerank import QUALITY_WEIGHT, Candidate, Gate, quality_rerank
 from knowledge.search.relevance import ANSWER_POOL, Evidence, answerable, probability
 from knowledge.search.text import script_of
-from knowledge.search.vector import stored_cosines
+from knowledge.search.vector import cosine_columns, cosines_of
 
 MODES = ("hybrid", "vector", "keyword")
 # Each retriever contributes this many candidates (at least) to the fusion. The calibrated relevance was
@@ -173,10 +173,13 @@ def search(
     fused = fused[: 2 * top_k]
 
     stage_two_started = time.perf_counter()  # the rerank stage: evidence, relevance, the gate and quality
-    # the vectors and keyword documents stay in the database: stage 2 asks it for the cosines (stored_cosines)
-    items = Knowledge.objects.defer("embedding", "search_document").in_bulk([item_id for item_id, _ in judged])
+    # the vectors and keyword documents stay in the database: it gives stage 2 their cosines with the query
+    rows = Knowledge.objects.defer("embedding", "search_document")
+    if embedder is not None:
+        rows = rows.annotate(**cosine_columns(embedder, query_vector))
+    items = rows.in_bulk([item_id for item_id, _ in judged])
     ranks = {name: {item_id: (i, score) for i, (item_id, score) in enumerate(rows, start=1)} for name, rows in lists.items()}
-    evidence = _evidence(query, judged, fused_total, items, ranks, query_vector=query_vector, embedder=embedder)
+    evidence = _evidence(query, judged, fused_total, items, ranks, embedder=embedder)
     chance = None
     if routed:  # seed 003: the router judged which candidates answer, in order; its order is the relevance (1 → 0.5)
         relevances = {item_id: 1.0 - 0.5 * position / len(fused) for position, (item_id, _) in enumerate(fused)}
@@ -222,20 +225,17 @@ def _relevance(evidence: Evidence | None, chance: float | None, model: str) -> f
     return own if chance is None or evidence.e5 is None else chance * own
 
 
-def _evidence(query, fused, total, items, ranks, *, query_vector, embedder) -> dict[str, Evidence | None]:
+def _evidence(query, fused, total, items, ranks, *, embedder) -> dict[str, Evidence | None]:
     """item id -> what relevance.py weighs for each fused candidate (None without a query: a listing)."""
     if not query.strip():
         return {item_id: None for item_id, _ in fused}
     best = max((score for _, score in fused), default=0.0)
-    cosines = {}
-    if embedder is not None:
-        cosines = stored_cosines(embedder, query_vector, [item_id for item_id, _ in fused])
     own_script = script_of(query)
     evidence = {}
     for item_id, score in fused:
         _, share = ranks.get("keyword", {}).get(item_id, (None, 0.0))
         _, z = ranks.get("vector", {}).get(item_id, (None, None))
-        e5, use = cosines.get(item_id, (None, None))
+        e5, use = cosines_of(items[item_id], embedder) if embedder is not None else (None, None)
         evidence[item_id] = Evidence(
             e5=e5, use=use, same_script=not items[item_id].script or not own_script or items[item_id].script == own_script,
             keyword_share=share or 0.0, vector_z=z if z is not None else -3.0,

