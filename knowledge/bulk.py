@@ -161,11 +161,11 @@ _INSERT_SQL = (
 def _records(batch: list[Knowledge]) -> list[dict]:
     """The items as the INSERT's records: values converted as Django converts them for these fields
     (`get_db_prep_save`'s work, done in bulk: numbers by int() and float(), vectors as pgvector's text,
-    aware datetimes), with the keyword document's parts (_PARTS)."""
+    aware datetimes), with the keyword document's parts (_PARTS), the batch's texts segmented together."""
     created_at, updated_at = Knowledge._meta.get_field("created_at"), Knowledge._meta.get_field("updated_at")
     records = []
-    for item in batch:
-        parts = keyword.document_parts(task=item.task, content=item.content, tags=item.tags)
+    documents = keyword.document_parts_many([(item.task, item.content, item.tags) for item in batch])
+    for item, parts in zip(batch, documents):
         records.append({
             "id": item.id, "message_id": item.message_id, "types": item.types, "task": item.task,
             "content": item.content, "tags": item.tags, "scopes": item.scopes, "owner": item.owner,

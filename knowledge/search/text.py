@@ -10,6 +10,7 @@ exactly rather than only as stemmed parts.
 """
 import logging
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 
 from django.conf import settings
@@ -55,15 +56,41 @@ def segment(text: str) -> str:
     return segment_here(text)
 
 
-def segment_here(text: str) -> str:
-    """`segment` with this process's jieba."""
+def segment_many(texts: Sequence[str]) -> list[str]:
+    """`segment` of each text, as one job: a Chinese run that recurs in the texts is segmented once, and a
+    model service is asked once for them all (the bulk path's keyword documents)."""
+    texts = [text[:MAX_TEXT] for text in texts]
+    if not any(CJK_RUN.search(text) for text in texts):
+        return texts
+    if settings.KNOWHUB_MODEL_SERVICE:
+        from knowledge.search.model_client import text_call
+
+        return text_call({"op": "segment_many", "texts": texts}, lambda: segment_many_here(texts))
+    return segment_many_here(texts)
+
+
+def segment_here(text: str, runs: dict[str, str] | None = None) -> str:
+    """`segment` with this process's jieba; `runs` (a run's words, with the spaces around them) is filled
+    and read, so that texts segmented together cut a recurring run once."""
     tokenizer = _jieba().dt
+    runs = {} if runs is None else runs
 
     def split(match: re.Match) -> str:
-        words = (w for w in cut_for_search(match.group(0), tokenizer) if w.strip() and w not in CHINESE_STOP_WORDS)
-        return " " + " ".join(words) + " "
+        run = match.group(0)
+        words = runs.get(run)
+        if words is None:
+            kept = (w for w in cut_for_search(run, tokenizer) if w.strip() and w not in CHINESE_STOP_WORDS)
+            words = runs[run] = " " + " ".join(kept) + " "
+        return words
 
     return CJK_RUN.sub(split, text)
+
+
+def segment_many_here(texts: Sequence[str]) -> list[str]:
+    """`segment_many` with this process's jieba. The runs' words are kept for this call only: jieba's
+    dictionary is read afresh by the next (words added to it count)."""
+    runs: dict[str, str] = {}
+    return [segment_here(text, runs) for text in texts]
 
 
 # How informative a Chinese word is in general use, from jieba's own IDF table (a large
