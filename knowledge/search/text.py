@@ -133,20 +133,29 @@ def informativeness_here(word: str) -> float:
 
 def identifiers(text: str) -> list[str]:
     """Distinct identifier-like tokens, lower-cased, in order of appearance."""
-    found = (m.group(0) for m in IDENTIFIER.finditer(text[:MAX_TEXT]))
-    return list(dict.fromkeys(tok.lower() for tok in found if HAS_MARK.search(tok) and len(tok) <= 100))
+    found = IDENTIFIER.findall(text[:MAX_TEXT])
+    # a lower-case word (most tokens) has no mark: skipped without asking HAS_MARK
+    return list(dict.fromkeys([tok.lower() for tok in found
+                               if not (tok.isalpha() and tok.islower()) and HAS_MARK.search(tok) and len(tok) <= 100]))
 
 
-# Writing systems, for language-calibrated vector search (knowledge.search.crosslingual).
+# Writing systems, for language-calibrated vector search (knowledge.search.crosslingual): their letters'
+# code point ranges.
 _SCRIPTS = (
-    ("kana", re.compile(r"[\u3040-\u30ff]")),
-    ("hangul", re.compile(r"[\uac00-\ud7af\u1100-\u11ff]")),
-    ("han", re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")),
-    ("cyrillic", re.compile(r"[\u0400-\u04ff]")),
-    ("arabic", re.compile(r"[\u0600-\u06ff]")),
-    ("latin", re.compile(r"[A-Za-z\u00c0-\u024f]")),
+    ("kana", ((0x3040, 0x30FF),)),
+    ("hangul", ((0xAC00, 0xD7AF), (0x1100, 0x11FF))),
+    ("han", ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF))),
+    ("cyrillic", ((0x0400, 0x04FF),)),
+    ("arabic", ((0x0600, 0x06FF),)),
+    ("latin", ((0x41, 0x5A), (0x61, 0x7A), (0xC0, 0x24F))),
 )
 SCRIPTS = (*(name for name, _ in _SCRIPTS), "")  # every value script_of returns ('' for a text without letters)
+# script_of counts letters with two C loops instead of a list of matches per script: str.translate turns each
+# letter into its script's mark (a control character, \x01 for the first), str.count counts the marks. The
+# marks a text holds itself are dropped first, so they never count.
+_MARKS = {name: chr(1 + n) for n, (name, _) in enumerate(_SCRIPTS)}
+_TO_MARKS = {ord(mark): None for mark in _MARKS.values()} | {
+    code: _MARKS[name] for name, ranges in _SCRIPTS for low, high in ranges for code in range(low, high + 1)}
 SCRIPT_SAMPLE = 2_000
 # Han characters carry a word each, Latin letters a fraction of one: a Chinese
 # text that quotes English names is still Chinese.
@@ -159,8 +168,8 @@ def script_of(text: str) -> str:
     A cheap stand-in for its language: embedders score pairs of texts in one
     language on a different scale than pairs across languages.
     """
-    sample = text[:SCRIPT_SAMPLE]
-    counts = {name: len(pattern.findall(sample)) for name, pattern in _SCRIPTS}
+    marked = text[:SCRIPT_SAMPLE].translate(_TO_MARKS)
+    counts = {name: marked.count(mark) for name, mark in _MARKS.items()}
     letters = sum(counts.values())
     if not letters:
         return ""

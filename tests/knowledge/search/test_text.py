@@ -60,3 +60,45 @@ def test_document_parts_of_a_batch_are_each_items_own(task, content, tags):
     assert keyword.document_parts(task=task, content=content, tags=tags) == (
         text.segment(task), text.segment(content), text.segment(" ".join(str(v) for v in (tags or {}).values())),
         text.identifiers(f"{task}\n{content}\n{' '.join(str(v) for v in (tags or {}).values())}"))
+
+
+SCRIPT_PATTERNS = {  # the letters of each writing system, as regular expressions (what script_of counts)
+    "kana": r"[\u3040-\u30ff]", "hangul": r"[\uac00-\ud7af\u1100-\u11ff]", "han": r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]",
+    "cyrillic": r"[\u0400-\u04ff]", "arabic": r"[\u0600-\u06ff]", "latin": r"[A-Za-z\u00c0-\u024f]",
+}
+
+
+def script_by_patterns(sample: str) -> str:
+    """script_of's rule over counts taken with regular expressions."""
+    import re
+
+    counts = {name: len(re.findall(pattern, sample[:text.SCRIPT_SAMPLE])) for name, pattern in SCRIPT_PATTERNS.items()}
+    letters = sum(counts.values())
+    if not letters:
+        return ""
+    for name, share in (("kana", 0.2), ("hangul", 0.2), ("han", text.HAN_SHARE)):
+        if counts[name] >= share * letters:
+            return name
+    return max(counts, key=lambda name: (counts[name], name))
+
+
+@pytest.mark.parametrize("sample", [
+    "", "1234 !?", "plain English", "导出本月订单数据的流程 with an English name", "English with one 中文 word in it",
+    "カタカナとひらがなの文", "한국어 문장입니다", "Русский текст", "نص عربي", "Ça déjà vu, Ÿ ɏ",
+    "\x01\x02\x03\x04\x05\x06\x07 marks alone are no letters", "\x03\x03\x03\x03\x03 ab",
+    "@[`{\u00bf\u0250\u303f\u3100\u33ff\u4dc0\u9fff\ufb00\u10ff\u1200\u03ff\u0500\u05ff\u0700",  # just outside or at the ranges' edges
+    "a" * 1999 + "中中中中中中中中", "中" * 300 + "a" * 1700,
+])
+def test_script_of_counts_each_writing_systems_letters(sample):
+    assert text.script_of(sample) == script_by_patterns(sample)
+
+
+@pytest.mark.parametrize("sample, expected", [
+    ("Fix ERR_CONNECTION_RESET in undetected_chromedriver (E1101, v2.3.1)", ["err_connection_reset", "undetected_chromedriver", "e1101", "v2.3.1"]),
+    ("iPhone and macOS, not Title Case or lowercase words", ["iphone", "macos"]),
+    ("path/to/file.py and http://x.y:8080/z, again path/to/file.py", ["path/to/file.py", "http://x.y:8080/z"]),
+    ("a" * 101 + "1 is too long, b2 is not", ["b2"]),
+    ("中文 E1101 中文", ["e1101"]),
+])
+def test_identifiers_are_the_marked_tokens_lower_cased_once_each(sample, expected):
+    assert text.identifiers(sample) == expected
