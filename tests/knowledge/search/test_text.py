@@ -85,9 +85,10 @@ def script_by_patterns(sample: str) -> str:
 @pytest.mark.parametrize("sample", [
     "", "1234 !?", "plain English", "导出本月订单数据的流程 with an English name", "English with one 中文 word in it",
     "カタカナとひらがなの文", "한국어 문장입니다", "Русский текст", "نص عربي", "Ça déjà vu, Ÿ ɏ",
-    "\x01\x02\x03\x04\x05\x06\x07 marks alone are no letters", "\x03\x03\x03\x03\x03 ab",
+    "\x00\x01\x02\x03 control characters are no letters",
     "@[`{\u00bf\u0250\u303f\u3100\u33ff\u4dc0\u9fff\ufb00\u10ff\u1200\u03ff\u0500\u05ff\u0700",  # just outside or at the ranges' edges
     "a" * 1999 + "中中中中中中中中", "中" * 300 + "a" * 1700,
+    "a lone surrogate \ud800 and an emoji \U0001F600 中文中文中文中文中文中文",
 ])
 def test_script_of_counts_each_writing_systems_letters(sample):
     assert text.script_of(sample) == script_by_patterns(sample)
