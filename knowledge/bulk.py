@@ -8,18 +8,21 @@ from the worker (one task per EMBED_BATCH items) unless the caller already
 has the vectors (an import that carries them, a benchmark's cache).
 
 Entries are already validated (the API's serializer, an import's record
-check): the service only enforces what needs the database (resource
-visibility, the constraints).
+check): the service enforces what needs the caller or the database, once per
+entry: `services.check_new_item` (the caller's write access, resource
+visibility) and the constraints.
 """
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from pgvector import Vector
+from rest_framework.exceptions import PermissionDenied
 
 from core import events
+from core.errors import DomainError
 from knowledge.errors import KnowledgeIdConflictError
 from knowledge.ids import new_knowledge_id
 from knowledge.models import FeedbackCase, Knowledge, KnowledgeResource
@@ -43,13 +46,16 @@ def knowledge_bulk_create(
     vectors: Sequence | None = None,
     model_name: str = "",
     embed: bool = True,
+    refused: Callable[[int, Exception], None] | None = None,
 ) -> list[Knowledge]:
     """Store `entries` (each holds `knowledge_create`'s keyword arguments) as new items, in order; returns them.
 
     As `caller` (agents.caller.Caller), who must be allowed to write every entry's scopes, and owns the
-    entries that name no `owner`. All or nothing: an unknown resource or a taken `knowledge_id` rolls the
-    whole batch back. With `vectors` (one per entry, from `model_name`) the
-    items are stored with their embedding and no worker is asked.
+    entries that name no `owner`. All or nothing: an entry `check_new_item` refuses (PermissionDenied,
+    UnknownResourceError, ResourceScopeError) or a taken `knowledge_id` rolls the whole batch back. With
+    `refused`, a refused entry is left out instead and `refused(position, error)` told, and the others are
+    stored (the bulk save reports each refusal at its index). With `vectors` (one per entry, from
+    `model_name`) the items are stored with their embedding and no worker is asked.
     """
     if vectors is not None and len(vectors) != len(entries):
         raise ValueError("vectors must hold one vector per entry")
@@ -58,8 +64,14 @@ def knowledge_bulk_create(
     for position, entry in enumerate(entries):
         resource_ids = list(dict.fromkeys(entry.get("resource_ids", ())))
         scopes = list(dict.fromkeys(entry["scopes"]))
-        check_new_item(caller, scopes=scopes, resource_ids=resource_ids,
-                       secure_resource_id=entry.get("secure_resource_id", ""))
+        try:
+            check_new_item(caller, scopes=scopes, resource_ids=resource_ids,
+                           secure_resource_id=entry.get("secure_resource_id", ""))
+        except (PermissionDenied, DomainError) as exc:
+            if refused is None:
+                raise
+            refused(position, exc)
+            continue
         item = _new_item(entry, scopes=scopes, owner=entry.get("owner") or caller.principal, now=now)
         if vectors is not None:
             item.embedding = list(map(float, vectors[position]))
@@ -149,11 +161,11 @@ _INSERT_SQL = (
 def _records(batch: list[Knowledge]) -> list[dict]:
     """The items as the INSERT's records: values converted as Django converts them for these fields
     (`get_db_prep_save`'s work, done in bulk: numbers by int() and float(), vectors as pgvector's text,
-    aware datetimes), with the keyword document's parts (_PARTS)."""
+    aware datetimes), with the keyword document's parts (_PARTS), the batch's texts segmented together."""
     created_at, updated_at = Knowledge._meta.get_field("created_at"), Knowledge._meta.get_field("updated_at")
     records = []
-    for item in batch:
-        parts = keyword.document_parts(task=item.task, content=item.content, tags=item.tags)
+    documents = keyword.document_parts_many([(item.task, item.content, item.tags) for item in batch])
+    for item, parts in zip(batch, documents):
         records.append({
             "id": item.id, "message_id": item.message_id, "types": item.types, "task": item.task,
             "content": item.content, "tags": item.tags, "scopes": item.scopes, "owner": item.owner,

@@ -14,6 +14,7 @@ import math
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.contrib.postgres.search import SearchVectorField
@@ -22,7 +23,7 @@ from django.db.models import BooleanField, F, Func
 from django.db.models.expressions import RawSQL
 
 from core.estimates import common_shares
-from knowledge.search.text import identifiers, informativeness, segment
+from knowledge.search.text import identifiers, informativeness, segment, segment_many
 
 MAX_QUERY_LEXEMES = 64
 BM25_K1 = 1.2
@@ -52,8 +53,16 @@ DOCUMENT_SQL = (
 
 def document_parts(*, task: str, content: str, tags: dict) -> tuple[str, str, str, list[str]]:
     """What `DOCUMENT_SQL` is computed from: the segmented task, content and tag values, and the identifiers."""
-    tag_text = " ".join(str(v) for v in (tags or {}).values())
-    return segment(task), segment(content), segment(tag_text), identifiers(f"{task}\n{content}\n{tag_text}")
+    return document_parts_many([(task, content, tags)])[0]
+
+
+def document_parts_many(items: Sequence[tuple[str, str, dict]]) -> list[tuple[str, str, str, list[str]]]:
+    """`document_parts` of each (task, content, tags), their texts segmented together (`text.segment_many`)."""
+    tag_texts = [" ".join(str(v) for v in (tags or {}).values()) for _, _, tags in items]
+    segmented = iter(segment_many([part for (task, content, _), tag_text in zip(items, tag_texts)
+                                   for part in (task, content, tag_text)]))
+    return [(next(segmented), next(segmented), next(segmented), identifiers(f"{task}\n{content}\n{tag_text}"))
+            for (task, content, _), tag_text in zip(items, tag_texts)]
 
 
 def document_expression(*, task: str, content: str, tags: dict):

@@ -102,7 +102,7 @@ class Models:
 
     def answer(self, request: dict):
         """(header, vectors or None) for one request."""
-        from knowledge.search.text import informativeness_here, segment_here
+        from knowledge.search.text import informativeness_here, segment_here, segment_many_here
 
         op = request["op"]
         if op == "embed_query":
@@ -112,6 +112,8 @@ class Models:
             return {}, self.order.passages(self.embedder(request["model"]).embed_passages, request["texts"])
         if op == "segment":
             return {"result": segment_here(request["text"])}, None
+        if op == "segment_many":
+            return {"result": segment_many_here(request["texts"])}, None
         if op == "informativeness":
             return {"result": informativeness_here(request["word"])}, None
         if op == "ping":

@@ -10,8 +10,10 @@ exactly rather than only as stemmed parts.
 """
 import logging
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 
+import numpy as np
 from django.conf import settings
 
 from knowledge.search.jieba_search import cut_for_search
@@ -55,15 +57,41 @@ def segment(text: str) -> str:
     return segment_here(text)
 
 
-def segment_here(text: str) -> str:
-    """`segment` with this process's jieba."""
+def segment_many(texts: Sequence[str]) -> list[str]:
+    """`segment` of each text, as one job: a Chinese run that recurs in the texts is segmented once, and a
+    model service is asked once for them all (the bulk path's keyword documents)."""
+    texts = [text[:MAX_TEXT] for text in texts]
+    if not any(CJK_RUN.search(text) for text in texts):
+        return texts
+    if settings.KNOWHUB_MODEL_SERVICE:
+        from knowledge.search.model_client import text_call
+
+        return text_call({"op": "segment_many", "texts": texts}, lambda: segment_many_here(texts))
+    return segment_many_here(texts)
+
+
+def segment_here(text: str, runs: dict[str, str] | None = None) -> str:
+    """`segment` with this process's jieba; `runs` (a run's words, with the spaces around them) is filled
+    and read, so that texts segmented together cut a recurring run once."""
     tokenizer = _jieba().dt
+    runs = {} if runs is None else runs
 
     def split(match: re.Match) -> str:
-        words = (w for w in cut_for_search(match.group(0), tokenizer) if w.strip() and w not in CHINESE_STOP_WORDS)
-        return " " + " ".join(words) + " "
+        run = match.group(0)
+        words = runs.get(run)
+        if words is None:
+            kept = (w for w in cut_for_search(run, tokenizer) if w.strip() and w not in CHINESE_STOP_WORDS)
+            words = runs[run] = " " + " ".join(kept) + " "
+        return words
 
     return CJK_RUN.sub(split, text)
+
+
+def segment_many_here(texts: Sequence[str]) -> list[str]:
+    """`segment_many` with this process's jieba. The runs' words are kept for this call only: jieba's
+    dictionary is read afresh by the next (words added to it count)."""
+    runs: dict[str, str] = {}
+    return [segment_here(text, runs) for text in texts]
 
 
 # How informative a Chinese word is in general use, from jieba's own IDF table (a large
@@ -106,20 +134,28 @@ def informativeness_here(word: str) -> float:
 
 def identifiers(text: str) -> list[str]:
     """Distinct identifier-like tokens, lower-cased, in order of appearance."""
-    found = (m.group(0) for m in IDENTIFIER.finditer(text[:MAX_TEXT]))
-    return list(dict.fromkeys(tok.lower() for tok in found if HAS_MARK.search(tok) and len(tok) <= 100))
+    found = IDENTIFIER.findall(text[:MAX_TEXT])
+    # a lower-case word (most tokens) has no mark: skipped without asking HAS_MARK
+    return list(dict.fromkeys([tok.lower() for tok in found
+                               if not (tok.isalpha() and tok.islower()) and HAS_MARK.search(tok) and len(tok) <= 100]))
 
 
-# Writing systems, for language-calibrated vector search (knowledge.search.crosslingual).
+# Writing systems, for language-calibrated vector search (knowledge.search.crosslingual): their letters'
+# code point ranges, ends included.
 _SCRIPTS = (
-    ("kana", re.compile(r"[\u3040-\u30ff]")),
-    ("hangul", re.compile(r"[\uac00-\ud7af\u1100-\u11ff]")),
-    ("han", re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")),
-    ("cyrillic", re.compile(r"[\u0400-\u04ff]")),
-    ("arabic", re.compile(r"[\u0600-\u06ff]")),
-    ("latin", re.compile(r"[A-Za-z\u00c0-\u024f]")),
+    ("kana", ((0x3040, 0x30FF),)),
+    ("hangul", ((0xAC00, 0xD7AF), (0x1100, 0x11FF))),
+    ("han", ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF))),
+    ("cyrillic", ((0x0400, 0x04FF),)),
+    ("arabic", ((0x0600, 0x06FF),)),
+    ("latin", ((0x41, 0x5A), (0x61, 0x7A), (0xC0, 0x24F))),
 )
 SCRIPTS = (*(name for name, _ in _SCRIPTS), "")  # every value script_of returns ('' for a text without letters)
+# script_of counts a sample's letters in bulk rather than a list of matches per script: each code point is
+# placed among the ranges' sorted edges (numpy.searchsorted), where one inside a range lands in an odd slot.
+_RANGES = sorted((low, high, name) for name, ranges in _SCRIPTS for low, high in ranges)
+_EDGES = np.array([edge for low, high, _ in _RANGES for edge in (low, high + 1)], dtype=np.uint32)
+_RANGE_SCRIPTS = [name for _, _, name in _RANGES]
 SCRIPT_SAMPLE = 2_000
 # Han characters carry a word each, Latin letters a fraction of one: a Chinese
 # text that quotes English names is still Chinese.
@@ -132,8 +168,11 @@ def script_of(text: str) -> str:
     A cheap stand-in for its language: embedders score pairs of texts in one
     language on a different scale than pairs across languages.
     """
-    sample = text[:SCRIPT_SAMPLE]
-    counts = {name: len(pattern.findall(sample)) for name, pattern in _SCRIPTS}
+    codes = np.frombuffer(text[:SCRIPT_SAMPLE].encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    inside = np.bincount(np.searchsorted(_EDGES, codes, side="right"), minlength=len(_EDGES) + 1)[1::2]
+    counts = dict.fromkeys(SCRIPTS[:-1], 0)
+    for name, letters_in_range in zip(_RANGE_SCRIPTS, inside.tolist()):
+        counts[name] += letters_in_range
     letters = sum(counts.values())
     if not letters:
         return ""

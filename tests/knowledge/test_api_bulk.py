@@ -89,3 +89,50 @@ def test_mcp_bulk_save_runs_the_same_operation():
     reply = _run_sync(key, _op("knowledge_bulk_save", {"items": [item("Via MCP"), {"task": "", "types": []}]}))
     assert [r["ok"] for r in reply["results"]] == [True, False]
     assert Knowledge.objects.get().task == "Via MCP"
+
+
+@pytest.fixture
+def two_team_writer():
+    return agent_client("importer", ["team:a", "team:b"], writable_scopes=["team:a", "team:b"])
+
+
+# Each check a new item passes (services.check_new_item), refusing one item of a bulk save at its index.
+@pytest.mark.parametrize("bad, code, field", [
+    (item("Write to a scope the token cannot write", scopes=["team:c"]), "permission_denied", None),
+    (item("Link an unknown resource", resource_ids=["credentials/none"]), "invalid", "resource_ids"),
+    (item("Link what the caller cannot read", resource_ids=["credentials/c-only"]), "invalid", "resource_ids"),
+    (item("Link what readers of both teams cannot read", scopes=["team:a", "team:b"], resource_ids=["credentials/a-only"]),
+     "invalid", "resource_ids"),
+    (item("Keep a secret that does not exist", secure_resource_id="credentials/none"), "invalid", "secure_resource_id"),
+    (item("Keep a secret readers of both teams cannot read", scopes=["team:a", "team:b"],
+          secure_resource_id="credentials/a-only"), "invalid", "secure_resource_id"),
+])
+def test_each_check_refuses_its_item_at_its_index_and_the_others_land(two_team_writer, bad, code, field):
+    make_resource("credentials/a-only", scopes=["team:a"])
+    make_resource("credentials/c-only", scopes=["team:c"])
+    make_resource("credentials/both", scopes=["team:a", "team:b"])
+    body = {"items": [item("First good one", resource_ids=["credentials/both"]), bad, item("Second good one")]}
+    reply = two_team_writer.post("/api/knowledge/bulk", body, format="json")
+    assert reply.status_code == 200, reply.content
+    results = reply.json()["results"]
+    assert [r["ok"] for r in results] == [True, False, True]
+    assert results[1]["error"]["code"] == code and results[1]["knowledge_id"] is None
+    if field:
+        assert list(results[1]["error"]["fields"]) == [f"items.1.{field}"]
+        assert results[1]["error"]["message"].startswith(f"items.1.{field}:")
+    assert set(Knowledge.objects.values_list("task", flat=True)) == {"First good one", "Second good one"}
+
+
+def test_each_items_resources_are_looked_up_once(writer):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    for n in range(3):
+        make_resource(f"credentials/a-{n}", scopes=["team:a"])
+    body = {"items": [item(f"Use key {n}", resource_ids=[f"credentials/a-{n}"], secure_resource_id=f"credentials/a-{n}")
+                      for n in range(3)]}
+    with CaptureQueriesContext(connection) as queries:
+        reply = writer.post("/api/knowledge/bulk", body, format="json")
+    assert reply.json()["succeeded"] == 3
+    lookups = [q["sql"] for q in queries.captured_queries if q["sql"].startswith('SELECT "resources_resource"."id"')]
+    assert len(lookups) == 3 * 2  # per item: its resource_ids, its secure_resource_id

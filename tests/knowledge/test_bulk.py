@@ -128,6 +128,19 @@ def test_an_unknown_resource_rolls_the_whole_batch_back():
 
 
 @pytest.mark.django_db
+def test_a_refused_entry_is_reported_at_its_position_and_the_others_keep_their_own_vectors():
+    vectors = np.eye(3, 4, dtype=np.float32)
+    told = []
+    items = bulk.knowledge_bulk_create(
+        acting("a"), [entry("first"), entry("refused", resource_ids=["resource-20260101-nope"]), entry("third")],
+        vectors=vectors, model_name="test-model", refused=lambda position, exc: told.append((position, type(exc))))
+    assert told == [(1, UnknownResourceError)]
+    assert [item.task for item in items] == ["first", "third"]
+    stored = {k.task: list(k.embedding) for k in Knowledge.objects.filter(pk__in=[i.id for i in items])}
+    assert stored == {"first": list(vectors[0]), "third": list(vectors[2])}
+
+
+@pytest.mark.django_db
 def test_a_taken_id_is_refused_and_nothing_is_stored():
     kept = services.knowledge_create(acting(), task="kept", content="", types=["tool"], scopes=["s"], owner="a", embed=False)
     with pytest.raises(KnowledgeIdConflictError):

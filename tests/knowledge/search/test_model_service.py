@@ -54,9 +54,15 @@ def test_the_service_gives_the_same_vectors_as_the_process(settings, service):
     assert np.array_equal(remote.embed_passages(PASSAGES), local.embed_passages(PASSAGES))
 
 
-def test_the_service_segments_and_rates_words_as_the_process_does(through):
-    for sample in ["用户喜欢用制表符而不是空格", "retry 重试 HTTP 请求", "plain English"]:
+def test_the_service_segments_and_rates_words_as_the_process_does(through, monkeypatch):
+    samples = ["用户喜欢用制表符而不是空格", "retry 重试 HTTP 请求", "plain English"]
+    for sample in samples:
         assert text.segment(sample) == text.segment_here(sample)
+    asked = []
+    real_call = model_client.call
+    monkeypatch.setattr(model_client, "call", lambda request, **kw: asked.append(request["op"]) or real_call(request, **kw))
+    assert text.segment_many(samples) == [text.segment_here(sample) for sample in samples]
+    assert asked == ["segment_many"]  # one request for the batch
     for word in ["检索", "拜占庭", "不会", "retry"]:
         assert text.informativeness(word) == text.informativeness_here(word)
 
