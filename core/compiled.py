@@ -1,4 +1,4 @@
-"""Reads compiled once: the SQL of a queryset every request runs, kept per shape and run with new values.
+"""SQL compiled once: the reads and single-row INSERTs every request makes, kept and run with new values.
 
 Compiling a queryset with subqueries costs more CPU than running it (an item with its links and its newest
 cases: ~2.4 ms to compile, ~0.5 ms to run, on the bench machine). Its SQL depends on its shape (which
@@ -14,15 +14,19 @@ cannot be substituted: compiling refuses it with a ValueError, so a misuse fails
 another request's values. Querysets with select_related or prefetch_related are refused likewise.
 
 Per thread, like the querysets knowledge.selectors builds once: a compiler is not shared while in use.
+
+`insert_row(obj)`: what `obj.save(force_insert=True)` does for a plain new row (no signals are sent; none is
+listened to), with the INSERT written once per model instead of compiled by the ORM each time (0.3-0.5 ms).
 """
 import itertools
 import threading
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 from django.core.exceptions import EmptyResultSet
 from django.db import connections
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
 
 
 def _shape(value) -> Any:
@@ -120,3 +124,29 @@ class CompiledRead:
         if shape not in compiled:
             compiled[shape] = _Compiled(self.build, values)
         return compiled[shape].run(values)
+
+
+@cache
+def _insert_sql(model: type[Model], alias: str, with_auto_pk: bool) -> tuple[str, list]:
+    meta, connection = model._meta, connections[alias]
+    quote = connection.ops.quote_name
+    fields = [f for f in meta.concrete_fields if with_auto_pk or f is not meta.auto_field]
+    sql = (f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
+           f"VALUES ({', '.join(['%s'] * len(fields))})")
+    if meta.auto_field is not None and not with_auto_pk:
+        sql += f" RETURNING {quote(meta.auto_field.column)}"
+    return sql, fields
+
+
+def insert_row(obj: Model, *, using: str = "default") -> Model:
+    """INSERT `obj` as a new row (its auto primary key, when not set, from RETURNING); `obj`, saved."""
+    meta, connection = obj._meta, connections[using]
+    with_auto_pk = meta.auto_field is None or obj.pk is not None
+    sql, fields = _insert_sql(type(obj), using, with_auto_pk)
+    values = [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, values)
+        if not with_auto_pk:
+            setattr(obj, meta.auto_field.attname, cursor.fetchone()[0])
+    obj._state.adding, obj._state.db = False, using
+    return obj

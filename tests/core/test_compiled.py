@@ -78,3 +78,22 @@ def test_prefetching_querysets_are_refused():
     with pytest.raises(ValueError, match="prefetch_related"):
         CompiledRead(lambda *, knowledge_id: Knowledge.objects.prefetch_related("feedback_cases")
                      .filter(pk=knowledge_id))(knowledge_id="x")
+
+
+def test_insert_row_stores_every_field_in_one_statement_and_sets_the_new_primary_key():
+    from agents.models import AuditEvent
+    from core.compiled import insert_row
+
+    item = make_knowledge(scopes=["org:acme"], embed=False)
+    case = FeedbackCase(knowledge=item, kind="harmful", case={"reason": "stale", "n": [1, 2]}, reported_by="agent:a")
+    event = AuditEvent(principal="agent:a", operation="knowledge_update", target=item.id, args={"x": {"y": None}})
+    with CaptureQueriesContext(connection) as captured:
+        assert insert_row(case) is case and insert_row(event) is event
+    assert len(captured.captured_queries) == 2
+    assert case.pk and event.pk and not case._state.adding
+    for obj in (case, event):
+        stored = type(obj).objects.get(pk=obj.pk)
+        assert [getattr(stored, f.attname) for f in obj._meta.concrete_fields] == [
+            getattr(obj, f.attname) for f in obj._meta.concrete_fields]
+    given = insert_row(AuditEvent(pk=event.pk + 1000, principal="agent:b", operation="x"))
+    assert AuditEvent.objects.get(pk=event.pk + 1000).principal == given.principal == "agent:b"
