@@ -93,6 +93,10 @@ class _Compiled:
         self.start, self.end = fields[0], fields[-1] + 1
         self.names = [column[0].target.attname for column in self.compiler.select[self.start:self.end]]
         self.annotations = list(self.compiler.annotation_col_map.items())
+        selected = [column[0] for column in self.compiler.select[:self.compiler.col_count]]
+        if self.compiler.has_composite_fields(selected):
+            raise ValueError("CompiledRead: composite primary keys are not supported")
+        self.converters = self.compiler.get_converters(selected)  # what results_iter would look up for every call
 
     def run(self, values: dict) -> list:
         if self.sql is None:
@@ -102,8 +106,10 @@ class _Compiled:
         with connections[self.db].cursor() as cursor:
             cursor.execute(self.sql, params)
             rows = cursor.fetchall()
+        if self.converters:
+            rows = self.compiler.apply_converters(rows, self.converters)
         found = []
-        for row in self.compiler.results_iter(results=[rows]):
+        for row in rows:
             obj = self.model.from_db(self.db, self.names, row[self.start:self.end])
             for name, column in self.annotations:
                 setattr(obj, name, row[column])
