@@ -4,6 +4,7 @@ Writes through the filter chain are recorded by its `audit_writes` filter; write
 elsewhere (the admin) call `audit_record` themselves.
 """
 from agents.models import AuditEvent
+from core.compiled import insert_row
 from core.safe_json import UNSAFE_CHARACTERS
 
 SECRET_ARGS = {"secure_body", "passphrase", "file_bytes"}  # never stored: secrets, and the bytes of an imported file
@@ -43,5 +44,5 @@ def audit_summary(value, depth: int = 0, budget: list | None = None):
 
 def audit_record(*, principal: str, operation: str, target: str = "", args: dict | None = None) -> AuditEvent:
     """One audit row; `args` is stored as its bounded, secret-free summary."""
-    return AuditEvent.objects.create(principal=principal, operation=operation, target=str(target)[:255],
-                                     args=audit_summary(args or {}))
+    return insert_row(AuditEvent(principal=principal, operation=operation, target=str(target)[:255],
+                                 args=audit_summary(args or {})))

@@ -1,6 +1,8 @@
 """Bearer tokens: DRF authentication by `Authorization: Bearer <token>`, and `active_token` for MCP."""
 from datetime import timedelta
+from functools import cache
 
+from django.db import connection
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from rest_framework import authentication, exceptions
@@ -14,10 +16,39 @@ from agents.services import hash_key
 LAST_USED_PRECISION = timedelta(minutes=1)
 
 
+@cache
+def _token_query() -> tuple[str, list[str], list[tuple[int, object]]]:
+    """The SELECT of an active token by its key's hash, the attribute of each column, and the columns' converters.
+
+    Every request with a token runs it: written once as SQL, it costs a fifth of the ORM's queryset (compiled
+    again on every call, ~1 ms of CPU); the row still becomes a model instance, through each field's converter."""
+    fields = AgentToken._meta.concrete_fields
+    quote = connection.ops.quote_name
+    columns = {f.name: quote(f.column) for f in fields}
+    sql = (f"SELECT {', '.join(columns.values())} FROM {quote(AgentToken._meta.db_table)} "
+           f"WHERE {columns['key_hash']} = %s AND {columns['is_active']}")
+    converters = [(i, convert) for i, f in enumerate(fields) for convert in f.get_db_converters(connection)]
+    return sql, [f.attname for f in fields], converters
+
+
+def token_by_key(raw_key: str) -> AgentToken | None:
+    """The active token whose key is `raw_key`, in one statement; None when unknown or revoked."""
+    sql, names, converters = _token_query()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [hash_key(raw_key)])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    values = list(row)
+    for i, convert in converters:
+        values[i] = convert(values[i], None, connection)
+    return AgentToken.from_db(connection.alias, names, values)
+
+
 def active_token(raw_key: str) -> AgentToken | None:
     """The active token for a raw key (REST and MCP alike), marking it used (to the minute); None when unknown
     or revoked."""
-    token = AgentToken.objects.filter(key_hash=hash_key(raw_key), is_active=True).first()
+    token = token_by_key(raw_key)
     if token is not None:
         now = timezone.now()
         if token.last_used_at is None or now - token.last_used_at >= LAST_USED_PRECISION:

@@ -15,6 +15,7 @@ from django.db import DataError, IntegrityError, connection, transaction
 from django.utils import timezone
 
 from core import events
+from core.compiled import insert_row
 from knowledge.models import FeedbackCase, Knowledge
 
 MAX_CASE_KEYS = 20
@@ -84,8 +85,7 @@ def feedback_record(caller, *, knowledge_id: str, helpful: bool, case: dict | No
 
     `search_id` names the logged search the item was found in (checked visible by the caller).
     """
-    stored = case_new(caller, knowledge_id=knowledge_id, helpful=helpful, case=case, search_id=search_id)
-    stored.save(force_insert=True)
+    stored = insert_row(case_new(caller, knowledge_id=knowledge_id, helpful=helpful, case=case, search_id=search_id))
     tally = counters_add(knowledge_id=knowledge_id, **{stored.kind: 1})
     events.emit_all([feedback_event(stored, tally.scopes)])
     return stored, tally

@@ -1,19 +1,21 @@
 """What the knowledge operations send: each operation's reply is rendered by its output serializer here
-(agents.operations.Operation.render), so the OpenAPI schema describes exactly what is sent."""
+(agents.operations.Operation.render), so the OpenAPI schema describes exactly what is sent. The search's, which
+every search renders, copy their fields cheaply (core.fields.ShallowFieldCopies)."""
 from rest_framework import serializers
 
 from core.errors import ErrorBody
+from core.fields import ShallowFieldCopies
 from knowledge.serializers import REPLY_CASES, EvalSerializer, KnowledgeSerializer
 
 
-class HitEval(serializers.Serializer):
+class HitEval(ShallowFieldCopies, serializers.Serializer):
     score = serializers.IntegerField()
     helpful = serializers.IntegerField()
     harmful = serializers.IntegerField()
     confidence = serializers.FloatField()
 
 
-class SearchHit(serializers.Serializer):
+class SearchHit(ShallowFieldCopies, serializers.Serializer):
     id = serializers.CharField()
     task = serializers.CharField()
     content = serializers.CharField()
@@ -33,7 +35,7 @@ class SearchHit(serializers.Serializer):
         "contradiction, refinement or close, with}): read both before acting"))
 
 
-class SearchOutput(serializers.Serializer):
+class SearchOutput(ShallowFieldCopies, serializers.Serializer):
     results = SearchHit(many=True)
     count = serializers.IntegerField()
     search_id = serializers.UUIDField(help_text=(

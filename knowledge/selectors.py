@@ -4,6 +4,7 @@ import threading
 from django.contrib.postgres.expressions import ArraySubquery
 from django.db.models import Count, OuterRef, Prefetch, QuerySet
 
+from core.compiled import CompiledRead
 from core.newest import Newest, newest
 from knowledge.models import FeedbackCase, Knowledge, KnowledgeResource, KnowledgeVersion
 
@@ -21,8 +22,12 @@ def knowledge_with_relations() -> QuerySet[Knowledge]:
 
 
 def knowledge_get(*, knowledge_id: str) -> Knowledge:
-    """Raises Knowledge.DoesNotExist."""
-    return knowledge_with_relations().get(pk=knowledge_id)
+    """The item with its links and whole histories, in one query (`knowledge_visible`). Raises
+    Knowledge.DoesNotExist."""
+    item = knowledge_visible(knowledge_id=knowledge_id, readable_scopes=None, cases=None)
+    if item is None:
+        raise Knowledge.DoesNotExist(knowledge_id)
+    return item
 
 
 def knowledge_get_shown(*, knowledge_id: str) -> Knowledge:
@@ -63,10 +68,10 @@ def _newest_cases(kind: str, limit: int) -> ArraySubquery:
                          .values("case")[:limit])
 
 
-def knowledge_with_recent_cases(*, limit: int) -> QuerySet[Knowledge]:
+def knowledge_with_recent_cases(*, limit: int | None) -> QuerySet[Knowledge]:
     """Items with what the seed's shape needs, in one query whatever the length of their histories:
     `linked_resource_ids` and `supersedes_ids` (lists of ids), and `recent_helpful` / `recent_harmful`
-    (each history's newest `limit` cases, newest first)."""
+    (each history's newest `limit` cases, newest first; None: every case)."""
     # Building this queryset costs a feedback request as much CPU as compiling it (0.9 ms), so a thread builds it
     # once and hands out copies (the one built is never evaluated, so it caches no rows). Per thread, because the
     # copies share its expressions, which compiling may touch. A threaded WSGI worker keeps its threads; under
@@ -85,3 +90,22 @@ def knowledge_with_recent_cases(*, limit: int) -> QuerySet[Knowledge]:
 
 
 _built = threading.local()
+
+
+def _visible_with_cases(*, knowledge_id: str, readable_scopes, limit: int | None) -> QuerySet[Knowledge]:
+    return knowledge_with_recent_cases(limit=limit).readable_with(readable_scopes).filter(pk=knowledge_id)
+
+
+_visible_with_cases_read = CompiledRead(_visible_with_cases)
+
+
+def knowledge_visible(*, knowledge_id: str, readable_scopes, cases: int | None) -> Knowledge | None:
+    """The item if it is readable with `readable_scopes` (None: every scope), with its links and each history's
+    newest `cases` cases (None: all; `knowledge_with_recent_cases`), in one query whose SQL is compiled once
+    (core.compiled: compiling it costs five times what running it does); None when there is no such item.
+    `histories_complete` says whether the histories are whole."""
+    found = _visible_with_cases_read(knowledge_id=knowledge_id, readable_scopes=readable_scopes, limit=cases)
+    if not found:
+        return None
+    found[0].histories_complete = cases is None
+    return found[0]

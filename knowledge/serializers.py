@@ -102,6 +102,10 @@ class KnowledgeSerializer(serializers.Serializer):
         )
 
     def to_representation(self, item: Knowledge) -> dict:
+        if getattr(item, "histories_complete", False):  # selectors.knowledge_visible(cases=None): one query
+            return knowledge_json(
+                item, resource_ids=item.linked_resource_ids, supersedes=sorted(item.supersedes_ids),
+                helpful_history=item.recent_helpful[::-1], harmful_history=item.recent_harmful[::-1])
         cases = list(item.feedback_cases.all())
         return knowledge_json(
             item, resource_ids=item.resource_ids, supersedes=sorted(k.id for k in item.supersedes.all()),
@@ -155,7 +159,7 @@ def feedback_reply(item: Knowledge, reported: list) -> dict:
     REPLY_CASES cases, oldest first, and `eval.histories_truncated` whether older ones were left out (GET
     /api/knowledge/{id} has them all).
 
-    `item` comes from `selectors.knowledge_with_recent_cases(limit=REPLY_CASES + 1)`, read before the writes,
+    `item` comes from `selectors.knowledge_visible(cases=REPLY_CASES + 1)`, read before the writes,
     with the counters the writes returned; `reported` are the cases this request stored (the newest)."""
     histories, truncated = {}, False
     for kind in ("helpful", "harmful"):

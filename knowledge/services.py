@@ -98,8 +98,11 @@ def knowledge_create(
         confidence=confidence,
         created_at=created_at,
         updated_at=updated_at or created_at,
+        # the keyword document in the INSERT itself, not an UPDATE after it (which rewrote the row and its indexes)
+        **indexing.keyword_fields(task=task, content=content, tags=dict(tags or {})),
     )
     _insert_with_unique_id(item, knowledge_id)
+    del item.search_document  # the expression it was stored from: read from the row if ever asked for
 
     KnowledgeResource.objects.bulk_create(
         KnowledgeResource(knowledge=item, resource_id=rid, position=i) for i, rid in enumerate(resource_ids)
@@ -108,7 +111,6 @@ def knowledge_create(
         [FeedbackCase(knowledge=item, kind="helpful", case=dict(c)) for c in helpful_history]
         + [FeedbackCase(knowledge=item, kind="harmful", case=dict(c)) for c in harmful_history]
     )
-    indexing.index_keywords(item=item)
     if embed:
         transaction.on_commit(lambda: indexing.embed_later(knowledge_ids=[item.id]))
     events.emit(events.KNOWLEDGE_CREATED, scopes=item.scopes, data=events.knowledge_data(item, by=caller.principal))

@@ -39,17 +39,19 @@ def job_link(job) -> dict:
     return {"id": str(job.id), "status": job.status, "url": f"/api/jobs/{job.id}"}
 
 
-def visible_item(caller: Caller, knowledge_id, *, related: bool = False, items=None) -> Knowledge:
+def visible_item(caller: Caller, knowledge_id, *, related: bool = False, cases: int | None = None) -> Knowledge:
     """The item if `caller` may read it; Http404 otherwise (unknown and unreadable look the same).
 
-    `related` loads its resource links and feedback cases too, for a reply rendered from this object;
-    a check followed by a write reloads the item after the write instead. `items`: the queryset to read it
-    from (Knowledge.objects by default)."""
+    `related` loads its resource links and feedback histories too, in one query (`selectors.knowledge_visible`):
+    every case, or each history's newest `cases`; for a reply rendered from this object. A check followed by a
+    write reloads the item after the write instead."""
     if not isinstance(knowledge_id, str) or text_problem(knowledge_id):  # no such id can exist
         raise Http404
-    if items is None:
-        items = selectors.knowledge_with_relations() if related else Knowledge.objects
-    item = items.visible_to(caller).filter(pk=knowledge_id).first()
+    if related:
+        item = selectors.knowledge_visible(knowledge_id=knowledge_id, readable_scopes=caller.readable_scopes,
+                                           cases=cases)
+    else:
+        item = Knowledge.objects.visible_to(caller).filter(pk=knowledge_id).first()
     if item is None:
         raise Http404
     return item
@@ -200,8 +202,7 @@ def knowledge_update(caller: Caller, *, knowledge_id, add_helpful_case=None, add
 
     The reply is read in one query before the writes (`feedback_reply`: the newest cases of each history, not
     all), and the writes end with the counters' UPDATE, whose row lock is then held only until the commit."""
-    item = visible_item(caller, knowledge_id,
-                        items=selectors.knowledge_with_recent_cases(limit=serializers.REPLY_CASES + 1))
+    item = visible_item(caller, knowledge_id, related=True, cases=serializers.REPLY_CASES + 1)
     if (update_score is not None or evolve_feedback) and not caller.may_write_any(item.scopes):
         raise PermissionDenied(_("changing the score or evolving needs write access to one of the item's scopes"))
     search_id = cited_search(caller, search_id)

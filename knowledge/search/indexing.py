@@ -13,12 +13,16 @@ from knowledge.search.text import script_of
 logger = logging.getLogger(__name__)
 
 
+def keyword_fields(*, task: str, content: str, tags: dict) -> dict:
+    """`search_document` (an SQL expression computing the tsvector) and `script` for this text: what a new item's
+    INSERT stores with it, and what `index_keywords` writes after an edit."""
+    return {"search_document": keyword.document_expression(task=task, content=content, tags=tags),
+            "script": script_of(item_text(task, content))}
+
+
 def index_keywords(*, item: Knowledge) -> None:
     """Recompute `search_document` and `script` (call inside the transaction that saved the item)."""
-    Knowledge.objects.filter(pk=item.pk).update(
-        search_document=keyword.document_expression(task=item.task, content=item.content, tags=item.tags),
-        script=script_of(item_text(item.task, item.content)),
-    )
+    Knowledge.objects.filter(pk=item.pk).update(**keyword_fields(task=item.task, content=item.content, tags=item.tags))
 
 
 def store_embeddings(*, ids: list[str], vectors, model_name: str) -> None:

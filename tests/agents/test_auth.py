@@ -5,6 +5,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from agents.auth import active_token
 from agents.models import AgentToken
 from tests.callers import agent_key, client_with
 
@@ -31,3 +32,27 @@ def test_a_revoked_token_is_refused_at_once():
     assert client.get("/api/knowledge").status_code == 200
     AgentToken.objects.update(is_active=False)
     assert client.get("/api/knowledge").status_code == 401
+
+
+def test_a_token_is_read_in_one_statement_with_its_fields_as_the_model_holds_them():
+    key = agent_key("research_agent", ["org:acme"], writable_scopes=["org:acme"], can_curate=True,
+                    static_filters={"op": "EQ", "key": "types", "value": "plan"})
+    with CaptureQueriesContext(connection) as captured:
+        token = active_token(key)
+    assert len(captured.captured_queries) == 2  # the read, and the first use's last_used_at
+    assert token == AgentToken.objects.get()
+    assert token.static_filters == {"op": "EQ", "key": "types", "value": "plan"}  # JSON parsed, as the ORM gives it
+    assert (token.readable_scopes, token.writable_scopes, token.can_curate) == (["org:acme"], ["org:acme"], True)
+    with CaptureQueriesContext(connection) as captured:
+        assert active_token(key) == token
+    assert len(captured.captured_queries) == 1
+
+
+@pytest.mark.parametrize("revoke", [True, False])
+def test_an_unknown_or_revoked_key_finds_no_token(revoke):
+    key = agent_key("research_agent", ["org:acme"])
+    if revoke:
+        AgentToken.objects.update(is_active=False)
+    else:
+        key += "x"
+    assert active_token(key) is None

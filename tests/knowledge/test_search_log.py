@@ -73,10 +73,14 @@ def test_a_search_log_is_committed_without_waiting_for_the_disk_and_later_writes
     from django.db import connection
 
     with CaptureQueriesContext(connection) as queries:
-        log = logged(scopes=["org:acme"], result_ids=[])
+        log = logged(scopes=["org:acme"], result_ids=["knowledge-20260101-abcd"])
     statements = [q["sql"] for q in queries.captured_queries]
-    assert statements[:2] == ["BEGIN", "SET LOCAL synchronous_commit TO OFF"] and statements[2].startswith("INSERT")
-    assert SearchLog.objects.filter(pk=log.pk).exists()
+    assert len(statements) == 1  # one round trip: the setting and the INSERT in one statement, its own transaction
+    assert statements[0].startswith("WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true)) INSERT")
+    stored = SearchLog.objects.get(pk=log.pk)
+    assert [(f.name, getattr(stored, f.attname)) for f in SearchLog._meta.concrete_fields] == [
+        (f.name, getattr(log, f.attname)) for f in SearchLog._meta.concrete_fields]
+    assert stored.result_ids == ["knowledge-20260101-abcd"] and stored.parameters["top_k"] == 5
     assert synchronous_commit() == "on"  # only the log's own transaction: the next write waits for the disk
 
 
