@@ -66,8 +66,28 @@ def segment_many(texts: Sequence[str]) -> list[str]:
     if settings.KNOWHUB_MODEL_SERVICE:
         from knowledge.search.model_client import text_call
 
-        return text_call({"op": "segment_many", "texts": texts}, lambda: segment_many_here(texts))
+        segmented = []
+        for chunk in _chunks(texts, SERVICE_CHARS):  # each request well inside the service's reply timeout
+            segmented += text_call({"op": "segment_many", "texts": chunk}, lambda chunk=chunk: segment_many_here(chunk))
+        return segmented
     return segment_many_here(texts)
+
+
+# Characters per segment_many request to the model service: ~1 s of jieba here, far inside the client's 30 s wait
+# for a reply (a bulk batch of long Chinese items is tens of millions of characters: one request would time out).
+SERVICE_CHARS = 250_000
+
+
+def _chunks(texts: list[str], limit: int) -> list[list[str]]:
+    """`texts` in order, in runs of at most `limit` characters (a longer text alone)."""
+    chunks, current, size = [], [], 0
+    for text in texts:
+        if current and size + len(text) > limit:
+            chunks.append(current)
+            current, size = [], 0
+        current.append(text)
+        size += len(text)
+    return chunks + [current] if current else chunks
 
 
 def segment_here(text: str, runs: dict[str, str] | None = None) -> str:

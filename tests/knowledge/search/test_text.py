@@ -36,6 +36,25 @@ def test_a_run_that_recurs_in_the_batch_is_cut_once(monkeypatch):
     assert sorted(cuts) == sorted(["导出本月订单数据的流程", "点击导出"])
 
 
+def test_a_model_service_is_asked_in_requests_of_bounded_size_and_the_order_is_kept(monkeypatch, settings):
+    from knowledge.search import model_client
+
+    settings.KNOWHUB_MODEL_SERVICE = "/nonexistent/models.sock"
+    monkeypatch.setattr(text, "SERVICE_CHARS", 30)
+    requests = []
+
+    def answered(request, local):
+        requests.append(request)
+        return text.segment_many_here(request["texts"])
+
+    monkeypatch.setattr(model_client, "text_call", answered)
+    batch = TEXTS * 3
+    assert text.segment_many(batch) == [text.segment_here(t) for t in batch]
+    assert len(requests) > 1 and [t for r in requests for t in r["texts"]] == batch
+    assert all(r["op"] == "segment_many" for r in requests)
+    assert all(sum(map(len, r["texts"])) <= 30 or len(r["texts"]) == 1 for r in requests)
+
+
 def test_words_added_to_jieba_count_in_the_next_batch(monkeypatch):
     tokenizer = text._jieba().dt
     run = "蓝鲸知识库很好用"
