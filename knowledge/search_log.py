@@ -8,6 +8,7 @@ engine ranks the same query now, per scope: a team sees whether a ranking change
 agents. Logs stay in their scopes (`search_logs_visible_to`) and are deleted after
 KNOWHUB_SEARCH_LOG_RETENTION_DAYS (`search_logs_forget`).
 """
+import re
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -60,7 +61,7 @@ def search_log_record(*, principal: str, readable_scopes: Iterable[str] | None, 
     sql, fields = _insert_sql(relaxed=connection.get_autocommit())  # in a transaction: that one decides
     with connection.cursor() as cursor:
         cursor.execute(sql, [field.get_db_prep_save(getattr(log, field.attname), connection) for field in fields])
-    log._state.adding = False
+    log._state.adding, log._state.db = False, connection.alias
     return log
 
 
@@ -77,7 +78,9 @@ def _insert_sql(*, relaxed: bool) -> tuple[str, list]:
     into = f"INSERT INTO {quote(SearchLog._meta.db_table)} ({', '.join(quote(f.column) for f in fields)})"
     if not relaxed:
         return f"{into} VALUES ({', '.join(['%s'] * len(fields))})", fields
-    values = ", ".join(f"%s::{f.db_type(connection)}" for f in fields)
+    # cast to the type without its length (`varchar(200)` → `varchar`): an explicit cast to varchar(n) would cut a
+    # longer value silently, where the column refuses it
+    values = ", ".join(f"%s::{re.sub(r'[(][0-9, ]+[)]', '', f.db_type(connection))}" for f in fields)
     return (f"WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true)) {into} SELECT {values} FROM relaxed",
             fields)
 

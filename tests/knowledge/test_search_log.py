@@ -84,6 +84,15 @@ def test_a_search_log_is_committed_without_waiting_for_the_disk_and_later_writes
     assert synchronous_commit() == "on"  # only the log's own transaction: the next write waits for the disk
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_scope_too_long_for_its_column_is_refused_not_cut_short_by_the_one_statement_log():
+    from django.db import DataError
+
+    with pytest.raises(DataError):
+        logged(scopes=["org:" + "x" * 300], result_ids=[])
+    assert not SearchLog.objects.exists()
+
+
 def test_a_search_log_inside_a_callers_transaction_leaves_that_transactions_durability_alone():
     logged(scopes=["org:acme"], result_ids=[])  # pytest-django's test transaction stands for a caller's
     assert synchronous_commit() == "on"
