@@ -219,7 +219,8 @@ def of_each_settings(limit: int, *, exact: bool, dimensions: int):
 def _local_settings():
     """A transaction for settings made with `set_config(…, true)` (SET LOCAL), which end with it. Inside a caller's
     transaction this is a savepoint, and a released savepoint keeps them until the caller's transaction ends: there
-    they are put back to the session's values on the way out (a failure rolls the savepoint, and them, back)."""
+    they are put back to the session's values on the way out (a failure rolls the savepoint, and them, back). The
+    session's, not an outer SET LOCAL's: no caller sets these settings around a search."""
     nested = connection.in_atomic_block
     with transaction.atomic(), connection.cursor() as cursor:
         yield cursor
