@@ -151,7 +151,7 @@ def gather(item: Knowledge, candidates: QuerySet[Knowledge], *, depth: int, keyw
     vector: dict[str, list[tuple[str, float]]] = {}
     if item.embedding is not None and item.embedding_model:
         dimensions = len(item.embedding)
-        for script, size in sorted(scripts_present(candidates, model_name=item.embedding_model).items()):
+        for script, size in sorted(scripts_present(candidates, model_name=item.embedding_model, remember=False).items()):
             vector[script] = vector_candidates(
                 candidates.filter(script=script), vector=item.embedding, model_name=item.embedding_model,
                 dimensions=dimensions, limit=depth, size=size,

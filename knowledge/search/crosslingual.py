@@ -69,13 +69,15 @@ _full: OrderedDict = OrderedDict()  # (model, base SQL, parameters) -> {script: 
 _full_lock = threading.Lock()
 
 
-def scripts_present(queryset, *, model_name: str) -> dict[str, int]:
+def scripts_present(queryset, *, model_name: str, remember: bool = True) -> dict[str, int]:
     """Script -> number of items with a vector from this model (up to COUNT_CAP), for the scripts present.
 
     One query; each script's count stops at COUNT_CAP rows, read from the
     (embedding_model, script) index (which carries status and scopes), so the
     cost does not grow with the base. Scripts found full in the last FULL_TTL
-    seconds are not counted again.
+    seconds are not counted again; `remember=False` for a base asked once
+    (one item's neighbours: the base leaves the item out), which would only
+    push the searches' bases out of the memory.
     """
     inner_sql, inner_params = queryset.filter(embedding_model=model_name).order_by().values_list("script").query.sql_with_params()
     key = (model_name, inner_sql, repr(inner_params))
@@ -96,7 +98,7 @@ def scripts_present(queryset, *, model_name: str) -> dict[str, int]:
             cursor.execute(counted, params)
             found = dict(cursor.fetchall())
         counts.update(found)
-        if filled := {script: n for script, n in found.items() if n >= COUNT_CAP}:
+        if remember and (filled := {script: n for script, n in found.items() if n >= COUNT_CAP}):
             with _full_lock:
                 entry = _full.setdefault(key, {})
                 entry.update({script: (now + FULL_TTL, n) for script, n in filled.items()})

@@ -198,3 +198,10 @@ def test_a_full_script_group_is_not_counted_again_for_a_while_and_the_others_alw
     monkeypatch.setattr(crosslingual, "FULL_TTL", 0.0)
     crosslingual._full.clear()
     assert crosslingual.scripts_present(base, model_name="bench-8") == {"latin": 1, "han": 2}
+    # A base asked once (one item's neighbours) is not remembered.
+    monkeypatch.setattr(crosslingual, "FULL_TTL", 300.0)
+    one_off = visible(readable_scopes=["elsewhere"]).exclude(pk="knowledge-20260101-none")
+    assert crosslingual.scripts_present(one_off, model_name="bench-8", remember=False) == {"latin": 3}
+    assert len(crosslingual._full) == 0
+    assert crosslingual.scripts_present(one_off, model_name="bench-8") == {"latin": 3}
+    assert len(crosslingual._full) == 1
