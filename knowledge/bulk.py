@@ -18,7 +18,6 @@ from collections.abc import Callable, Mapping, Sequence
 
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
-from pgvector import Vector
 from rest_framework.exceptions import PermissionDenied
 
 from core import events
@@ -29,6 +28,7 @@ from knowledge.models import FeedbackCase, Knowledge, KnowledgeResource
 from knowledge.search import indexing, keyword
 from knowledge.search.embeddings import item_text
 from knowledge.search.text import script_of
+from knowledge.search.vector import vector_literal
 from knowledge.services import _is_primary_key_violation, check_new_item, normalize_source
 
 INSERT_BATCH = 1_000
@@ -160,7 +160,7 @@ _INSERT_SQL = (
 
 def _records(batch: list[Knowledge]) -> list[dict]:
     """The items as the INSERT's records: values converted as Django converts them for these fields
-    (`get_db_prep_save`'s work, done in bulk: numbers by int() and float(), vectors as pgvector's text,
+    (`get_db_prep_save`'s work, done in bulk: numbers by int() and float(), vectors as pgvector's text (`vector.vector_literal`),
     aware datetimes), with the keyword document's parts (_PARTS), the batch's texts segmented together."""
     created_at, updated_at = Knowledge._meta.get_field("created_at"), Knowledge._meta.get_field("updated_at")
     records = []
@@ -171,7 +171,7 @@ def _records(batch: list[Knowledge]) -> list[dict]:
             "content": item.content, "tags": item.tags, "scopes": item.scopes, "owner": item.owner,
             "source": item.source, "secure_resource_id": item.secure_resource_id, "score": int(item.score),
             "helpful": int(item.helpful), "harmful": int(item.harmful), "confidence": float(item.confidence),
-            "status": item.status, "embedding": Vector._to_db(item.embedding), "embedding_model": item.embedding_model,
+            "status": item.status, "embedding": None if item.embedding is None else vector_literal(item.embedding), "embedding_model": item.embedding_model,
             "script": item.script,
             "created_at": created_at.get_db_prep_save(item.created_at, connection).isoformat(),
             "updated_at": updated_at.get_db_prep_save(item.updated_at, connection).isoformat(),
