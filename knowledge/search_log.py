@@ -21,6 +21,7 @@ from django.db import connection
 from django.db.models import Prefetch, QuerySet
 from django.utils import timezone
 
+from core.compiled import insert_row
 from knowledge.errors import KnowledgeError
 from knowledge.models import FeedbackCase, SearchLog
 from knowledge.search.metrics import mean, mrr_at_k, ndcg_at_k
@@ -58,7 +59,9 @@ def search_log_record(*, principal: str, readable_scopes: Iterable[str] | None, 
                     "rank": rank, "filters": filters.to_dict() if filters is not None else None},
         result_ids=list(result_ids),
     )
-    sql, fields = _insert_sql(relaxed=connection.get_autocommit())  # in a transaction: that one decides
+    if not connection.get_autocommit():  # in a caller's transaction: that one decides
+        return insert_row(log)
+    sql, fields = _relaxed_insert_sql()
     with connection.cursor() as cursor:
         cursor.execute(sql, [field.get_db_prep_save(getattr(log, field.attname), connection) for field in fields])
     log._state.adding, log._state.db = False, connection.alias
@@ -66,18 +69,15 @@ def search_log_record(*, principal: str, readable_scopes: Iterable[str] | None, 
 
 
 @cache
-def _insert_sql(*, relaxed: bool) -> tuple[str, list]:
-    """The INSERT of one log (every search runs it: written once, not compiled by the ORM each time) and its fields.
-
-    `relaxed`: a statement of its own, whose transaction commits without waiting for the disk. `set_config(...,
-    true)` lasts until that transaction's end, which is this statement's; it is read at the commit. A statement
-    rather than BEGIN, SET LOCAL, INSERT, COMMIT: one round trip instead of three. In INSERT ... SELECT each value
-    is cast to its column's type (an untyped literal in a SELECT list would be text)."""
+def _relaxed_insert_sql() -> tuple[str, list]:
+    """The INSERT of one log as a statement of its own, whose transaction commits without waiting for the disk (every
+    search runs it: written once, not compiled by the ORM each time), and its fields. `set_config(..., true)` lasts
+    until that transaction's end, which is this statement's; it is read at the commit. A statement rather than BEGIN,
+    SET LOCAL, INSERT, COMMIT: one round trip instead of three. In INSERT ... SELECT each value is cast to its
+    column's type (an untyped literal in a SELECT list would be text)."""
     fields = SearchLog._meta.concrete_fields
     quote = connection.ops.quote_name
     into = f"INSERT INTO {quote(SearchLog._meta.db_table)} ({', '.join(quote(f.column) for f in fields)})"
-    if not relaxed:
-        return f"{into} VALUES ({', '.join(['%s'] * len(fields))})", fields
     # cast to the type without its length (`varchar(200)` → `varchar`): an explicit cast to varchar(n) would cut a
     # longer value silently, where the column refuses it
     values = ", ".join(f"%s::{re.sub(r'[(][0-9, ]+[)]', '', f.db_type(connection))}" for f in fields)
