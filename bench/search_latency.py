@@ -18,7 +18,9 @@ SciFact, half Chinese, half English; their vectors computed once and cached):
   scan with the same filter.
 
 Each figure is reported as p50/p95/p99 in ms and as a ratio to the floor's
-p50 measured in the same run. `--profile` prints a cProfile of
+p50 measured in the same run; the second pass also as CPU per search, the
+database backend's (on a server on this machine) and Python's, which move
+little with the machine's load where wall times do. `--profile` prints a cProfile of
 the engine over the unfiltered queries (before they are timed: the timed
 passes then find its word statistics and query vectors cached);
 `--statements` prints where each filter's first timed pass spent its time,
@@ -92,6 +94,34 @@ def timed(run, inputs) -> list[float]:
         run(value)
         samples.append(time.perf_counter() - started)
     return samples
+
+
+class CpuTimes:
+    """CPU time of a pass, per search: the database backend's (read from /proc, so only for a server on this machine,
+    as the embedded one is; None otherwise) and this process's. Unlike wall time, it barely moves with what else the
+    machine is doing."""
+
+    def __init__(self):
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            self.stat = Path(f"/proc/{cursor.fetchone()[0]}/stat")
+
+    def _backend(self) -> float | None:
+        try:
+            fields = self.stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the server runs elsewhere
+            return None
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+    def measure(self, run, count: int):
+        """(result of run(), backend ms per search or None, Python ms per search)."""
+        backend, python = self._backend(), time.process_time()
+        result = run()
+        after = self._backend()
+        per = lambda seconds: seconds / count * 1000.0  # noqa: E731
+        return result, (None if backend is None or after is None else per(after - backend)), per(time.process_time() - python)
 
 
 def floor_search(vector, *, embedder, where: str = "", params=(), limit: int = FLOOR_K) -> list[str]:
@@ -207,10 +237,11 @@ def measure(items: int, *, count: int, profile: bool, statements: bool = False) 
             report = times.report(f"{items:,} items, filter {label}", len(texts) + WARMUP, time.perf_counter() - started)
         else:
             searched = timed(run, texts)
-        again = timed(run, texts)  # the same questions again: word statistics and plans cached
+        # the same questions again: word statistics and plans cached; its CPU per search is the table's CPU column
+        again, backend_cpu, python_cpu = CpuTimes().measure(lambda: timed(run, texts), len(texts) + WARMUP)
         recall = filtered_recall(texts[:50], vectors, embedder=embedder, label=label)
         rows.append({"items": items, "filter": label, "floor": percentiles(floor), "engine": percentiles(searched), "again": percentiles(again),
-                     "recall": recall})
+                     "recall": recall, "cpu": (backend_cpu, python_cpu)})
         _print_row(rows[-1])
         if statements:
             print(report, file=sys.stderr)
@@ -232,14 +263,20 @@ def _profile(run, texts) -> None:
 
 
 HEADER = ("| items | filter | floor p50 / p95 / p99 ms | engine p50 / p95 / p99 ms | engine p50 ÷ floor p50 "
-          "| engine, same questions again, p50 / p95 | vector recall@10 vs exact |\n|---|---|---|---|---|---|---|")
+          "| engine, same questions again, p50 / p95 | CPU per search again, PostgreSQL / Python ms "
+          "| vector recall@10 vs exact |\n|---|---|---|---|---|---|---|---|")
 
 
 def _print_row(row: dict) -> None:
     floor, searched = row["floor"], row["engine"]
     print(f"| {row['items']:,} | {row['filter']} | {floor[0]:.1f} / {floor[1]:.1f} / {floor[2]:.1f} "
           f"| {searched[0]:.1f} / {searched[1]:.1f} / {searched[2]:.1f} | {searched[0] / max(floor[0], 1e-9):.1f}× "
-          f"| {row['again'][0]:.1f} / {row['again'][1]:.1f} | {row['recall']:.3f} |", flush=True)
+          f"| {row['again'][0]:.1f} / {row['again'][1]:.1f} | {_cpu(row['cpu'])} | {row['recall']:.3f} |", flush=True)
+
+
+def _cpu(cpu: tuple[float | None, float]) -> str:
+    backend, python = cpu
+    return f"{'n/a' if backend is None else f'{backend:.1f}'} / {python:.1f}"
 
 
 def main(argv=None) -> int:

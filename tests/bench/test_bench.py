@@ -118,6 +118,9 @@ def test_the_scale_seed_fills_a_base_of_the_seeds_shape_and_the_latency_bench_ti
     assert [row["filter"] for row in rows] == ["none", "10%", "1%"]
     assert all(row["floor"][0] > 0 and row["engine"][0] > 0 for row in rows)
     assert rows[0]["recall"] == 1.0  # 120 items: an exact scan
+    for row in rows:  # CPU per search of the second pass: the test database's backend runs on this machine
+        backend, python = row["cpu"]
+        assert backend is not None and backend >= 0 and python > 0
     report = capsys.readouterr().err  # where the first pass spent its time, by kind of statement
     assert report.count("by statement (first pass)") == 3
     for kind in ("| BM25 scoring |", "| vector search (HNSW or exact) |", "| candidates' cosines (stage 2) |",
