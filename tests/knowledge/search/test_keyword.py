@@ -125,6 +125,34 @@ def test_an_expired_large_base_is_served_while_one_thread_counts_it_again_on_its
 
 
 @pytest.mark.django_db
+def test_a_failed_refresh_is_logged_the_expired_entry_still_served_and_the_next_search_tries_again(monkeypatch, settings, caplog):
+    from knowledge.search import keyword
+
+    settings.KNOWHUB_STATISTICS_REFRESH_IN_BACKGROUND = True
+    monkeypatch.setattr(keyword, "STATISTICS_CACHE_MIN_ITEMS", 3)
+    monkeypatch.setattr(keyword, "_statistics", keyword.OrderedDict())
+    monkeypatch.setattr(keyword, "_refreshing", {})
+    for text in ("alpha beta", "alpha gamma", "delta epsilon"):
+        make_knowledge(task=text, scopes=["big"], embed=False)
+    base = engine.narrowed(engine.visible(readable_scopes=["big"]))
+    keyword._base_statistics(base, ["alpha"])
+    _expire_statistics(by=1.0)
+    attempts = []
+
+    def failing(*args):
+        attempts.append(args)
+        raise RuntimeError("database gone")
+
+    monkeypatch.setattr(keyword, "_count_base", failing)
+    for attempt in (1, 2):
+        assert keyword._base_statistics(base, ["alpha"])[0::2] == (3, {"alpha": 2})
+        for thread in list(keyword._refreshing.values()):
+            thread.join(timeout=10)
+        assert len(attempts) == attempt and keyword._refreshing == {}
+    assert "counting a base's keyword statistics again failed" in caplog.text
+
+
+@pytest.mark.django_db
 def test_a_large_base_unsearched_for_twice_its_statistics_lifetime_is_counted_by_the_search(monkeypatch, settings):
     from knowledge.search import keyword
 
