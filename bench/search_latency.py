@@ -178,6 +178,7 @@ STATEMENT_KINDS = (
     ("candidates' cosines (stage 2)", "subvector("),
     ("vector search (HNSW or exact)", "<=>"),
     ("scripts present", "AS hits"),
+    ("search generation (scripts present's counts kept under it)", "knowhub_search_generation"),
     ("BM25 scoring", "SUM(q.idf"),
     ("word statistics: the base's first pass", "count(*) FILTER"),
     ("word statistics: a new word's holders", "AS held"),

@@ -206,6 +206,9 @@ KNOWHUB_SEARCH_ROUTING = env_str("KNOWHUB_SEARCH_ROUTING", "off")
 # Repeated agent searches answered from each web process's cache until a write to the knowledge table
 # (knowledge/search/result_cache.py); off: every search runs the engine.
 KNOWHUB_SEARCH_CACHE = env_bool("KNOWHUB_SEARCH_CACHE", True)
+# A large base's expired keyword statistics are counted again by a thread of their own while searches go on
+# (knowledge/search/keyword.py); not an environment setting: tests turn it off, their rows being invisible to it.
+KNOWHUB_STATISTICS_REFRESH_IN_BACKGROUND = True
 
 # --- Secrets at rest ----------------------------------------------------------
 # Comma-separated Fernet keys: the first encrypts, all decrypt. Unset locally:

@@ -25,7 +25,9 @@ Group sizes are counted up to COUNT_CAP (2,001): when the query's own script
 is not present, the host is the largest group, bigger groups tying by name.
 A group found full (COUNT_CAP rows) is not counted again for FULL_TTL
 seconds: counting 2,001 of a team's rows among 50,000 of its script cost
-~9 ms a script and search at 100k items.
+~9 ms a script and search at 100k items. The other counts are kept under the
+search generation (result_cache.py), which every write to the items moves:
+the next search after a new script's first item counts again and finds it.
 
 A z-score needs enough items to estimate a spread: scripts with fewer than
 `MIN_GROUP_FOR_Z` items, and items without letters (numbers, symbols), join
@@ -40,6 +42,7 @@ from collections import OrderedDict
 import numpy as np
 from django.db import connection
 
+from knowledge.search import result_cache
 from knowledge.search.embeddings import ConcatEmbedder
 from knowledge.search.text import SCRIPTS, script_of
 from knowledge.search.vector import EXACT_SCAN_MAX_ROWS, vector_candidates
@@ -68,6 +71,13 @@ FULL_BASES = 256
 _full: OrderedDict = OrderedDict()  # (model, base SQL, parameters) -> {script: (expires, count)}
 _full_lock = threading.Lock()
 
+# Every count is kept for the generation it was counted at (result_cache.Entries: per base, the newest generation
+# only): the smaller groups' count reads each of the script's index entries to apply the base's filters (14 ms a
+# search at 10% of 20,000 items), and a base whose groups are full still probes the absent scripts (2 ms), where
+# reading the generation is one call (0.15 ms). A count is kept only when result_cache says a run made now may be
+# (no write to the items in flight, none by this transaction): a count that could miss rows about to commit is not.
+_counted = result_cache.Entries(size=FULL_BASES, max_age=FULL_TTL)  # generation, base key -> {script: count}
+
 
 def scripts_present(queryset, *, model_name: str, remember: bool = True) -> dict[str, int]:
     """Script -> number of items with a vector from this model (up to COUNT_CAP), for the scripts present.
@@ -75,7 +85,8 @@ def scripts_present(queryset, *, model_name: str, remember: bool = True) -> dict
     One query; each script's count stops at COUNT_CAP rows, read from the
     (embedding_model, script) index (which carries status and scopes), so the
     cost does not grow with the base. Scripts found full in the last FULL_TTL
-    seconds are not counted again; `remember=False` for a base asked once
+    seconds are not counted again, nor any script counted at the current
+    search generation (one call reads it); `remember=False` for a base asked once
     (one item's neighbours: the base leaves the item out), which would only
     push the searches' bases out of the memory.
     """
@@ -86,6 +97,12 @@ def scripts_present(queryset, *, model_name: str, remember: bool = True) -> dict
         full = {script: n for script, (expires, n) in _full.get(key, {}).items() if expires > now and n >= COUNT_CAP}
     counts = {script: COUNT_CAP for script in full}
     missing = [script for script in SCRIPTS if script not in full]
+    kept: dict[str, int] = {}
+    if missing and remember:
+        current, storable = result_cache.generation()  # before counting: the count then sees every write it names
+        kept = _counted.get(current, key) or {}
+        counts.update({script: kept[script] for script in missing if script in kept})
+        missing = [script for script in missing if script not in kept]
     if missing:
         # One SELECT per script, each naming its script as a literal: the planner then knows an absent or rare
         # script from its statistics and takes the index (a correlated subquery would get one generic plan: a scan).
@@ -98,6 +115,8 @@ def scripts_present(queryset, *, model_name: str, remember: bool = True) -> dict
             cursor.execute(counted, params)
             found = dict(cursor.fetchall())
         counts.update(found)
+        if remember and storable:
+            _counted.put(current, key, {**kept, **found})
         if remember and (filled := {script: n for script, n in found.items() if n >= COUNT_CAP}):
             with _full_lock:
                 entry = _full.setdefault(key, {})

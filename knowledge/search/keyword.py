@@ -10,6 +10,7 @@ without every word being required, and are ranked by BM25 (see
 `keyword_candidates`). The tsquery is built from quoted lexemes and cast,
 never parsed from user text.
 """
+import logging
 import math
 import threading
 import time
@@ -17,6 +18,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.contrib.postgres.search import SearchVectorField
 from django.db import connection
 from django.db.models import BooleanField, F, Func
@@ -29,6 +31,8 @@ MAX_QUERY_LEXEMES = 64
 BM25_K1 = 1.2
 BM25_B = 0.75
 TITLE_BOOST = 2
+
+logger = logging.getLogger(__name__)
 
 
 class TsMatch(Func):
@@ -188,6 +192,13 @@ def scored_lexemes(frequencies: dict[str, int]) -> list[str]:
 # whole base: a base of at least STATISTICS_CACHE_MIN_ITEMS items keeps its item count and mean length
 # for STATISTICS_TTL seconds (five minutes), and each word's document frequency (counted through the GIN index when
 # first asked) as long. A smaller base is counted exactly on every search: it is cheap.
+# When the five minutes are up, the search that finds the entry expired is answered from it and starts a thread that
+# counts the base again (a pass over the whole base, longer the more items and query words), one thread per base
+# and process at a time; the searches meanwhile are answered from the expired entry, and the count replaces it (with
+# the words of the search that started it; other words are new words again). An entry left expired for another
+# STATISTICS_TTL (no search of the base in that time) is counted again by the search, as a base first asked is.
+# The thread has its own connection (from the pool, in a web process) and closes it; it sees committed rows only,
+# which is why tests, whose rows stay in their transaction, count inline (KNOWHUB_STATISTICS_REFRESH_IN_BACKGROUND).
 # In a large base a new word's holders are counted up to HOLDERS_COUNTED: counting reads each holder's row to apply
 # the base's filters (a word held by a thousand of 100,000 items cost 10-17 ms, its rows read from the disk cache).
 # A word held by more is given the share of the table ANALYZE found holding it (`core.estimates.common_shares`, per
@@ -200,6 +211,7 @@ STATISTICS_TTL = 300.0
 STATISTICS_CACHE_BASES = 64
 HOLDERS_COUNTED = 100
 _statistics: OrderedDict = OrderedDict()  # base key -> _Statistics
+_refreshing: dict = {}  # base key -> the thread counting it again
 _statistics_lock = threading.Lock()
 
 
@@ -218,14 +230,14 @@ def _base_statistics(queryset, lexemes: list[str]) -> tuple[int, float, dict[str
     now = time.monotonic()
     with _statistics_lock:
         cached = _statistics.get(key)
-    if cached is None or cached.expires <= now:
+        if cached is not None and cached.expires <= now:
+            if now < cached.expires + STATISTICS_TTL and settings.KNOWHUB_STATISTICS_REFRESH_IN_BACKGROUND:
+                _refresh_in_background(key, inner_sql, inner_params, lexemes)  # served meanwhile
+            else:
+                cached = None  # too old to serve (or tests): counted now
+    if cached is None:
         total, average, frequencies = _count_base(inner_sql, inner_params, lexemes)
-        if total >= STATISTICS_CACHE_MIN_ITEMS:
-            with _statistics_lock:
-                _statistics[key] = _Statistics(now + STATISTICS_TTL, total, average, dict(frequencies))
-                _statistics.move_to_end(key)
-                while len(_statistics) > STATISTICS_CACHE_BASES:
-                    _statistics.popitem(last=False)
+        _remember(key, now, total, average, frequencies)
         return total, average, frequencies
     missing = [lex for lex in lexemes if lex not in cached.frequencies]
     if missing:
@@ -233,6 +245,42 @@ def _base_statistics(queryset, lexemes: list[str]) -> tuple[int, float, dict[str
         with _statistics_lock:
             cached.frequencies.update(counted)
     return cached.total, cached.average, {lex: cached.frequencies[lex] for lex in lexemes}
+
+
+def _remember(key, counted_at: float, total: int, average: float, frequencies: dict[str, int]) -> None:
+    """Keep a large base's statistics counted at `counted_at` (a base that shrank below the size forgets them)."""
+    with _statistics_lock:
+        if total < STATISTICS_CACHE_MIN_ITEMS:
+            _statistics.pop(key, None)
+            return
+        _statistics[key] = _Statistics(counted_at + STATISTICS_TTL, total, average, dict(frequencies))
+        _statistics.move_to_end(key)
+        while len(_statistics) > STATISTICS_CACHE_BASES:
+            _statistics.popitem(last=False)
+
+
+def _refresh_in_background(key, inner_sql: str, inner_params, lexemes: list[str]) -> None:
+    """Start the thread that counts the base `key` again, unless one is at it. Called holding _statistics_lock."""
+    running = _refreshing.get(key)
+    if running is not None and running.is_alive():  # (after a fork, the parent's threads are not alive in the child)
+        return
+    thread = threading.Thread(target=_refresh, args=(key, inner_sql, inner_params, lexemes),
+                              name="keyword-statistics", daemon=True)
+    _refreshing[key] = thread
+    thread.start()
+
+
+def _refresh(key, inner_sql: str, inner_params, lexemes: list[str]) -> None:
+    try:
+        started = time.monotonic()
+        _remember(key, started, *_count_base(inner_sql, inner_params, lexemes))
+    except Exception:  # noqa: BLE001 - the expired entry is served on; the next search of the base starts another
+        logger.warning("counting a base's keyword statistics again failed", exc_info=True)
+    finally:
+        connection.close()  # this thread's own connection (back to the pool in a web process)
+        with _statistics_lock:
+            if _refreshing.get(key) is threading.current_thread():
+                del _refreshing[key]
 
 
 def _count_base(inner_sql: str, inner_params, lexemes: list[str]) -> tuple[int, float, dict[str, int]]:

@@ -205,3 +205,71 @@ def test_a_full_script_group_is_not_counted_again_for_a_while_and_the_others_alw
     assert len(crosslingual._full) == 0
     assert crosslingual.scripts_present(one_off, model_name="bench-8") == {"latin": 3}
     assert len(crosslingual._full) == 1
+
+
+def _bulk(texts, scope="a"):
+    from knowledge import bulk
+
+    entries = [{"task": t, "content": "", "types": ["tool"], "scopes": [scope]} for t in texts]
+    return bulk.knowledge_bulk_create(acting("x"), entries, vectors=np.eye(len(texts), 8), model_name="bench-8")
+
+
+def _counted_scripts(base) -> tuple[dict, bool]:
+    """scripts_present of `base`, and whether it counted (rather than answering from what it kept)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as statements:
+        counts = crosslingual.scripts_present(base, model_name="bench-8")
+    return counts, any("AS hits" in statement["sql"] for statement in statements.captured_queries)
+
+
+@pytest.fixture
+def empty_script_memory(monkeypatch):
+    from collections import OrderedDict
+
+    from knowledge.search import result_cache
+
+    monkeypatch.setattr(crosslingual, "_full", OrderedDict())
+    monkeypatch.setattr(crosslingual, "_counted", result_cache.Entries(size=8, max_age=300.0))
+
+
+@pytest.mark.django_db(transaction=True)  # counts are kept only when no open transaction has written
+def test_script_counts_are_kept_until_a_write_and_a_new_scripts_items_are_counted_at_once(empty_script_memory):
+    from knowledge.search.engine import visible
+
+    _bulk(["Rotate proxies", "Retry later", "Use a pool"])
+    base = visible(readable_scopes=["a"])
+    assert _counted_scripts(base) == ({"latin": 3}, True)
+    assert _counted_scripts(base) == ({"latin": 3}, False)  # the same generation: kept
+    _bulk(["导出订单"])  # the first item of a new script
+    assert _counted_scripts(base) == ({"latin": 3, "han": 1}, True)
+    assert _counted_scripts(base) == ({"latin": 3, "han": 1}, False)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_script_counts_made_while_another_transaction_writes_are_not_kept(empty_script_memory):
+    import psycopg
+
+    from knowledge.search.engine import visible
+    from tests.conftest import database_url_for_subprocess
+
+    _bulk(["Rotate proxies", "Retry later"])
+    (elsewhere,) = _bulk(["导出订单"], scope="b")
+    base = visible(readable_scopes=["a"])
+    with psycopg.connect(database_url_for_subprocess()) as other:
+        other.execute("UPDATE knowledge_knowledge SET scopes = '{a}' WHERE id = %s", [elsewhere.id])  # not committed yet
+        assert _counted_scripts(base) == ({"latin": 2}, True)
+        assert _counted_scripts(base) == ({"latin": 2}, True)  # not kept: the write could commit under this generation
+        other.commit()
+    assert _counted_scripts(base) == ({"latin": 2, "han": 1}, True)
+
+
+@pytest.mark.django_db
+def test_script_counts_made_by_a_transaction_that_wrote_are_not_kept(empty_script_memory):
+    from knowledge.search.engine import visible
+
+    _bulk(["Rotate proxies", "Retry later"])  # this test's transaction has written (and a rollback would undo it)
+    base = visible(readable_scopes=["a"])
+    assert _counted_scripts(base) == ({"latin": 2}, True)
+    assert _counted_scripts(base) == ({"latin": 2}, True)

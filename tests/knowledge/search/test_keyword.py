@@ -1,5 +1,9 @@
 """Keyword scores (keyword.py): BM25 over the searched base, as a share of what the query could score."""
+import threading
+import time
+
 import pytest
+from django.db import connections
 
 from knowledge.search import engine
 from knowledge.search.keyword import keyword_candidates
@@ -76,6 +80,94 @@ def test_a_large_bases_statistics_are_kept_for_a_while_and_new_words_are_counted
     keyword._statistics.clear()
     keyword._base_statistics(base, ["alpha"])
     assert keyword._base_statistics(base, ["alpha"])[0::2] == (4, {"alpha": 3})  # expired: counted again
+
+
+def _expire_statistics(*, by: float) -> None:
+    from knowledge.search import keyword
+
+    for entry in keyword._statistics.values():
+        entry.expires = time.monotonic() - by
+
+
+@pytest.mark.django_db(transaction=True)  # the refresh's own connection sees committed rows only
+def test_an_expired_large_base_is_served_while_one_thread_counts_it_again_on_its_own_connection(monkeypatch, settings):
+    from knowledge.search import keyword
+
+    settings.KNOWHUB_STATISTICS_REFRESH_IN_BACKGROUND = True
+    monkeypatch.setattr(keyword, "STATISTICS_CACHE_MIN_ITEMS", 3)
+    monkeypatch.setattr(keyword, "_statistics", keyword.OrderedDict())
+    monkeypatch.setattr(keyword, "_refreshing", {})
+    for text in ("alpha beta", "alpha gamma", "delta epsilon"):
+        make_knowledge(task=text, scopes=["big"], embed=False)
+    base = engine.narrowed(engine.visible(readable_scopes=["big"]))
+    assert keyword._base_statistics(base, ["alpha"])[0::2] == (3, {"alpha": 2})
+    make_knowledge(task="alpha zeta", scopes=["big"], embed=False)
+    _expire_statistics(by=1.0)
+
+    release, counted_on, real = threading.Event(), [], keyword._count_base
+
+    def held(*args):  # the count waits until the searches below have been answered
+        release.wait(timeout=10)
+        counted_on.append(connections["default"])  # the calling thread's connection
+        return real(*args)
+
+    monkeypatch.setattr(keyword, "_count_base", held)
+    assert keyword._base_statistics(base, ["alpha"])[0::2] == (3, {"alpha": 2})  # expired, served: no wait
+    (refresh,) = keyword._refreshing.values()
+    assert keyword._base_statistics(base, ["alpha"])[0::2] == (3, {"alpha": 2})
+    assert list(keyword._refreshing.values()) == [refresh]  # one refresh at a time per base
+    release.set()
+    refresh.join(timeout=10)
+    assert not refresh.is_alive() and keyword._refreshing == {}
+    (wrapper,) = counted_on
+    assert wrapper is not connections["default"] and wrapper.connection is None  # its own, closed
+    assert keyword._base_statistics(base, ["alpha"])[0::2] == (4, {"alpha": 3})  # the count replaced the entry
+
+
+@pytest.mark.django_db
+def test_a_failed_refresh_is_logged_the_expired_entry_still_served_and_the_next_search_tries_again(monkeypatch, settings, caplog):
+    from knowledge.search import keyword
+
+    settings.KNOWHUB_STATISTICS_REFRESH_IN_BACKGROUND = True
+    monkeypatch.setattr(keyword, "STATISTICS_CACHE_MIN_ITEMS", 3)
+    monkeypatch.setattr(keyword, "_statistics", keyword.OrderedDict())
+    monkeypatch.setattr(keyword, "_refreshing", {})
+    for text in ("alpha beta", "alpha gamma", "delta epsilon"):
+        make_knowledge(task=text, scopes=["big"], embed=False)
+    base = engine.narrowed(engine.visible(readable_scopes=["big"]))
+    keyword._base_statistics(base, ["alpha"])
+    _expire_statistics(by=1.0)
+    attempts = []
+
+    def failing(*args):
+        attempts.append(args)
+        raise RuntimeError("database gone")
+
+    monkeypatch.setattr(keyword, "_count_base", failing)
+    for attempt in (1, 2):
+        assert keyword._base_statistics(base, ["alpha"])[0::2] == (3, {"alpha": 2})
+        for thread in list(keyword._refreshing.values()):
+            thread.join(timeout=10)
+        assert len(attempts) == attempt and keyword._refreshing == {}
+    assert "counting a base's keyword statistics again failed" in caplog.text
+
+
+@pytest.mark.django_db
+def test_a_large_base_unsearched_for_twice_its_statistics_lifetime_is_counted_by_the_search(monkeypatch, settings):
+    from knowledge.search import keyword
+
+    settings.KNOWHUB_STATISTICS_REFRESH_IN_BACKGROUND = True
+    monkeypatch.setattr(keyword, "STATISTICS_CACHE_MIN_ITEMS", 3)
+    monkeypatch.setattr(keyword, "_statistics", keyword.OrderedDict())
+    monkeypatch.setattr(keyword, "_refreshing", {})
+    for text in ("alpha beta", "alpha gamma", "delta epsilon"):
+        make_knowledge(task=text, scopes=["big"], embed=False)
+    base = engine.narrowed(engine.visible(readable_scopes=["big"]))
+    keyword._base_statistics(base, ["alpha"])
+    make_knowledge(task="alpha zeta", scopes=["big"], embed=False)
+    _expire_statistics(by=keyword.STATISTICS_TTL + 1.0)
+    assert keyword._base_statistics(base, ["alpha"])[0::2] == (4, {"alpha": 3})
+    assert keyword._refreshing == {}  # counted by the search itself, no thread
 
 
 @pytest.mark.django_db
