@@ -38,8 +38,13 @@ def _ordered(a: str, b: str) -> tuple[str, str]:
     return (a, b) if a < b else (b, a)
 
 
+def _audience(item: Knowledge):
+    """The active items sharing a scope with `item` (item included): the base its keyword neighbours are weighed in."""
+    return Knowledge.objects.filter(status=KnowledgeStatus.ACTIVE, scopes__overlap=item.scopes)
+
+
 def _candidates(item: Knowledge):
-    others = Knowledge.objects.filter(status=KnowledgeStatus.ACTIVE, scopes__overlap=item.scopes).exclude(pk=item.pk)
+    others = _audience(item).exclude(pk=item.pk)
     document = (item.source or {}).get("document") or {}
     if document.get("uri"):  # a document's own chunks do not contradict each other
         others = others.exclude(source__document__uri=document["uri"])
@@ -58,7 +63,7 @@ def detect_for(*, knowledge_ids: list[str]) -> list[Conflict]:
 
 
 def _detect(item: Knowledge) -> list[Conflict]:
-    pairs = close_pairs(item, _candidates(item))
+    pairs = close_pairs(item, _candidates(item), audience=_audience(item))
     known = {(c.first_id, c.second_id): c for c in Conflict.objects.filter(Q(first=item) | Q(second=item))}
 
     def judged_already(pair) -> bool:

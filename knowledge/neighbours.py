@@ -91,13 +91,16 @@ class Found:
 
 
 def close_pairs(item: Knowledge, candidates: QuerySet[Knowledge], *, limit: int = NEIGHBOURS,
-                keywords: bool = True) -> list[ClosePair]:
+                keywords: bool = True, audience: QuerySet[Knowledge] | None = None) -> list[ClosePair]:
     """Items of `candidates` (the caller narrows them: same scopes, active, not item itself) close enough to
     `item` to be judged as duplicate / refinement / contradiction / unrelated, closest first. Vector neighbours
     (via the HNSW index / exact scan as knowledge.search.vector does) and keyword neighbours (the item's text as a query),
     so paraphrases and translations are found. `keywords=False` skips the keyword search (slim: a duplicate
-    is decided by similarity alone, and the BM25 query of a whole item is most of the cost)."""
-    return choose(gather(item, candidates, depth=limit, keywords=keywords), limit=limit, thresholds=current_thresholds())
+    is decided by similarity alone, and the BM25 query of a whole item is most of the cost). `audience`: the items
+    `candidates` were narrowed from, whose word statistics (less `item`'s own document) weigh the keyword search;
+    one audience is counted once for all its items, where `candidates` (without the item) would be a base per item."""
+    return choose(gather(item, candidates, depth=limit, keywords=keywords, audience=audience), limit=limit,
+                  thresholds=current_thresholds())
 
 
 def close_pairs_among(candidates: QuerySet[Knowledge], *, limit: int = NEIGHBOURS, page: int = PAGE) -> dict[str, list[ClosePair]]:
@@ -145,7 +148,8 @@ def _found(script: str, vector: dict[str, list[tuple[str, float]]]) -> Found:
                  scripts={other: of for of, rows in vector.items() for other, _ in rows})
 
 
-def gather(item: Knowledge, candidates: QuerySet[Knowledge], *, depth: int, keywords: bool = True) -> Found:
+def gather(item: Knowledge, candidates: QuerySet[Knowledge], *, depth: int, keywords: bool = True,
+           audience: QuerySet[Knowledge] | None = None) -> Found:
     """The `depth` nearest items of `candidates` per writing system, and the `depth` best keyword matches."""
     candidates = candidates.exclude(pk=item.pk)
     vector: dict[str, list[tuple[str, float]]] = {}
@@ -156,7 +160,10 @@ def gather(item: Knowledge, candidates: QuerySet[Knowledge], *, depth: int, keyw
                 candidates.filter(script=script), vector=item.embedding, model_name=item.embedding_model,
                 dimensions=dimensions, limit=depth, size=size,
             )
-    by_keyword = keyword.keyword_candidates(candidates, text=item_text(item.task, item.content), limit=depth) if keywords else []
+    by_keyword = keyword.keyword_candidates(
+        candidates, text=item_text(item.task, item.content), limit=depth, statistics=audience,
+        leave_out=None if audience is None else item.pk,
+    ) if keywords else []
     similarity = {other: s for rows in vector.values() for other, s in rows}
     ids = set(similarity) | {other for other, _ in by_keyword}
     scripts = dict(Knowledge.objects.filter(pk__in=ids).values_list("id", "script"))

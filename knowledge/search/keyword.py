@@ -92,7 +92,7 @@ def build_query(text: str) -> str | None:
     return " | ".join(_quote(lex) for lex in query_lexemes(text)) or None
 
 
-def keyword_candidates(queryset, *, text: str, limit: int, statistics=None) -> list[tuple[str, float]]:
+def keyword_candidates(queryset, *, text: str, limit: int, statistics=None, leave_out: str | None = None) -> list[tuple[str, float]]:
     """(id, score in [0, 1]) of the best keyword matches within `queryset`, best first.
 
     The score is BM25 divided by the most the query could score (every
@@ -113,7 +113,12 @@ def keyword_candidates(queryset, *, text: str, limit: int, statistics=None) -> l
     those of `statistics` (the caller's whole visible base; `queryset` when
     not given), in one pass: a base scores the same whatever other scopes
     hold, no other scope's words show through its scores, and a filter that
-    narrows the search does not change how rare a word is. Term frequency is
+    narrows the search does not change how rare a word is. `leave_out`: the id
+    of an item whose own document the statistics do not count, as if it were
+    not in `statistics` (an item's neighbours are scored against the rest of
+    its audience: the audience stays one base, counted once and kept, for
+    every item of it, instead of a base per item, counted whole on every
+    call). Term frequency is
     the lexeme's position count, weight-A occurrences (task, tags) counting
     TITLE_BOOST times; document length is the number of distinct lexemes.
 
@@ -131,7 +136,10 @@ def keyword_candidates(queryset, *, text: str, limit: int, statistics=None) -> l
     lexemes = query_lexemes(text)
     if not lexemes:
         return []
-    total, avg_length, frequencies = _base_statistics(queryset if statistics is None else statistics, lexemes)
+    base = queryset if statistics is None else statistics
+    total, avg_length, frequencies = _base_statistics(base, lexemes)
+    if leave_out is not None:
+        total, avg_length, frequencies = _without(base, leave_out, total, avg_length, frequencies)
     idf = {lex: math.log(1 + (total - df + 0.5) / (df + 0.5)) for lex, df in frequencies.items() if df}
     if not idf:
         return []
@@ -281,6 +289,21 @@ def _refresh(key, inner_sql: str, inner_params, lexemes: list[str]) -> None:
         with _statistics_lock:
             if _refreshing.get(key) is threading.current_thread():
                 del _refreshing[key]
+
+
+def _without(queryset, item_id: str, total: int, average: float, frequencies: dict[str, int]) -> tuple[int, float, dict[str, int]]:
+    """The statistics of `queryset` less the item `item_id`'s own document (unchanged when it is not in `queryset`)."""
+    inner_sql, inner_params = queryset.filter(pk=item_id).order_by().values_list("search_document").query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT length(d), tsvector_to_array(ts_delete(d, tsvector_to_array(ts_delete(d, %s::text[]))))"
+                       f" FROM ({inner_sql}) AS one(d)", [list(frequencies), *inner_params])
+        row = cursor.fetchone()
+    if row is None:
+        return total, average, frequencies
+    length, held = row[0] or 0, set(row[1] or ())  # held: the given words the item's document holds
+    rest = max(total - 1, 0)
+    return (rest, (average * total - length) / rest if rest else 0.0,
+            {lex: max(df - (lex in held), 0) for lex, df in frequencies.items()})
 
 
 def _count_base(inner_sql: str, inner_params, lexemes: list[str]) -> tuple[int, float, dict[str, int]]:

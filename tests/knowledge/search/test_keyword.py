@@ -273,3 +273,44 @@ def test_scores_are_okapi_bm25_over_the_stored_documents_title_words_and_bare_id
     assert found.keys() == expected.keys() and len(found) == 4  # all but the deploy notes
     for item_id, share in expected.items():
         assert found[item_id] == pytest.approx(share, rel=1e-9)
+
+
+def test_statistics_leaving_out_an_item_score_as_if_the_item_were_not_in_the_base():
+    """`leave_out`: the audience's statistics less the item's own document equal the statistics of the audience
+    without it, for every candidate's score (words the item alone holds become unseen words again)."""
+    texts = [("Proxy pool sizing", "Keep the proxy pool small; rotate proxies per region."),
+             ("Rotate proxies", "A pool of ten proxies is enough for the crawler."),
+             ("Crawler retries", "Retry a failed fetch three times with backoff."),
+             ("Deploy notes", "Roll back with the previous tag.")]
+    items = [make_knowledge(task=task, content=content, scopes=["org:lo"], embed=False) for task, content in texts]
+    item = make_knowledge(task="Proxy pool rotation with zanzibar backoff", content="Rotate the proxy pool per region; "
+                          "zanzibar is a word no other item holds.", scopes=["org:lo"], embed=False)
+    audience = engine.narrowed(engine.visible(readable_scopes=["org:lo"]))
+    others = audience.exclude(pk=item.pk)
+    query = f"{item.task}\n{item.content}"
+    expected = dict(keyword_candidates(others, text=query, limit=10))
+    left_out = dict(keyword_candidates(others, text=query, limit=10, statistics=audience, leave_out=item.pk))
+    assert set(expected) == set(left_out) and len(expected) >= 3 and item.id not in expected
+    for item_id, share in expected.items():
+        assert left_out[item_id] == pytest.approx(share, rel=1e-9)
+    counted_with_it = dict(keyword_candidates(others, text=query, limit=10, statistics=audience))
+    assert counted_with_it[items[0].id] != pytest.approx(expected[items[0].id])  # the item's own words did count
+    outside = make_knowledge(task="Unrelated", content="Another scope's item.", scopes=["org:else"], embed=False)
+    assert dict(keyword_candidates(others, text=query, limit=10, statistics=others, leave_out=outside.id)) == pytest.approx(expected)
+
+
+def test_conflict_detection_weighs_keyword_neighbours_in_the_audience_counted_once_not_once_per_item(monkeypatch):
+    from knowledge import conflicts
+    from knowledge.search import keyword
+
+    monkeypatch.setattr(keyword, "STATISTICS_CACHE_MIN_ITEMS", 3)
+    monkeypatch.setattr(keyword, "_statistics", keyword.OrderedDict())
+    saved = [make_knowledge(task=f"Proxy pool note {n}", content="Rotate the proxy pool per region.", scopes=["org:cd"],
+                            embed=False) for n in range(4)]
+    counted = []
+    real_count = keyword._count_base
+    monkeypatch.setattr(keyword, "_count_base", lambda *args, **kwargs: counted.append(args[0]) or real_count(*args, **kwargs))
+    for item in saved:
+        conflicts.close_pairs(item, conflicts._candidates(item), audience=conflicts._audience(item))
+    assert len(counted) == 1  # the audience once (kept: a large base), not a base without each item
+    assert len(keyword._statistics) == 1
