@@ -314,3 +314,27 @@ def test_conflict_detection_weighs_keyword_neighbours_in_the_audience_counted_on
         conflicts.close_pairs(item, conflicts._candidates(item), audience=conflicts._audience(item))
     assert len(counted) == 1  # the audience once (kept: a large base), not a base without each item
     assert len(keyword._statistics) == 1
+
+
+def test_a_large_bases_first_count_reads_its_items_once_and_its_words_through_the_index(monkeypatch):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from knowledge.search import keyword
+
+    monkeypatch.setattr(keyword, "STATISTICS_CACHE_MIN_ITEMS", 3)
+    monkeypatch.setattr(keyword, "_statistics", keyword.OrderedDict())
+    monkeypatch.setattr(keyword, "estimated_rows", lambda model: 100_000)  # a table large enough for a large base
+    for text in ("alpha beta", "alpha gamma", "delta epsilon", "alpha alpha omega"):
+        make_knowledge(task=text, scopes=["wide"], embed=False)
+    make_knowledge(task="alpha", scopes=["narrow"], embed=False)
+    exact = keyword._count_all(*engine.narrowed(engine.visible(readable_scopes=["wide"])).order_by()
+                               .values_list("search_document").query.sql_with_params(), ["alpha", "beta", "zeta"])
+    with CaptureQueriesContext(connection) as statements:
+        counted = keyword._base_statistics(engine.narrowed(engine.visible(readable_scopes=["wide"])), ["alpha", "beta", "zeta"])
+    assert counted[0] == exact[0] == 4 and counted[1] == pytest.approx(exact[1])
+    assert counted[2] == exact[2] == {"alpha": 3, "beta": 1, "zeta": 0}
+    assert not any("FILTER (WHERE d @@" in s["sql"] for s in statements.captured_queries)  # no word matched per row
+    with CaptureQueriesContext(connection) as statements:  # a small base of the large table: counted exactly at once
+        assert keyword._base_statistics(engine.narrowed(engine.visible(readable_scopes=["narrow"])), ["alpha"])[0::2] == (1, {"alpha": 1})
+    assert any("FILTER (WHERE d @@" in s["sql"] for s in statements.captured_queries)
