@@ -220,6 +220,8 @@ STATISTICS_CACHE_BASES = 64
 HOLDERS_COUNTED = 100
 _statistics: OrderedDict = OrderedDict()  # base key -> _Statistics
 _refreshing: dict = {}  # base key -> the thread counting it again
+SMALL_BASES = 1_024
+_small: OrderedDict = OrderedDict()  # base key -> until when it is known to be small (counted in one pass)
 _statistics_lock = threading.Lock()
 
 
@@ -268,9 +270,10 @@ def _remember(key, counted_at: float, total: int, average: float, frequencies: d
 
 
 def _refresh_in_background(key, model, inner_sql: str, inner_params, lexemes: list[str]) -> None:
-    """Start the thread that counts the base `key` again, unless one is at it. Called holding _statistics_lock."""
-    running = _refreshing.get(key)
-    if running is not None and running.is_alive():  # (after a fork, the parent's threads are not alive in the child)
+    """Start the thread that counts the base `key` again, unless one is at it. Called holding _statistics_lock.
+    One such thread per process at a time, whatever the base: each holds a database connection (in a web process one
+    of the pool's, which requests and /healthz need), and a base waiting for its turn is served its expired entry."""
+    if any(thread.is_alive() for thread in _refreshing.values()):  # (after a fork, the parent's are not alive in the child)
         return
     thread = threading.Thread(target=_refresh, args=(key, model, inner_sql, inner_params, lexemes),
                               name="keyword-statistics", daemon=True)
@@ -292,15 +295,24 @@ def _refresh(key, model, inner_sql: str, inner_params, lexemes: list[str]) -> No
 
 
 def _without(queryset, item_id: str, total: int, average: float, frequencies: dict[str, int]) -> tuple[int, float, dict[str, int]]:
-    """The statistics of `queryset` less the item `item_id`'s own document (unchanged when it is not in `queryset`)."""
-    inner_sql, inner_params = queryset.filter(pk=item_id).order_by().values_list("search_document").query.sql_with_params()
+    """The statistics of `queryset` less the item `item_id`'s own document (unchanged when it is not in `queryset`).
+
+    A large base's figures may have been counted before the item was saved (kept up to STATISTICS_TTL): the words the
+    item holds that are rare there (fewer than HOLDERS_COUNTED holders) are counted again now, the item among their
+    holders, before it is taken off, so a word the item shares with one other item still counts that one. A commoner
+    word's count, the item count and the mean length do not move measurably by one item."""
+    one_sql, one_params = queryset.filter(pk=item_id).order_by().values_list("search_document").query.sql_with_params()
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT length(d), tsvector_to_array(ts_delete(d, tsvector_to_array(ts_delete(d, %s::text[]))))"
-                       f" FROM ({inner_sql}) AS one(d)", [list(frequencies), *inner_params])
+                       f" FROM ({one_sql}) AS one(d)", [list(frequencies), *one_params])
         row = cursor.fetchone()
     if row is None:
         return total, average, frequencies
     length, held = row[0] or 0, set(row[1] or ())  # held: the given words the item's document holds
+    frequencies = dict(frequencies)
+    if rare := sorted(lex for lex in held if frequencies[lex] < HOLDERS_COUNTED):
+        inner_sql, inner_params = queryset.order_by().values_list("search_document").query.sql_with_params()
+        frequencies.update(_count_holders(inner_sql, inner_params, rare, up_to=HOLDERS_COUNTED))
     rest = max(total - 1, 0)
     return (rest, (average * total - length) / rest if rest else 0.0,
             {lex: max(df - (lex in held), 0) for lex, df in frequencies.items()})
@@ -312,10 +324,16 @@ def _count_base(model, inner_sql: str, inner_params, lexemes: list[str]) -> tupl
     words are counted as new words are (`_frequencies_of_new_words`: through the GIN index, up to HOLDERS_COUNTED,
     then ANALYZE's shares): matching each of up to 64 words against each of 100,000 documents took 1-3.5 s (the
     first search of a process, each five-minute recount), the items and their length ~0.2 s."""
-    if (estimated_rows(model) or 0) < STATISTICS_CACHE_MIN_ITEMS:
+    key, now = (inner_sql, repr(inner_params)), time.monotonic()
+    if _small.get(key, 0.0) > now or (estimated_rows(model) or 0) < STATISTICS_CACHE_MIN_ITEMS:
         return _count_all(inner_sql, inner_params, lexemes)
     total, average, _ = _count_all(inner_sql, inner_params, [])
-    if total < STATISTICS_CACHE_MIN_ITEMS:  # a small base of a large table: its words counted exactly, as it is small
+    if total < STATISTICS_CACHE_MIN_ITEMS:  # a small base of a large table: its words counted exactly, as it is small,
+        with _statistics_lock:  # and, for STATISTICS_TTL, in one pass from the start
+            _small[key] = now + STATISTICS_TTL
+            _small.move_to_end(key)
+            while len(_small) > SMALL_BASES:
+                _small.popitem(last=False)
         return _count_all(inner_sql, inner_params, lexemes)
     return total, average, _frequencies_of_new_words(model, inner_sql, inner_params, lexemes, total=total)
 

@@ -338,3 +338,45 @@ def test_a_large_bases_first_count_reads_its_items_once_and_its_words_through_th
     with CaptureQueriesContext(connection) as statements:  # a small base of the large table: counted exactly at once
         assert keyword._base_statistics(engine.narrowed(engine.visible(readable_scopes=["narrow"])), ["alpha"])[0::2] == (1, {"alpha": 1})
     assert any("FILTER (WHERE d @@" in s["sql"] for s in statements.captured_queries)
+
+
+def test_an_item_saved_after_its_audiences_statistics_were_kept_still_finds_the_item_it_shares_a_rare_word_with(monkeypatch):
+    from knowledge.search import keyword
+
+    monkeypatch.setattr(keyword, "STATISTICS_CACHE_MIN_ITEMS", 3)
+    monkeypatch.setattr(keyword, "_statistics", keyword.OrderedDict())
+    for n in range(4):
+        make_knowledge(task=f"Deploy note {n}", content="Roll back with the previous tag.", scopes=["org:st"], embed=False)
+    first = make_knowledge(task="zanzibarq error in the crawler", content="Retry the zanzibarq fetch with backoff.",
+                           scopes=["org:st"], embed=False)
+    audience = engine.narrowed(engine.visible(readable_scopes=["org:st"]))
+    keyword_candidates(audience.exclude(pk=first.pk), text=f"{first.task}\n{first.content}", limit=10,
+                       statistics=audience, leave_out=first.pk)  # the audience's statistics kept, "zanzibarq": 1
+    second = make_knowledge(task="zanzibarq errors in the crawler", content="Retry zanzibarq fetches with backoff.",
+                            scopes=["org:st"], embed=False)  # saved after: the kept figures do not hold it
+    query = f"{second.task}\n{second.content}"
+    found = dict(keyword_candidates(audience.exclude(pk=second.pk), text=query, limit=10, statistics=audience,
+                                    leave_out=second.pk))
+    keyword._statistics.clear()
+    exact = dict(keyword_candidates(audience.exclude(pk=second.pk), text=query, limit=10))
+    assert first.id in found and found[first.id] == pytest.approx(exact[first.id], rel=0.05)
+
+
+def test_a_small_base_of_a_large_table_is_counted_in_one_pass_once_known_small(monkeypatch):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from knowledge.search import keyword
+
+    monkeypatch.setattr(keyword, "estimated_rows", lambda model: 100_000)
+    monkeypatch.setattr(keyword, "_small", keyword.OrderedDict())
+    make_knowledge(task="alpha beta", scopes=["tiny"], embed=False)
+    base = engine.narrowed(engine.visible(readable_scopes=["tiny"]))
+
+    def passes():
+        with CaptureQueriesContext(connection) as statements:
+            assert keyword._base_statistics(base, ["alpha"])[0::2] == (1, {"alpha": 1})
+        return sum("AS base(d)" in s["sql"] for s in statements.captured_queries)
+
+    assert passes() == 2  # the first time: its size, then its words
+    assert passes() == 1
