@@ -42,8 +42,8 @@ import) only stop the cache from filling while they are open.
 
 Also never kept: a degraded run (`SearchResult.degraded`: keywords only while the embedder is down, the
 fused order when the LLM router failed), since no write follows the recovery. An entry older than MAX_AGE
-is run again: keyword statistics of a large base are themselves cached for that long (keyword.py), and the
-age bounds any drift that is not a write. A generation lower than one this process has seen (the database
+is run again: keyword statistics of a large base are themselves kept for that long (keyword.py; served up to twice
+as long while they are counted again), and the age bounds any drift that is not a write. A generation lower than one this process has seen (the database
 restored from a dump) disables the cache until a restart rather than risk an old entry.
 """
 import json

@@ -118,9 +118,12 @@ def test_the_scale_seed_fills_a_base_of_the_seeds_shape_and_the_latency_bench_ti
     assert [row["filter"] for row in rows] == ["none", "10%", "1%"]
     assert all(row["floor"][0] > 0 and row["engine"][0] > 0 for row in rows)
     assert rows[0]["recall"] == 1.0  # 120 items: an exact scan
-    for row in rows:  # CPU per search of the second pass: the test database's backend runs on this machine
+    from django.conf import settings as django_settings
+
+    for row in rows:  # CPU per search of the second pass; the backend's is read where the server runs here
         backend, python = row["cpu"]
-        assert backend is not None and backend >= 0 and python > 0
+        assert python > 0 and (backend is None or backend >= 0)
+        assert backend is not None or django_settings.EMBEDDED_DB is None
     report = capsys.readouterr().err  # where the first pass spent its time, by kind of statement
     assert report.count("by statement (first pass)") == 3
     for kind in ("| BM25 scoring |", "| vector search (HNSW or exact) |", "| candidates' cosines (stage 2) |",
