@@ -134,9 +134,10 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Celery -------------------------------------------------------------------
 def _broker_from_database(url: str) -> str:
-    """Kombu's SQLAlchemy transport over the same PostgreSQL the app uses."""
+    """Kombu's SQLAlchemy transport over the same PostgreSQL the app uses (`knowhub-sqla`: its publish written by
+    Django's connection, knowhub_site/broker.py)."""
     scheme, rest = url.split("://", 1)
-    return "sqla+postgresql+psycopg://" + rest
+    return "knowhub-sqla+postgresql+psycopg://" + rest
 
 
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or _broker_from_database(DATABASE_URL)
