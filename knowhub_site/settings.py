@@ -60,7 +60,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "knowhub_site.request_log.RequestLogMiddleware",  # first: the request id and the one log line per request
     "django.middleware.security.SecurityMiddleware",
-    "csp.middleware.CSPMiddleware",
+    "knowhub_site.csp.CSPMiddleware",  # django-csp's, the policy built once per settings
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",  # the language: cookie, then Accept-Language, then English
