@@ -63,7 +63,7 @@ MIDDLEWARE = [
     "knowhub_site.csp.CSPMiddleware",  # django-csp's, the policy built once per settings
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.locale.LocaleMiddleware",  # the language: cookie, then Accept-Language, then English
+    "knowhub_site.language.LocaleMiddleware",  # the language: cookie, then Accept-Language, then English (Django's, less the path)
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
