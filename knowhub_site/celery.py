@@ -2,6 +2,11 @@
 import os
 
 from celery import Celery, signals
+from kombu.transport import TRANSPORT_ALIASES
+
+# The default broker's scheme (settings._broker_from_database): kombu's SQL transport, publishing through Django's
+# connection when it is on the broker's database (knowhub_site/broker.py).
+TRANSPORT_ALIASES.setdefault("knowhub-sqla", "knowhub_site.broker:Transport")
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "knowhub_site.settings")
 

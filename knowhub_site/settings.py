@@ -60,10 +60,10 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "knowhub_site.request_log.RequestLogMiddleware",  # first: the request id and the one log line per request
     "django.middleware.security.SecurityMiddleware",
-    "csp.middleware.CSPMiddleware",
+    "knowhub_site.csp.CSPMiddleware",  # django-csp's, the policy built once per settings
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.locale.LocaleMiddleware",  # the language: cookie, then Accept-Language, then English
+    "knowhub_site.language.LocaleMiddleware",  # the language: cookie, then Accept-Language, then English (Django's, less the path)
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -134,9 +134,10 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Celery -------------------------------------------------------------------
 def _broker_from_database(url: str) -> str:
-    """Kombu's SQLAlchemy transport over the same PostgreSQL the app uses."""
+    """Kombu's SQLAlchemy transport over the same PostgreSQL the app uses (`knowhub-sqla`: its publish written by
+    Django's connection, knowhub_site/broker.py)."""
     scheme, rest = url.split("://", 1)
-    return "sqla+postgresql+psycopg://" + rest
+    return "knowhub-sqla+postgresql+psycopg://" + rest
 
 
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or _broker_from_database(DATABASE_URL)

@@ -4,7 +4,7 @@ Every write takes the caller (agents.caller.Caller) first: who is recorded (owne
 from it, never from a string the entry point builds, and a new item's scopes pass its write check.
 The hub's own writes (jobs, imports, benchmarks) act as `Caller.system(name)`.
 """
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 
 from django.db import IntegrityError, transaction
@@ -41,7 +41,6 @@ def normalize_source(source: Mapping | None, *, now: datetime) -> dict:
     return {**defaults, **given}
 
 
-@transaction.atomic
 def knowledge_create(
     caller,
     *,
@@ -101,19 +100,21 @@ def knowledge_create(
         # the keyword document in the INSERT itself, not an UPDATE after it (which rewrote the row and its indexes)
         **indexing.keyword_fields(task=task, content=content, tags=dict(tags or {})),
     )
-    _insert_with_unique_id(item, knowledge_id)
-    del item.search_document  # the expression it was stored from: read from the row if ever asked for
 
-    KnowledgeResource.objects.bulk_create(
-        KnowledgeResource(knowledge=item, resource_id=rid, position=i) for i, rid in enumerate(resource_ids)
-    )
-    FeedbackCase.objects.bulk_create(
-        [FeedbackCase(knowledge=item, kind="helpful", case=dict(c)) for c in helpful_history]
-        + [FeedbackCase(knowledge=item, kind="harmful", case=dict(c)) for c in harmful_history]
-    )
-    if embed:
-        transaction.on_commit(lambda: indexing.embed_later(knowledge_ids=[item.id]))
-    events.emit(events.KNOWLEDGE_CREATED, scopes=item.scopes, data=events.knowledge_data(item, by=caller.principal))
+    def store_the_rest():
+        del item.search_document  # the expression it was stored from: read from the row if ever asked for
+        KnowledgeResource.objects.bulk_create(
+            KnowledgeResource(knowledge=item, resource_id=rid, position=i) for i, rid in enumerate(resource_ids)
+        )
+        FeedbackCase.objects.bulk_create(
+            [FeedbackCase(knowledge=item, kind="helpful", case=dict(c)) for c in helpful_history]
+            + [FeedbackCase(knowledge=item, kind="harmful", case=dict(c)) for c in harmful_history]
+        )
+        if embed:
+            transaction.on_commit(lambda: indexing.embed_later(knowledge_ids=[item.id]))
+        events.emit(events.KNOWLEDGE_CREATED, scopes=item.scopes, data=events.knowledge_data(item, by=caller.principal))
+
+    _insert_with_unique_id(item, knowledge_id, then=store_the_rest)
     return item
 
 
@@ -146,33 +147,29 @@ def _check_resources(resource_ids: list[str], *, item_scopes: list[str], reader_
         raise ResourceScopeError(narrower, item_scopes)
 
 
-def _insert_with_unique_id(item: Knowledge, knowledge_id: str | None) -> None:
-    """INSERT, drawing a fresh random id on the rare primary-key collision.
+def _insert_with_unique_id(item: Knowledge, knowledge_id: str | None, *, then: Callable[[], None]) -> None:
+    """INSERT the item, then `then()` (what is stored with it), all or nothing: in one savepoint inside a caller's
+    transaction, else in a transaction of its own. A taken id given by the caller is KnowledgeIdConflictError; a
+    taken random id (rare) is drawn again, the suffix growing every few collisions so a crowded day cannot run out.
 
-    The savepoint keeps the surrounding transaction usable after a collision;
-    the suffix grows every few collisions so a crowded day cannot run out.
+    A collision rolls that savepoint back (the INSERT was the first write in it), so the surrounding transaction
+    stays usable, after a conflict too; one savepoint, not one for the item and another around its INSERT.
     """
-    if knowledge_id:
-        item.id = knowledge_id
-        try:
-            with transaction.atomic():
-                item.save(force_insert=True)
-        except IntegrityError as exc:
-            if _is_primary_key_violation(exc):
-                raise KnowledgeIdConflictError(knowledge_id) from exc
-            raise
-        return
-
     length = SUFFIX_LENGTH
     attempt = 0
     while True:
-        item.id = new_knowledge_id(now=item.created_at, suffix_length=length)
+        item.id = knowledge_id or new_knowledge_id(now=item.created_at, suffix_length=length)
         try:
             with transaction.atomic():
                 item.save(force_insert=True)
+                then()
             return
         except IntegrityError as exc:
-            if not _is_primary_key_violation(exc) or length >= MAX_SUFFIX_LENGTH:
+            if not _is_primary_key_violation(exc):
+                raise
+            if knowledge_id:
+                raise KnowledgeIdConflictError(knowledge_id) from exc
+            if length >= MAX_SUFFIX_LENGTH:
                 raise
         attempt += 1
         if attempt % ID_ATTEMPTS_PER_LENGTH == 0:

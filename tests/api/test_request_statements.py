@@ -69,3 +69,22 @@ def test_a_repeated_search_is_the_token_the_generation_and_the_log(agent):
     assert again["results"] == first["results"] and again["search_id"] != first["search_id"]
     assert len(statements) == 3, statements
     assert "knowhub_search_generation" in statements[1] and "INSERT" in statements[2]
+
+
+def verb_and_table(sql: str) -> str:
+    """`INSERT knowledge_knowledge`: the statement's verb and the first table it names (a transaction's: the verb)."""
+    verb = sql.split(" ", 1)[0]
+    return verb if verb in ("BEGIN", "SAVEPOINT", "RELEASE", "COMMIT") else f"{verb} {sql.split(chr(34))[1]}"
+
+
+@pytest.mark.django_db(transaction=True)  # the chain's transaction is the outermost, as under a server
+def test_a_save_takes_one_savepoint_the_one_its_insert_retries_a_taken_id_in(agent):
+    # the process's first publish learns which database the broker is on (knowhub_site/broker.py)
+    sent(agent, "post", "/api/knowledge", {"task": "Warm", "content": "The first save.", "types": ["strategy"]}, status=201)
+    body, statements = sent(agent, "post", "/api/knowledge", {
+        "task": "Rotate proxies when scraping", "content": "Switch proxy after a 429.", "types": ["strategy"]}, status=201)
+    kinds = [verb_and_table(s) for s in statements]
+    assert kinds == ['SELECT agents_agenttoken', 'BEGIN', 'SAVEPOINT', 'INSERT knowledge_knowledge', 'RELEASE',
+                     'SELECT knowledge_knowledge', 'INSERT agents_auditevent', 'COMMIT',
+                     'SELECT webhooks_subscription'], statements
+    assert Knowledge.objects.filter(pk=body["id"]).exists()

@@ -47,3 +47,19 @@ def test_suffix_grows_when_collisions_repeat(monkeypatch):
     again = make_knowledge(created_at=day)
     assert again.id not in taken | {first.id}
     assert len(again.id.rsplit("-", 1)[1]) == 5
+
+
+@pytest.mark.django_db
+def test_an_item_drawn_again_after_a_collision_gets_its_histories_once_and_the_transaction_goes_on(monkeypatch):
+    from django.db import transaction
+
+    from knowledge.models import FeedbackCase
+
+    first = make_knowledge()
+    draws = itertools.chain(iter(first.id.rsplit("-", 1)[1]), itertools.cycle("z9y8"))
+    monkeypatch.setattr(ids.secrets, "choice", lambda alphabet: next(draws))
+    with transaction.atomic():  # a caller's transaction: the collision's rollback leaves it usable
+        second = make_knowledge(created_at=first.created_at, helpful_history=[{"task": "worked"}])
+        assert Knowledge.objects.filter(pk__in=[first.id, second.id]).count() == 2
+    assert list(FeedbackCase.objects.filter(knowledge=second).values_list("case", flat=True)) == [{"task": "worked"}]
+    assert not FeedbackCase.objects.filter(knowledge=first).exists()
