@@ -191,5 +191,6 @@ def ensure_database(admin_url: str, name: str) -> None:
             logger.info("creating database %s", name)
             try:
                 conn.execute(f'CREATE DATABASE "{name}"')
-            except psycopg.errors.DuplicateDatabase:
-                pass  # another process created it between our check and now
+            except (psycopg.errors.DuplicateDatabase, psycopg.errors.UniqueViolation):
+                pass  # another process created it between our check and now (at the same moment: the catalog's
+                # unique index refuses the second, a UniqueViolation)

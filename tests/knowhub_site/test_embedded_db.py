@@ -118,3 +118,29 @@ def test_handles_of_processes_that_died_do_not_keep_the_server_from_taking_its_s
     monkeypatch.setenv("KNOWHUB_EMBEDDED_SHARED_BUFFERS", "176MB")
     assert _shared_buffers(embedded_db.start(var_dir))[0] == "176MB"
     assert (var_dir / "pgdata" / ".handle_pids.json").read_text() == f"[{os.getpid()}]"
+
+
+def test_processes_starting_a_new_server_at_once_all_get_a_working_server(var_dir, monkeypatch):
+    """Three processes (web workers, a worker, a command) start the same new server together: whether one of them
+    restarts it to apply its size (the first, when it is still alone) or none does, every one ends with a server that
+    answers, and the size is written for the next start."""
+    script = ("import sys; from pathlib import Path; import psycopg; from knowhub_site import embedded_db; "
+              "server = embedded_db.start(Path(sys.argv[1])); "
+              "print(psycopg.connect(server.url()).execute('SELECT 1').fetchone()[0], flush=True); sys.stdin.read()")
+    env = {**os.environ, "KNOWHUB_EMBEDDED_SHARED_BUFFERS": "208MB"}
+    starters = [subprocess.Popen([sys.executable, "-c", script, str(var_dir)], cwd=ROOT, env=env, stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    try:
+        answers = [starter.stdout.readline().strip() for starter in starters]
+        assert answers == ["1", "1", "1"], [starter.stderr.read() for starter in starters if starter.poll() is not None]
+        monkeypatch.setenv("KNOWHUB_EMBEDDED_SHARED_BUFFERS", "208MB")
+        server = embedded_db.start(var_dir)  # a fourth joins them
+        assert _shared_buffers(server)[0] in {"208MB", "128MB"}  # restarted by the first, or left for the next start
+        with psycopg.connect(server.url("postgres")) as conn:
+            assert conn.execute("SELECT setting FROM pg_file_settings WHERE name = 'shared_buffers'"
+                                " AND sourcefile LIKE '%postgresql.auto.conf'").fetchall() == [("212992kB",)]
+        assert all(starter.poll() is None for starter in starters)  # none lost its server on the way
+    finally:
+        for starter in starters:
+            starter.stdin.close()
+            starter.wait(timeout=30)
