@@ -201,8 +201,8 @@ def scored_lexemes(frequencies: dict[str, int]) -> list[str]:
 # for STATISTICS_TTL seconds (five minutes), and each word's document frequency (counted through the GIN index when
 # first asked) as long. A smaller base is counted exactly on every search: it is cheap.
 # When the five minutes are up, the search that finds the entry expired is answered from it and starts a thread that
-# counts the base again (a pass over the whole base, longer the more items and query words), one thread per base
-# and process at a time; the searches meanwhile are answered from the expired entry, and the count replaces it (with
+# counts the base again (a pass over the whole base, longer the more items and query words), one such thread per
+# process at a time; the searches meanwhile are answered from the expired entry, and the count replaces it (with
 # the words of the search that started it; other words are new words again). An entry left expired for another
 # STATISTICS_TTL (no search of the base in that time) is counted again by the search, as a base first asked is.
 # The thread has its own connection (from the pool, in a web process) and closes it; it sees committed rows only,
