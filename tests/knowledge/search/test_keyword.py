@@ -89,8 +89,8 @@ def _expire_statistics(*, by: float) -> None:
         entry.expires = time.monotonic() - by
 
 
-@pytest.mark.django_db(transaction=True)  # the refresh's own connection sees committed rows only
-def test_an_expired_large_base_is_served_while_one_thread_counts_it_again_on_its_own_connection(monkeypatch, settings):
+def _large_base_refreshed_in_background(monkeypatch, settings):
+    """A base of three items counted as a large one (its statistics kept), expired entries counted by a thread."""
     from knowledge.search import keyword
 
     settings.KNOWHUB_STATISTICS_REFRESH_IN_BACKGROUND = True
@@ -99,7 +99,14 @@ def test_an_expired_large_base_is_served_while_one_thread_counts_it_again_on_its
     monkeypatch.setattr(keyword, "_refreshing", {})
     for text in ("alpha beta", "alpha gamma", "delta epsilon"):
         make_knowledge(task=text, scopes=["big"], embed=False)
-    base = engine.narrowed(engine.visible(readable_scopes=["big"]))
+    return engine.narrowed(engine.visible(readable_scopes=["big"]))
+
+
+@pytest.mark.django_db(transaction=True)  # the refresh's own connection sees committed rows only
+def test_an_expired_large_base_is_served_while_one_thread_counts_it_again_on_its_own_connection(monkeypatch, settings):
+    from knowledge.search import keyword
+
+    base = _large_base_refreshed_in_background(monkeypatch, settings)
     assert keyword._base_statistics(base, ["alpha"])[0::2] == (3, {"alpha": 2})
     make_knowledge(task="alpha zeta", scopes=["big"], embed=False)
     _expire_statistics(by=1.0)
@@ -115,7 +122,7 @@ def test_an_expired_large_base_is_served_while_one_thread_counts_it_again_on_its
     assert keyword._base_statistics(base, ["alpha"])[0::2] == (3, {"alpha": 2})  # expired, served: no wait
     (refresh,) = keyword._refreshing.values()
     assert keyword._base_statistics(base, ["alpha"])[0::2] == (3, {"alpha": 2})
-    assert list(keyword._refreshing.values()) == [refresh]  # one refresh at a time per base
+    assert list(keyword._refreshing.values()) == [refresh]  # one refresh at a time
     release.set()
     refresh.join(timeout=10)
     assert not refresh.is_alive() and keyword._refreshing == {}
@@ -128,13 +135,7 @@ def test_an_expired_large_base_is_served_while_one_thread_counts_it_again_on_its
 def test_a_failed_refresh_is_logged_the_expired_entry_still_served_and_the_next_search_tries_again(monkeypatch, settings, caplog):
     from knowledge.search import keyword
 
-    settings.KNOWHUB_STATISTICS_REFRESH_IN_BACKGROUND = True
-    monkeypatch.setattr(keyword, "STATISTICS_CACHE_MIN_ITEMS", 3)
-    monkeypatch.setattr(keyword, "_statistics", keyword.OrderedDict())
-    monkeypatch.setattr(keyword, "_refreshing", {})
-    for text in ("alpha beta", "alpha gamma", "delta epsilon"):
-        make_knowledge(task=text, scopes=["big"], embed=False)
-    base = engine.narrowed(engine.visible(readable_scopes=["big"]))
+    base = _large_base_refreshed_in_background(monkeypatch, settings)
     keyword._base_statistics(base, ["alpha"])
     _expire_statistics(by=1.0)
     attempts = []
@@ -156,13 +157,7 @@ def test_a_failed_refresh_is_logged_the_expired_entry_still_served_and_the_next_
 def test_a_large_base_unsearched_for_twice_its_statistics_lifetime_is_counted_by_the_search(monkeypatch, settings):
     from knowledge.search import keyword
 
-    settings.KNOWHUB_STATISTICS_REFRESH_IN_BACKGROUND = True
-    monkeypatch.setattr(keyword, "STATISTICS_CACHE_MIN_ITEMS", 3)
-    monkeypatch.setattr(keyword, "_statistics", keyword.OrderedDict())
-    monkeypatch.setattr(keyword, "_refreshing", {})
-    for text in ("alpha beta", "alpha gamma", "delta epsilon"):
-        make_knowledge(task=text, scopes=["big"], embed=False)
-    base = engine.narrowed(engine.visible(readable_scopes=["big"]))
+    base = _large_base_refreshed_in_background(monkeypatch, settings)
     keyword._base_statistics(base, ["alpha"])
     make_knowledge(task="alpha zeta", scopes=["big"], embed=False)
     _expire_statistics(by=keyword.STATISTICS_TTL + 1.0)
