@@ -157,16 +157,16 @@ def configure(admin_url: str, settings: dict[str, str]) -> bool:
     machine's memory, is refused (ValueError, naming it) before anything is written."""
     import psycopg
 
-    restart = False
+    restart, half = False, memory_bytes() // 2
     with psycopg.connect(admin_url, autocommit=True) as conn:
         for name, value in settings.items():
             refused = ValueError(f"KNOWHUB_EMBEDDED_{name.upper()} must be a PostgreSQL size such as 1GB, at most half "
-                                 f"of this machine's memory ({memory_bytes() // 2 // 2**20}MB), got {value!r}")
+                                 f"of this machine's memory ({half // 2**20}MB), got {value!r}")
             try:
                 wanted, running = conn.execute(
                     "SELECT pg_size_bytes(%s), pg_size_bytes(current_setting(%s))", [value, name]).fetchone()
                 wanted = int(wanted) // 8192 * 8192  # PostgreSQL keeps it in 8 kB pages
-                if wanted > memory_bytes() // 2:
+                if wanted > half:
                     raise refused
                 stored = conn.execute(
                     "SELECT pg_size_bytes(setting) FROM pg_file_settings WHERE name = %s AND sourcefile LIKE %s"
