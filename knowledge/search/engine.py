@@ -20,7 +20,7 @@ from knowledge.models import Knowledge
 from knowledge import llm
 from knowledge.search import filters as filter_exprs
 from knowledge.search import routing
-from knowledge.search.embeddings import EmbedderError, embed_query_cached, get_embedder
+from knowledge.search.embeddings import EmbedderError, embed_query_soon, get_embedder
 from knowledge.search.fusion import RRF_K, convex_combination, keyword_boost, reciprocal_rank_fusion, softmax_fusion
 from knowledge.search.crosslingual import calibrated_vector_candidates
 from knowledge.search.keyword import keyword_candidates
@@ -125,17 +125,24 @@ def search(
     notes: list[str] = []
     lists: dict[str, list[tuple[str, float]]] = {}
 
+    embedder = query_vector = None
+    degraded = False
+    embedding = None
+    if query.strip() and mode in ("hybrid", "vector"):
+        try:
+            embedder = get_embedder(embedder_name)
+            embedding = embed_query_soon(embedder, query)  # computed while the keyword stage runs
+        except EmbedderError as exc:
+            embedder, degraded = None, True
+            notes.append(_vector_search_unavailable(exc))
     if query.strip() and mode in ("hybrid", "keyword"):
         statistics = narrowed(readable, statuses=statuses)  # how rare a word is, whatever the filters
         with timed(SEARCH_STAGE_SECONDS, stage="keyword"):
             lists["keyword"] = keyword_candidates(base, text=query, limit=pool, statistics=statistics)
-    embedder = query_vector = None
-    degraded = False
-    if query.strip() and mode in ("hybrid", "vector"):
+    if embedding is not None:
         try:
-            embedder = get_embedder(embedder_name)
-            with timed(SEARCH_STAGE_SECONDS, stage="embedding"):
-                query_vector = embed_query_cached(embedder, query)
+            with timed(SEARCH_STAGE_SECONDS, stage="embedding"):  # what is left of it once the keyword stage is done
+                query_vector = embedding()
             with timed(SEARCH_STAGE_SECONDS, stage="vector"):
                 lists["vector"] = calibrated_vector_candidates(
                     base, query=query, query_vector=query_vector, embedder=embedder, limit=pool
@@ -143,7 +150,7 @@ def search(
         except EmbedderError as exc:
             embedder = query_vector = None  # built, but it could not embed (its model service is down): keywords only
             degraded = True
-            notes.append(format_lazy(gettext_lazy("vector search unavailable ({error}); keyword results only"), error=exc))
+            notes.append(_vector_search_unavailable(exc))
 
     if not query.strip():
         fused = [(item_id, 0.0) for item_id in base.order_by("-created_at").values_list("id", flat=True)[:pool]]
@@ -214,6 +221,10 @@ def search(
         candidate.explanation["gate_code"] = candidate.gate_code or None
     return SearchResult(hits=hits, candidates=candidates, items={i: items[i] for i, _ in fused}, notes=notes, answerable=chance,
                         degraded=degraded)
+
+
+def _vector_search_unavailable(error: Exception):
+    return format_lazy(gettext_lazy("vector search unavailable ({error}); keyword results only"), error=error)
 
 
 def _relevance(evidence: Evidence | None, chance: float | None, model: str) -> float:

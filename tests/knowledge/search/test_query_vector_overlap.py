@@ -1,0 +1,105 @@
+"""A fresh query's vector is computed while the keyword stage runs (embeddings.embed_query_soon)."""
+import os
+import threading
+
+import pytest
+
+from knowledge.search import embeddings, engine
+from knowledge.search.embeddings import EmbedderError, get_embedder
+from knowledge.search.indexing import embed_items
+from tests.factories import make_knowledge
+
+pytestmark = pytest.mark.django_db
+
+
+class RecordingEmbedder:
+    """The real embedder, noting which thread embedded each query and when it started."""
+
+    def __init__(self, wrapped, fails=False):
+        self.name, self.dimensions = wrapped.name, wrapped.dimensions
+        self._wrapped, self._fails = wrapped, fails
+        self.started = threading.Event()
+        self.threads = []
+
+    def embed_query(self, text):
+        self.threads.append(threading.get_ident())
+        self.started.set()
+        if self._fails:
+            raise EmbedderError("model service down")
+        return self._wrapped.embed_query(text)
+
+    def __getattr__(self, name):  # reweighted, parts: the real embedder's
+        return getattr(self._wrapped, name)
+
+
+@pytest.fixture
+def item():
+    saved = make_knowledge(task="Rotate proxies on ERR_CONNECTION_RESET", content="Retry with backoff; the server drops bursts.", embed=False)
+    embed_items(items=[saved])
+    return saved
+
+
+def _recording(monkeypatch, **kwargs) -> RecordingEmbedder:
+    recorder = RecordingEmbedder(get_embedder(), **kwargs)
+    monkeypatch.setattr(engine, "get_embedder", lambda name=None: recorder)
+    return recorder
+
+
+def test_the_query_is_embedded_while_the_keyword_stage_runs(monkeypatch, item):
+    recorder = _recording(monkeypatch)
+    seen_during_keyword_stage = []
+    real_keyword_candidates = engine.keyword_candidates
+
+    def keyword_stage(*args, **kwargs):
+        # waits for the embedding to start: a search that embedded only after this stage would wait the full 10 s
+        seen_during_keyword_stage.append(recorder.started.wait(10))
+        return real_keyword_candidates(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "keyword_candidates", keyword_stage)
+    result = engine.search(query="proxies connection reset while scraping", top_k=1, min_score=1)
+    assert seen_during_keyword_stage == [True]
+    assert recorder.threads != [threading.get_ident()]  # another thread embedded it
+    assert [hit.id for hit in result.hits] == [item.id]
+    assert result.candidates[0].explanation["vector_rank"] == 1  # the vector it computed was used
+
+
+def test_with_every_background_thread_busy_the_search_embeds_the_query_itself(monkeypatch, item):
+    recorder = _recording(monkeypatch)
+    release = threading.Event()
+    busy = [embeddings._background_threads().submit(release.wait, 30) for _ in range(embeddings.BACKGROUND_THREADS)]
+    try:
+        result = engine.search(query="retry with backoff when the server drops bursts", top_k=1, min_score=1)
+    finally:
+        release.set()
+    assert all(done.result(timeout=30) for done in busy)
+    assert recorder.threads == [threading.get_ident()]  # not queued behind the busy threads
+    assert [hit.id for hit in result.hits] == [item.id]
+    assert result.candidates[0].explanation["vector_rank"] == 1
+
+
+def test_an_embedding_that_fails_in_the_background_leaves_keyword_results_and_says_so(monkeypatch, item):
+    _recording(monkeypatch, fails=True)
+    result = engine.search(query="ERR_CONNECTION_RESET proxies", top_k=1, min_score=1)
+    assert result.degraded
+    assert [str(note) for note in result.notes] == ["vector search unavailable (model service down); keyword results only"]
+    assert [hit.id for hit in result.hits] == [item.id]
+    assert "vector_rank" not in result.candidates[0].explanation  # no vector list was made
+
+
+def test_a_forked_process_runs_its_background_work_on_threads_of_its_own():
+    threads = embeddings._background_threads()
+    assert threads.submit(threading.get_ident).result(timeout=10) != threading.get_ident()  # the parent's threads exist
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child: the parent's threads did not survive the fork; the parent's pool would never run this
+        try:
+            ran_on = embeddings._background_threads().submit(threading.get_ident).result(timeout=10)
+            os.write(write, b"background" if ran_on != threading.get_ident() else b"main")
+        except BaseException as exc:  # noqa: BLE001 - reported to the parent
+            os.write(write, type(exc).__name__.encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    answer = os.read(read, 64)
+    os.waitpid(child, 0)
+    assert answer == b"background"
