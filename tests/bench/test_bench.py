@@ -168,3 +168,22 @@ def test_the_keyword_budget_grid_scores_each_budget_and_restores_the_setting(dat
     assert [row["budget"] for row in rows] == [0, 1] and all(row["queries"] == 3 for row in rows)
     assert rows[0]["recall@100"] >= rows[1]["recall@100"]
     assert keyword.SCORE_BUDGET == kept
+
+
+def test_a_seed_can_build_its_vector_indexes_at_the_end_and_gets_the_same_indexes(settings, tmp_path):
+    from django.db import connection
+
+    from bench import seed_data
+    from knowledge.search import engine
+
+    def hnsw_indexes():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'knowledge_knowledge' AND indexdef LIKE '%USING hnsw%'")
+            return dict(cursor.fetchall())
+
+    settings.VAR_DIR = tmp_path / "var"
+    before = hnsw_indexes()
+    assert seed_data.seed(60, units=24, index_after=True) == 60
+    assert hnsw_indexes() == before and before  # dropped while the items went in, built again under the same names
+    candidates = engine.search(query="蛋白质", top_k=3, min_score=1, readable_scopes=["seed"], mode="vector").candidates
+    assert len(candidates) == 6 and all(c.explanation["vector_rank"] for c in candidates)  # the items' vectors are searched
