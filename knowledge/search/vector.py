@@ -16,6 +16,7 @@ re-sort its results exactly afterwards.
 `nearest_of_each` asks the same for a page of items at once (slim's groups:
 each item's neighbours in its audience), one LATERAL statement per page.
 """
+import hashlib
 import math
 import re
 from contextlib import contextmanager
@@ -69,7 +70,14 @@ def part_of(model_name: str, part: str) -> tuple[int, int] | None:
 
 
 def part_index_name(model_name: str, dimensions: int, script: str, part: str) -> str:
-    return f"{script_index_name(model_name, dimensions, script)}_{re.sub(r'[^a-z0-9]+', '_', part.lower())}"
+    name = f"{script_index_name(model_name, dimensions, script)}_{re.sub(r'[^a-z0-9]+', '_', part.lower())}"
+    if len(name) <= MAX_NAME:
+        return name
+    # PostgreSQL would cut a longer name to 63 characters, and the check for it would never find it
+    return f"{name[: MAX_NAME - 9]}_{hashlib.sha1(name.encode()).hexdigest()[:8]}"
+
+
+MAX_NAME = 63  # PostgreSQL's identifiers
 
 
 def _part_expression(dimensions: int, start: int, length: int) -> str:
@@ -94,14 +102,18 @@ def ensure_index(model_name: str, dimensions: int) -> str:
         for part in ALONE_INDEXED if (place := part_of(model_name, part)) for script in INDEXED_SCRIPTS
     }
     with connection.cursor() as cursor:
-        cursor.execute("SELECT indexname FROM pg_indexes WHERE indexname = ANY(%s)", [list(wanted)])
-        present = {row[0] for row in cursor.fetchall()}
-        if present == set(wanted):
+        if _present(cursor, wanted) == set(wanted):
             return name
-        if connection.in_atomic_block:
-            # CREATE INDEX refuses to run while deferred FK checks are pending
-            # in this transaction; run them now (they would run at commit).
-            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+    # Built one process at a time: a second CREATE INDEX IF NOT EXISTS does not see the first's uncommitted index
+    # and fails on the catalog's unique name. The lock is held until the indexes commit; the next process then
+    # finds them. (A plain CREATE INDEX blocks writes to the items while it builds: docs/DEPLOY.md says how to
+    # build them beforehand on a large live base.)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [INDEX_BUILD_LOCK])
+        present = _present(cursor, wanted)
+        # CREATE INDEX refuses to run while deferred FK checks are pending in this transaction; run them now (they
+        # would run at commit).
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         for index, (expression, narrower, params) in wanted.items():
             if index not in present:
                 cursor.execute(
@@ -111,6 +123,14 @@ def ensure_index(model_name: str, dimensions: int) -> str:
                     params,
                 )
     return name
+
+
+INDEX_BUILD_LOCK = 7_240_002  # any constant the project's other advisory locks do not use (indexing.EMBED_SWEEP_LOCK: 7_240_001)
+
+
+def _present(cursor, wanted) -> set[str]:
+    cursor.execute("SELECT indexname FROM pg_indexes WHERE indexname = ANY(%s)", [list(wanted)])
+    return {row[0] for row in cursor.fetchall()}
 
 
 def distance_expression(vector, dimensions: int):

