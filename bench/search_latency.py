@@ -167,7 +167,7 @@ def filtered_recall(texts, vectors, *, embedder, label: str) -> tuple[float | No
             vector = crosslingual.query_vector_for(embedder, vectors[text], weights)
             group = base.filter(script=script)
             got = [i for i, _ in vector_candidates(group, vector=vector, model_name=embedder.name, dimensions=embedder.dimensions,
-                                                   limit=engine.MIN_POOL, size=counts[script],
+                                                   limit=engine.POOL, size=counts[script],
                                                    alone=crosslingual.alone_in(weights))][:FLOOR_K]
             exact = set(
                 group.filter(embedding_model=embedder.name)

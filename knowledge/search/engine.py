@@ -31,11 +31,12 @@ from knowledge.search.text import script_of
 from knowledge.search.vector import cosine_columns, cosines_of
 
 MODES = ("hybrid", "vector", "keyword")
-# Each retriever contributes this many candidates (at least) to the fusion. The calibrated relevance was
-# fitted on lists of 100 (top_k 10): z-scores and fused shares are taken over them, so every top_k up to 10
-# gets the same lists, and a query's relevances do not change with the number of results asked for.
-MIN_POOL = 100
-POOL_PER_RESULT = 10
+# Each retriever contributes this many candidates to the fusion, whatever top_k (up to 100: stage 2 takes the best
+# 2*top_k of the two lists' union). The calibrated relevance was fitted on lists of 100: z-scores and fused shares
+# are taken over them, so a query's relevances do not change with the number of results asked for. (Lists of
+# 10*top_k, as before, spread each list's softmax mass over up to 1,000 items at top_k 100: every share shrank, and
+# the curation list's text search, at top_k 100, gated as "nothing here" queries that an agent's search answered.)
+POOL = 100
 FUSIONS = ("softmax", "boost", "convex", "rrf")
 # Chosen with bench/retrieval.py; the measurements are in BENCHMARKS.md.
 DEFAULT_FUSION = "softmax"
@@ -122,7 +123,7 @@ def search(
         raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}")
     readable = visible(readable_scopes=readable_scopes)
     base = narrowed(readable, types=types, scopes=scopes, tags=tags, statuses=statuses, filters=filters)
-    pool = max(MIN_POOL, POOL_PER_RESULT * top_k)
+    pool = POOL
     notes: list[str] = []
     lists: dict[str, list[tuple[str, float]]] = {}
 
@@ -178,8 +179,9 @@ def search(
         fused, routed = _route(query, fused, top_k=top_k, notes=notes)
         degraded = degraded or not routed  # the LLM failed: the fused order stood in for its choice
     fused_total = sum(score for _, score in fused) or 1.0  # the whole pool's mass, before the cut
-    # Whether the query has an answer here is judged on the same number of candidates whatever top_k is
-    # (the model was fitted on ANSWER_POOL), so a relevance does not change with the number of results asked for.
+    # Whether the query has an answer here is judged on its best ANSWER_POOL candidates whatever top_k is (the model
+    # was fitted on them), so a relevance does not change with the number of results asked for; the rows read are
+    # those and the 2*top_k candidates.
     judged = fused[: max(2 * top_k, ANSWER_POOL)] if not routed else fused[: 2 * top_k]
     fused = fused[: 2 * top_k]
 
@@ -197,7 +199,8 @@ def search(
     else:  # P(the query has an answer here) × P(this candidate is one, given that)
         model = embedder.name if embedder else ""
         ranked_by_vector = len(lists["vector"]) if "vector" in lists else None
-        chance = answerable([e for e in evidence.values() if e], model, field=ranked_by_vector) if query.strip() else None
+        pooled = [evidence[item_id] for item_id, _ in judged[:ANSWER_POOL]]  # the ANSWER_POOL the model was fitted on
+        chance = answerable([e for e in pooled if e], model, field=ranked_by_vector) if query.strip() else None
         relevances = {item_id: _relevance(evidence[item_id], chance, model) for item_id, _ in fused}
     candidates = []
     for item_id, fused_score in fused:

@@ -145,3 +145,19 @@ def test_whether_a_query_has_an_answer_does_not_depend_on_how_many_results_are_a
     chances = {top_k: engine.search(query="how do I restart a stuck service", top_k=top_k, min_score=1).answerable
                for top_k in (1, 5, 10)}
     assert chances[1] == pytest.approx(chances[5]) == pytest.approx(chances[10])
+
+
+def test_a_candidates_relevance_does_not_depend_on_how_many_results_are_asked_for_beyond_ten():
+    """The curation list searches with top_k 100, an agent with 5: each list is 100 long either way, so the same
+    candidates get the same relevance and the same query is answerable for both."""
+    for n in range(130):  # more items than a list holds, all matching the query's words
+        make_knowledge(task=f"Restart a stuck service, runbook {n}", content=f"Restart unit svc-{n} with systemctl, then read its logs.",
+                       embed=False)
+    embed_saved()
+    runs = {top_k: engine.search(query="how do I restart a stuck service", top_k=top_k, min_score=1, rank="relevance")
+            for top_k in (10, 60, 100)}
+    assert runs[10].answerable == pytest.approx(runs[60].answerable) == pytest.approx(runs[100].answerable)
+    relevances = {top_k: {c.id: c.relevance for c in run.candidates} for top_k, run in runs.items()}
+    for top_k in (60, 100):
+        assert {i: pytest.approx(r) for i, r in relevances[10].items()} == {i: relevances[top_k][i] for i in relevances[10]}
+    assert len(runs[100].candidates) > len(runs[10].candidates) == 20
