@@ -185,9 +185,11 @@ def seed(items: int, *, fresh: bool = False, units: int = UNITS, index_after: bo
     if fresh:
         Knowledge.objects.filter(scopes__contains=[SCOPE]).delete()
     have = Knowledge.objects.filter(scopes__contains=[SCOPE]).count()
-    if have >= items:
-        return 0
     embedder = get_embedder()
+    if have >= items:
+        if index_after:  # an interrupted run may have left them dropped
+            _build_indexes(connection, embedder)
+        return 0
     rng = np.random.default_rng(20261127)
     articles = source_articles()
     pool, by_article = unit_pool(articles, rng, units)
@@ -195,7 +197,7 @@ def seed(items: int, *, fresh: bool = False, units: int = UNITS, index_after: bo
     rng = np.random.default_rng(have)  # resuming continues with other draws
     if index_after:
         vector.ensure_index(embedder.name, embedder.dimensions)  # remembered as present: the bulk path will not build them
-        dropped = _drop_vector_indexes(connection)
+        _drop_vector_indexes(connection, vector.index_names(embedder.name, embedder.dimensions))
     started, added = time.monotonic(), 0
     while have + added < items:
         count = min(BATCH, items - have - added)
@@ -206,13 +208,7 @@ def seed(items: int, *, fresh: bool = False, units: int = UNITS, index_after: bo
         _progress(have + added, items, added / max(time.monotonic() - started, 1e-9))
     print(file=sys.stderr)
     if index_after:
-        built = time.monotonic()
-        with connection.cursor() as cursor:  # the session's: ensure_index builds on this connection
-            cursor.execute("SET maintenance_work_mem = %s", [MAINTENANCE_WORK_MEM])
-            cursor.execute("SET max_parallel_maintenance_workers = %s", [os.cpu_count() or 2])
-        vector.ensure_index.cache_clear()
-        vector.ensure_index(embedder.name, embedder.dimensions)
-        print(f"  {len(dropped)} HNSW indexes built in {time.monotonic() - built:.0f}s", file=sys.stderr)
+        _build_indexes(connection, embedder)
     with connection.cursor() as cursor:
         # VACUUM sets the visibility map, for index-only scans (not possible inside a transaction: a test's)
         cursor.execute("ANALYZE knowledge_knowledge" if connection.in_atomic_block else "VACUUM ANALYZE knowledge_knowledge")
@@ -224,13 +220,26 @@ def seed(items: int, *, fresh: bool = False, units: int = UNITS, index_after: bo
 MAINTENANCE_WORK_MEM = "6GB"
 
 
-def _drop_vector_indexes(connection) -> list[str]:
+def _drop_vector_indexes(connection, names: list[str]) -> None:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'knowledge_knowledge' AND indexdef LIKE '%% USING hnsw %%'")
-        names = [name for (name,) in cursor.fetchall()]
         for name in names:
-            cursor.execute(f'DROP INDEX "{name}"')
-    return names
+            cursor.execute(f'DROP INDEX IF EXISTS "{name}"')
+
+
+def _build_indexes(connection, embedder) -> None:
+    """The embedder's HNSW indexes that are missing, built with room for the graph and parallel workers (on this
+    connection, where ensure_index builds; the settings last as long as its transaction)."""
+    from django.db import transaction
+
+    from knowledge.search import vector
+
+    built = time.monotonic()
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('maintenance_work_mem', %s, true), set_config('max_parallel_maintenance_workers', %s, true)",
+                       [MAINTENANCE_WORK_MEM, str(os.cpu_count() or 2)])
+        vector.ensure_index.cache_clear()
+        vector.ensure_index(embedder.name, embedder.dimensions)
+    print(f"  HNSW indexes built in {time.monotonic() - built:.0f}s", file=sys.stderr)
 
 
 def _progress(done: int, total: int, rate: float) -> None:

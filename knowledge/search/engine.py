@@ -9,6 +9,7 @@ filter, type or scope argument can widen what a caller sees.
 """
 import time
 from collections.abc import Iterable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from django.db.models import QuerySet
@@ -31,9 +32,9 @@ from knowledge.search.text import script_of
 from knowledge.search.vector import cosine_columns, cosines_of
 
 MODES = ("hybrid", "vector", "keyword")
-# Each retriever contributes this many candidates to the fusion, whatever top_k (up to 100: stage 2 takes the best
-# 2*top_k of the two lists' union). The calibrated relevance was fitted on lists of 100: z-scores and fused shares
-# are taken over them, so a query's relevances do not change with the number of results asked for. (Lists of
+# The calibrated relevance was fitted on lists of 100: z-scores and fused shares are taken over each retriever's best
+# POOL, whatever top_k, so a query's relevances do not change with the number of results asked for. A top_k above
+# POOL/2 makes the lists 2*top_k long; what only their rest found follows the fusion of their best POOL. (Lists of
 # 10*top_k, as before, spread each list's softmax mass over up to 1,000 items at top_k 100: every share shrank, and
 # the curation list's text search, at top_k 100, gated as "nothing here" queries that an agent's search answered.)
 POOL = 100
@@ -123,7 +124,7 @@ def search(
         raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}")
     readable = visible(readable_scopes=readable_scopes)
     base = narrowed(readable, types=types, scopes=scopes, tags=tags, statuses=statuses, filters=filters)
-    pool = POOL
+    pool = max(POOL, 2 * top_k)
     notes: list[str] = []
     lists: dict[str, list[tuple[str, float]]] = {}
 
@@ -146,7 +147,8 @@ def search(
             lists["keyword"] = keyword_candidates(base, text=query, limit=pool, statistics=statistics)
     if embedding is not None:
         try:
-            with timed(SEARCH_STAGE_SECONDS, stage="embedding_wait"):  # what is left of it once the keyword stage is done
+            # what is left of a background embedding once the keyword stage is done
+            with timed(SEARCH_STAGE_SECONDS, stage="embedding_wait") if mode == "hybrid" else nullcontext():
                 query_vector = embedding()
             with timed(SEARCH_STAGE_SECONDS, stage="vector"):
                 lists["vector"] = calibrated_vector_candidates(
@@ -159,26 +161,19 @@ def search(
 
     if not query.strip():
         fused = [(item_id, 0.0) for item_id in base.order_by("-created_at").values_list("id", flat=True)[:pool]]
-    elif fusion == "rrf":
-        fused = reciprocal_rank_fusion(
-            {name: [item_id for item_id, _ in rows] for name, rows in lists.items()},
-            k=rrf_k,
-            weights=weights or FUSION_WEIGHTS["rrf"],
-        )
-    elif fusion == "softmax":
-        fused = softmax_fusion(lists, weights=weights or FUSION_WEIGHTS["softmax"], temperatures=SOFTMAX_TEMPERATURES)
-    elif fusion == "convex":
-        fused = convex_combination(lists, weights=weights or FUSION_WEIGHTS["convex"], floors=SCORE_FLOORS, ceilings=SCORE_CEILINGS)
     else:
-        fused = keyword_boost(
-            lists.get("vector", []), lists.get("keyword", []),
-            weight=(weights or FUSION_WEIGHTS["boost"])["keyword"], decay=KEYWORD_BOOST_DECAY,
-        )
+        # Fused over each list's best POOL: the lists the relevance was fitted on, whatever top_k.
+        fused = _fuse({name: rows[:POOL] for name, rows in lists.items()}, fusion=fusion, rrf_k=rrf_k, weights=weights)
+    fused_total = sum(score for _, score in fused) or 1.0  # the lists' whole mass, before the cut
+    if query.strip() and pool > POOL:  # 2*top_k above POOL: what only the rest of the lists found follows
+        seen = {item_id for item_id, _ in fused}
+        fused += [row for row in _fuse(lists, fusion=fusion, rrf_k=rrf_k, weights=weights) if row[0] not in seen]
     routed = False
     if query.strip() and routing.routing_enabled():
         fused, routed = _route(query, fused, top_k=top_k, notes=notes)
         degraded = degraded or not routed  # the LLM failed: the fused order stood in for its choice
-    fused_total = sum(score for _, score in fused) or 1.0  # the whole pool's mass, before the cut
+    if routed:
+        fused_total = sum(score for _, score in fused) or 1.0
     # Whether the query has an answer here is judged on its best ANSWER_POOL candidates whatever top_k is (the model
     # was fitted on them), so a relevance does not change with the number of results asked for; the rows read are
     # those and the 2*top_k candidates.
@@ -192,7 +187,10 @@ def search(
         rows = rows.annotate(**cosine_columns(embedder, query_vector))
     items = rows.in_bulk([item_id for item_id, _ in judged])
     ranks = {name: {item_id: (i, score) for i, (item_id, score) in enumerate(rows, start=1)} for name, rows in lists.items()}
-    evidence = _evidence(query, judged, fused_total, items, ranks, embedder=embedder)
+    # the evidence is what a list of POOL holds (the relevance was fitted on them): beyond a list's POOL best, an item
+    # is absent from it, as it would be at top_k 10
+    evidence = _evidence(query, judged, fused_total, items, {name: {item_id: found for item_id, found in by_id.items() if found[0] <= POOL}
+                                                              for name, by_id in ranks.items()}, embedder=embedder)
     chance = None
     if routed:  # seed 003: the router judged which candidates answer, in order; its order is the relevance (1 → 0.5)
         relevances = {item_id: 1.0 - 0.5 * position / len(fused) for position, (item_id, _) in enumerate(fused)}
@@ -228,6 +226,23 @@ def search(
         candidate.explanation["gate_code"] = candidate.gate_code or None
     return SearchResult(hits=hits, candidates=candidates, items={i: items[i] for i, _ in fused}, notes=notes, answerable=chance,
                         degraded=degraded)
+
+
+def _fuse(lists: dict[str, list[tuple[str, float]]], *, fusion: str, rrf_k: int, weights) -> list[tuple[str, float]]:
+    if fusion == "rrf":
+        return reciprocal_rank_fusion(
+            {name: [item_id for item_id, _ in rows] for name, rows in lists.items()},
+            k=rrf_k,
+            weights=weights or FUSION_WEIGHTS["rrf"],
+        )
+    if fusion == "softmax":
+        return softmax_fusion(lists, weights=weights or FUSION_WEIGHTS["softmax"], temperatures=SOFTMAX_TEMPERATURES)
+    if fusion == "convex":
+        return convex_combination(lists, weights=weights or FUSION_WEIGHTS["convex"], floors=SCORE_FLOORS, ceilings=SCORE_CEILINGS)
+    return keyword_boost(
+        lists.get("vector", []), lists.get("keyword", []),
+        weight=(weights or FUSION_WEIGHTS["boost"])["keyword"], decay=KEYWORD_BOOST_DECAY,
+    )
 
 
 def _query_vector(embedder, query: str):

