@@ -161,8 +161,9 @@ def filtered_recall(texts, vectors, *, embedder, label: str) -> tuple[float | No
     counts = crosslingual.scripts_present(base, model_name=embedder.name)
     found, total = {True: 0, False: 0}, {True: 0, False: 0}
     for text in texts:
+        query_script = script_of(text)
         for script in (s for s in counts if s):
-            own = script == script_of(text)
+            own = script == query_script
             weights = crosslingual.pair_weights(embedder, same_script=own)
             vector = crosslingual.query_vector_for(embedder, vectors[text], weights)
             group = base.filter(script=script)

@@ -9,7 +9,6 @@ filter, type or scope argument can widen what a caller sees.
 """
 import time
 from collections.abc import Iterable, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from django.db.models import QuerySet
@@ -128,28 +127,27 @@ def search(
     notes: list[str] = []
     lists: dict[str, list[tuple[str, float]]] = {}
 
-    embedder = query_vector = None
+    embedder = query_vector = embedding = None
     degraded = False
-    embedding = None
     if query.strip() and mode in ("hybrid", "vector"):
         try:
             embedder = get_embedder(embedder_name)
-            if mode == "hybrid":  # computed while the keyword stage runs
-                embedding = embeddings.soon(_query_vector, embedder, query)
-            else:
-                embedding = lambda: _query_vector(embedder, query)  # noqa: E731 - nothing to run beside it
         except EmbedderError as exc:
-            embedder, degraded = None, True
+            degraded = True
             notes.append(_vector_search_unavailable(exc))
+        if embedder is not None and mode == "hybrid":  # computed while the keyword stage runs
+            embedding = embeddings.soon(_query_vector, embedder, query)
     if query.strip() and mode in ("hybrid", "keyword"):
         statistics = narrowed(readable, statuses=statuses)  # how rare a word is, whatever the filters
         with timed(SEARCH_STAGE_SECONDS, stage="keyword"):
             lists["keyword"] = keyword_candidates(base, text=query, limit=pool, statistics=statistics)
-    if embedding is not None:
+    if embedder is not None:
         try:
-            # what is left of a background embedding once the keyword stage is done
-            with timed(SEARCH_STAGE_SECONDS, stage="embedding_wait") if mode == "hybrid" else nullcontext():
-                query_vector = embedding()
+            if embedding is not None:
+                with timed(SEARCH_STAGE_SECONDS, stage="embedding_wait"):  # what is left of it after the keyword stage
+                    query_vector = embedding()
+            else:  # a vector-only search: nothing to run beside it
+                query_vector = _query_vector(embedder, query)
             with timed(SEARCH_STAGE_SECONDS, stage="vector"):
                 lists["vector"] = calibrated_vector_candidates(
                     base, query=query, query_vector=query_vector, embedder=embedder, limit=pool
@@ -159,11 +157,12 @@ def search(
             degraded = True
             notes.append(_vector_search_unavailable(exc))
 
+    heads = {name: rows[:POOL] for name, rows in lists.items()}
     if not query.strip():
         fused = [(item_id, 0.0) for item_id in base.order_by("-created_at").values_list("id", flat=True)[:pool]]
     else:
         # Fused over each list's best POOL: the lists the relevance was fitted on, whatever top_k.
-        fused = _fuse({name: rows[:POOL] for name, rows in lists.items()}, fusion=fusion, rrf_k=rrf_k, weights=weights)
+        fused = _fuse(heads, fusion=fusion, rrf_k=rrf_k, weights=weights)
     fused_total = sum(score for _, score in fused) or 1.0  # the lists' whole mass, before the cut
     if query.strip() and pool > POOL:  # 2*top_k above POOL: what only the rest of the lists found follows
         seen = {item_id for item_id, _ in fused}
@@ -186,11 +185,10 @@ def search(
     if embedder is not None:
         rows = rows.annotate(**cosine_columns(embedder, query_vector))
     items = rows.in_bulk([item_id for item_id, _ in judged])
-    ranks = {name: {item_id: (i, score) for i, (item_id, score) in enumerate(rows, start=1)} for name, rows in lists.items()}
+    ranks = _ranks(lists)
     # the evidence is what a list of POOL holds (the relevance was fitted on them): beyond a list's POOL best, an item
     # is absent from it, as it would be at top_k 10
-    evidence = _evidence(query, judged, fused_total, items, {name: {item_id: found for item_id, found in by_id.items() if found[0] <= POOL}
-                                                              for name, by_id in ranks.items()}, embedder=embedder)
+    evidence = _evidence(query, judged, fused_total, items, _ranks(heads), embedder=embedder)
     chance = None
     if routed:  # seed 003: the router judged which candidates answer, in order; its order is the relevance (1 → 0.5)
         relevances = {item_id: 1.0 - 0.5 * position / len(fused) for position, (item_id, _) in enumerate(fused)}
@@ -226,6 +224,11 @@ def search(
         candidate.explanation["gate_code"] = candidate.gate_code or None
     return SearchResult(hits=hits, candidates=candidates, items={i: items[i] for i, _ in fused}, notes=notes, answerable=chance,
                         degraded=degraded)
+
+
+def _ranks(lists: dict[str, list[tuple[str, float]]]) -> dict[str, dict[str, tuple[int, float]]]:
+    """list name -> item id -> (its position, from 1, and its score)"""
+    return {name: {item_id: (i, score) for i, (item_id, score) in enumerate(rows, start=1)} for name, rows in lists.items()}
 
 
 def _fuse(lists: dict[str, list[tuple[str, float]]], *, fusion: str, rrf_k: int, weights) -> list[tuple[str, float]]:
