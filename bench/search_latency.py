@@ -167,8 +167,9 @@ def filtered_recall(texts, vectors, *, embedder, label: str) -> tuple[float | No
             weights = crosslingual.pair_weights(embedder, same_script=own)
             vector = crosslingual.query_vector_for(embedder, vectors[text], weights)
             group = base.filter(script=script)
+            size, graph = crosslingual.scan_size(base, script, counts[script], model_name=embedder.name, limit=engine.POOL)
             got = [i for i, _ in vector_candidates(group, vector=vector, model_name=embedder.name, dimensions=embedder.dimensions,
-                                                   limit=engine.POOL, size=counts[script],
+                                                   limit=engine.POOL, size=size, total=graph,
                                                    alone=crosslingual.alone_in(weights))][:FLOOR_K]
             exact = set(
                 group.filter(embedding_model=embedder.name)

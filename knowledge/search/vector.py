@@ -11,7 +11,10 @@ filter can leave nothing. Measured (BENCHMARKS.md, bench/filtered_vector.py):
 when at most EXACT_SCAN_MAX_ROWS items pass the filter, an exact scan of them
 is both exact and faster than walking the graph; otherwise pgvector 0.8's
 iterative scan (`relaxed_order`) keeps walking until enough rows pass, and we
-re-sort its results exactly afterwards.
+re-sort its results exactly afterwards. A walk visits about ef_search ÷ (the
+share of the graph's rows passing) tuples, so a filter that passes few of a
+large graph's rows is scanned exactly past EXACT_SCAN_MAX_ROWS too
+(`exact_scan_bound`: at 1M items a 1% filter's 5,000 rows of a script).
 
 `nearest_of_each` asks the same for a page of items at once (slim's groups:
 each item's neighbours in its audience), one LATERAL statement per page.
@@ -38,6 +41,9 @@ from knowledge.search.text import SCRIPTS
 MIN_EF_SEARCH = 64
 MAX_SCAN_TUPLES = 40_000
 EXACT_SCAN_MAX_ROWS = 2_000
+# What one tuple an iterative walk visits costs, in rows of an exact scan (each reads its TOASTed vector: ~7 µs a
+# row). Measured on the 100k and 1M seeds (BENCHMARKS.md "Exact or walk").
+WALK_TUPLE_COST = 2.0
 # Scripts with an index of their own ('' marks items without letters: they join another group's search).
 INDEXED_SCRIPTS = tuple(script for script in SCRIPTS if script)
 
@@ -185,12 +191,16 @@ def vector_literal(values) -> str:
 
 
 def vector_candidates(
-    queryset, *, vector, model_name: str, dimensions: int, limit: int, size: int | None = None, alone: str | None = None
+    queryset, *, vector, model_name: str, dimensions: int, limit: int, size: int | None = None,
+    total: int | None = None, alone: str | None = None,
 ) -> list[tuple[str, float]]:
     """(id, cosine similarity) of the nearest items within `queryset`, best first.
 
     `size`: how many items of `queryset` have a vector from this model, when
     the caller has counted them (at least up to EXACT_SCAN_MAX_ROWS + 1).
+    `total`: how many rows the graph a walk would follow holds (the script's,
+    whatever the filter), when known: with `size`, whether the filter passes
+    few enough of them for an exact scan to be the cheaper (`exact_scan`).
     `alone`: the one model of a concatenation that `vector` weighs (the others'
     parts are zero), for a `queryset` narrowed to one of INDEXED_SCRIPTS: a
     graph walk then goes through that model's own graph for the script, whose
@@ -202,7 +212,7 @@ def vector_candidates(
     candidates = queryset.filter(embedding_model=model_name)
     if size is None:
         size = candidates[: EXACT_SCAN_MAX_ROWS + 1].count()
-    exact = exact_scan(size)
+    exact = exact_scan(size, total=total, limit=limit)
     walk = None
     if alone in ALONE_INDEXED and not exact and (place := part_of(model_name, alone)):
         start, length = place
@@ -267,9 +277,19 @@ def _exact_of_each(candidates, *, dimensions: int, limit: int):
     return nearest, [*params, limit]
 
 
-def exact_scan(size: int) -> bool:
-    """Whether `size` candidates are few enough for an exact scan (faster than the graph, and exact)."""
-    return size <= EXACT_SCAN_MAX_ROWS
+def exact_scan(size: int, *, total: int | None = None, limit: int = 0) -> bool:
+    """Whether an exact scan of `size` candidates is the faster (and it is exact): always up to EXACT_SCAN_MAX_ROWS;
+    past that, when the graph a walk would follow holds `total` rows, up to `exact_scan_bound(total, limit)`."""
+    if size <= EXACT_SCAN_MAX_ROWS:
+        return True
+    return total is not None and size <= exact_scan_bound(total, limit)
+
+
+def exact_scan_bound(total: int, limit: int) -> int:
+    """The most candidates an exact scan is faster for, among a graph of `total` rows searched for `limit`: the scan
+    reads its `size` rows, an iterative walk visits about ef_search × total ÷ size tuples (it rejects the rows the
+    filter does not pass), each costing WALK_TUPLE_COST rows; equal at size² = WALK_TUPLE_COST × ef_search × total."""
+    return int(math.sqrt(WALK_TUPLE_COST * max(MIN_EF_SEARCH, int(limit)) * max(0, int(total))))
 
 
 def _nearest(candidates, distance, *, limit: int, exact: bool, walk=None):

