@@ -199,17 +199,3 @@ def test_a_seed_can_build_its_vector_indexes_at_the_end_and_gets_the_same_indexe
     assert hnsw_indexes() == before and before  # dropped while the items went in, built again under the same names
     candidates = engine.search(query="蛋白质", top_k=3, min_score=1, readable_scopes=["seed"], mode="vector").candidates
     assert len(candidates) == 6 and all(c.explanation["vector_rank"] for c in candidates)  # the items' vectors are searched
-
-
-def test_the_counter_update_bench_times_reports_on_seed_items_and_leaves_their_counters_as_they_were(settings, tmp_path):
-    from bench import counter_updates, seed_data
-    from knowledge.models import Knowledge
-
-    settings.VAR_DIR = tmp_path / "var"
-    seed_data.seed(40, units=24)
-    before = dict(Knowledge.objects.values_list("id", "helpful"))
-    row = counter_updates.measure(25)
-    assert row["updates"] == 25 and 0 < row["p50"] <= row["p95"]
-    assert row["fillfactor"] == "80"  # the migration's room for the counters' updates
-    assert row["hot"] is None or 0 <= row["hot"] <= 1  # inside the test's transaction the statistics wait for its end
-    assert dict(Knowledge.objects.values_list("id", "helpful")) == before  # every update rolled back
