@@ -111,32 +111,3 @@ def test_the_put_reply_lists_the_items_resources_and_what_it_supersedes_as_get_d
     type(old).objects.filter(pk=old.pk).update(status="superseded", superseded_by=item)
     reply = acme.put(f"/api/knowledge/{item.id}", {"add_helpful_case": {}}, format="json").json()
     assert (reply["resource_ids"], reply["supersedes"]) == (["code/b", "code/a"], [old.id])
-
-
-@pytest.mark.django_db(transaction=True)  # each report its own transaction, as the agents' are
-def test_reports_on_items_written_in_bulk_leave_their_rows_in_place_without_touching_an_index():
-    """A counter update that finds room on its row's page is a HOT update (no index entry added: three HNSW graphs
-    among the indexes); pages filled to the brim left room for almost none."""
-    import numpy as np
-
-    from knowledge import bulk, feedback
-    from tests.callers import acting
-
-    words = "retry the export with a smaller page size when the gateway times out after thirty seconds".split()
-    rng = np.random.default_rng(2)
-    entries = [{"task": f"Export tip {n}", "content": " ".join(rng.choice(words, 90)), "types": ["tool"],
-                "scopes": ["org:acme"]} for n in range(120)]
-    items = bulk.knowledge_bulk_create(acting("x"), entries, vectors=rng.normal(size=(120, 8)), model_name="bench-8")
-
-    def pages() -> dict[str, int]:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT id, (ctid::text::point)[0]::int FROM knowledge_knowledge")
-            return dict(cursor.fetchall())
-
-    before = pages()
-    assert len(set(before.values())) >= 10  # the items fill pages
-    for item in items:
-        feedback.feedback_record(acting("agent:a"), knowledge_id=item.pk, helpful=True, case={"outcome": "ok"})
-    after = pages()
-    stayed = sum(after[item.pk] == before[item.pk] for item in items)
-    assert stayed >= 0.9 * len(items), f"{stayed} of {len(items)} rows stayed on their page"
