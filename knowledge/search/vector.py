@@ -42,7 +42,7 @@ MIN_EF_SEARCH = 64
 MAX_SCAN_TUPLES = 40_000
 EXACT_SCAN_MAX_ROWS = 2_000
 # What one tuple an iterative walk visits costs, in rows of an exact scan (each reads its TOASTed vector: ~7 µs a
-# row). Measured on the 100k and 1M seeds (BENCHMARKS.md "Exact or walk").
+# row). Measured on the 100k and 1M seeds (BENCHMARKS.md "Exact scan or walk: by the filter's share").
 WALK_TUPLE_COST = 2.0
 # Scripts with an index of their own ('' marks items without letters: they join another group's search).
 INDEXED_SCRIPTS = tuple(script for script in SCRIPTS if script)
@@ -197,7 +197,8 @@ def vector_candidates(
     """(id, cosine similarity) of the nearest items within `queryset`, best first.
 
     `size`: how many items of `queryset` have a vector from this model, when
-    the caller has counted them (at least up to EXACT_SCAN_MAX_ROWS + 1).
+    the caller has counted them (at least up to EXACT_SCAN_MAX_ROWS + 1, and with
+    `total` up to exact_scan_bound + 1); counted here otherwise.
     `total`: how many rows the graph a walk would follow holds (the script's,
     whatever the filter), when known: with `size`, whether the filter passes
     few enough of them for an exact scan to be the cheaper (`exact_scan`).
@@ -210,8 +211,8 @@ def vector_candidates(
     """
     ensure_index(model_name, dimensions)
     candidates = queryset.filter(embedding_model=model_name)
-    if size is None:
-        size = candidates[: EXACT_SCAN_MAX_ROWS + 1].count()
+    if size is None:  # counted as far as the choice needs
+        size = candidates[: max(EXACT_SCAN_MAX_ROWS, exact_scan_bound(total or 0, limit)) + 1].count()
     exact = exact_scan(size, total=total, limit=limit)
     walk = None
     if alone in ALONE_INDEXED and not exact and (place := part_of(model_name, alone)):

@@ -364,3 +364,35 @@ def test_a_full_script_group_is_scanned_exactly_when_its_filter_passes_few_of_th
     stored = np.array([np.asarray(Knowledge.objects.get(pk=pk).embedding) for pk in ids])
     cosines = stored @ query / (np.linalg.norm(stored, axis=1) * np.linalg.norm(query))
     assert [item_id for item_id, _ in found][:5] == [ids[i] for i in np.argsort(-cosines)[:5]]
+
+
+@pytest.mark.django_db
+def test_bases_whose_tag_filters_differ_only_past_their_first_35_characters_are_counted_apart(monkeypatch):
+    """psycopg's repr of a Jsonb value stops at 35 characters: a key made of it read two such bases as one."""
+    from knowledge import bulk
+    from knowledge.search.engine import narrowed, visible
+
+    monkeypatch.setattr(crosslingual, "COUNT_CAP", 3)
+    monkeypatch.setattr(crosslingual, "_full", crosslingual.OrderedDict())
+    project = "a-very-long-project-name-of-the-payments-service-"
+    texts = [("Rotate proxies", "A"), ("Retry later", "A"), ("Use a pool", "A"), ("Back off", "A"),
+             ("Pin the version", "B"), ("导出订单", "B"), ("查看日志", "B"), ("重启服务", "B")]
+    entries = [{"task": t, "content": "", "types": ["tool"], "scopes": ["a"], "tags": {"project": project + p}}
+               for t, p in texts]
+    bulk.knowledge_bulk_create(acting("x"), entries, vectors=np.eye(len(texts), 8), model_name="bench-8")
+    base = visible(readable_scopes=["a"])
+    first = crosslingual.scripts_present(narrowed(base, tags={"project": project + "A"}), model_name="bench-8")
+    second = crosslingual.scripts_present(narrowed(base, tags={"project": project + "B"}), model_name="bench-8")
+    assert (first, second) == ({"latin": 3}, {"latin": 1, "han": 3})
+
+
+@pytest.mark.django_db  # the values are put in by the database driver
+def test_a_statements_key_holds_every_value_in_full():
+    from psycopg.types.json import Jsonb
+
+    from core.compiled import statement_key
+
+    sql = "SELECT 1 WHERE %s::jsonb IS NOT NULL"
+    long = "a-very-long-project-name-of-the-payments-service-"
+    assert repr(Jsonb({"p": long + "A"})) == repr(Jsonb({"p": long + "B"}))
+    assert statement_key(sql, [Jsonb({"p": long + "A"})]) != statement_key(sql, [Jsonb({"p": long + "B"})])
