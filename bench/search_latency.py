@@ -24,7 +24,9 @@ little with the machine's load where wall times do. `--profile` prints a cProfil
 the engine over the unfiltered queries (before they are timed: the timed
 passes then find its word statistics and query vectors cached);
 `--statements` prints where each filter's first timed pass spent its time,
-by kind of SQL statement, and the Python between them.
+by kind of SQL statement, and the Python between them. `--walk-tuple-cost`
+sets how the vector search chooses between an exact scan and a graph walk
+past 2,000 rows (vector.WALK_TUPLE_COST): the comparison behind its value.
 """
 import argparse
 import json
@@ -295,6 +297,8 @@ def main(argv=None) -> int:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--statements", action="store_true",
                         help="print, per filter, the first pass's time by kind of SQL statement and the Python between")
+    parser.add_argument("--walk-tuple-cost", type=float,
+                        help="vector.WALK_TUPLE_COST for this run (0: past 2,000 rows always the walk; 1000: the exact scan)")
     parser.add_argument("--no-header", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.items.split(",")]
@@ -304,6 +308,8 @@ def main(argv=None) -> int:
         print(HEADER, flush=True)
         for size in sizes:
             extra = ["--profile"] * args.profile + ["--statements"] * args.statements
+            if args.walk_tuple_cost is not None:
+                extra += ["--walk-tuple-cost", str(args.walk_tuple_cost)]
             subprocess.run([sys.executable, "-m", "bench.search_latency", "--items", str(size), "--queries",
                             str(args.queries), "--no-header", *extra], check=True, cwd=ROOT)
         return 0
@@ -315,6 +321,10 @@ def _one(items: int, args) -> int:
 
     open_database(items)
     seed(items)
+    if args.walk_tuple_cost is not None:
+        from knowledge.search import vector
+
+        vector.WALK_TUPLE_COST = args.walk_tuple_cost
     if not args.no_header:
         print(f"{describe()}\n")
         print(HEADER, flush=True)
