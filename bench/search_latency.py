@@ -224,7 +224,7 @@ class StatementTimes:
         return "\n".join(lines)
 
 
-def measure(items: int, *, count: int, profile: bool, statements: bool = False) -> list[dict]:
+def measure(items: int, *, count: int, profile: bool, statements: bool = False, filters=tuple(FILTERS)) -> list[dict]:
     from knowledge.search import engine
     from knowledge.search.embeddings import get_embedder
 
@@ -233,7 +233,7 @@ def measure(items: int, *, count: int, profile: bool, statements: bool = False) 
     vectors = query_vectors(texts, embedder)
     give_vectors(embedder, vectors)
     rows = []
-    for label, narrowing in FILTERS.items():
+    for label, narrowing in ((label, FILTERS[label]) for label in filters):
         where, params = FLOOR_WHERE[label]
         floor = timed(lambda t: floor_search(vectors[t], embedder=embedder, where=where, params=params), texts)
         run = lambda t: engine.search(query=t, top_k=TOP_K, readable_scopes=READER_SCOPES, **narrowing)  # noqa: E731
@@ -297,10 +297,13 @@ def main(argv=None) -> int:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--statements", action="store_true",
                         help="print, per filter, the first pass's time by kind of SQL statement and the Python between")
+    parser.add_argument("--filters", default=",".join(FILTERS), help=f"comma-separated, of {', '.join(FILTERS)}")
     parser.add_argument("--walk-tuple-cost", type=float,
                         help="vector.WALK_TUPLE_COST for this run (0: past 2,000 rows always the walk; 1000: the exact scan)")
     parser.add_argument("--no-header", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if unknown := set(args.filters.split(",")) - set(FILTERS):
+        parser.error(f"--filters: unknown {', '.join(sorted(unknown))}")
     sizes = [int(s) for s in args.items.split(",")]
     if len(sizes) > 1:  # one process per database: Django binds its settings once
         import subprocess
@@ -310,6 +313,7 @@ def main(argv=None) -> int:
             extra = ["--profile"] * args.profile + ["--statements"] * args.statements
             if args.walk_tuple_cost is not None:
                 extra += ["--walk-tuple-cost", str(args.walk_tuple_cost)]
+            extra += ["--filters", args.filters]
             subprocess.run([sys.executable, "-m", "bench.search_latency", "--items", str(size), "--queries",
                             str(args.queries), "--no-header", *extra], check=True, cwd=ROOT)
         return 0
@@ -328,7 +332,7 @@ def _one(items: int, args) -> int:
     if not args.no_header:
         print(f"{describe()}\n")
         print(HEADER, flush=True)
-    measure(items, count=args.queries, profile=args.profile, statements=args.statements)
+    measure(items, count=args.queries, profile=args.profile, statements=args.statements, filters=args.filters.split(","))
     return 0
 
 
