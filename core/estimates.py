@@ -4,6 +4,8 @@ ANALYZE (autovacuum runs it after a tenth of a table changes) samples up to 30,0
 keeps, per column, the share of rows holding each common value (and, for an array column, each common
 element). The figures are estimates as of that sample: a page shows them as "about".
 """
+import json
+
 from django.db import connection, models
 
 
@@ -43,7 +45,5 @@ def rounded(n: float, *, digits: int = 2) -> int:
 
 def planned_rows(queryset: models.QuerySet) -> int:
     """The planner's estimate of how many rows `queryset` finds (from the tables' statistics: a fraction of a ms)."""
-    import json
-
     plan = json.loads(queryset.order_by().values_list("pk").explain(format="json"))
     return int(plan[0]["Plan"]["Plan Rows"])

@@ -72,7 +72,7 @@ COUNT_CAP = EXACT_SCAN_MAX_ROWS + 1
 # searched through its index rather than by an exact scan, which is still its nearest items.
 FULL_TTL = 300.0
 FULL_BASES = 256
-_full: OrderedDict = OrderedDict()  # (model, base SQL, parameters) -> {script: (expires, count)}
+_full: OrderedDict = OrderedDict()  # (model, the base's statement with its values in) -> {script: (expires, count)}
 _full_lock = threading.Lock()
 
 # Every count is kept for the generation it was counted at (result_cache.Entries: per base, the newest generation
