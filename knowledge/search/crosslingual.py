@@ -50,7 +50,7 @@ from core.estimates import planned_rows
 from knowledge.search import result_cache
 from knowledge.search.embeddings import ConcatEmbedder
 from knowledge.search.text import SCRIPTS, script_of
-from knowledge.search.vector import EXACT_SCAN_MAX_ROWS, exact_scan_bound, vector_candidates
+from knowledge.search.vector import EXACT_SCAN_MAX_ROWS, exact_scan, exact_scan_bound, vector_candidates
 
 # Per-model weights of the pair score; models not named get 0. Chosen with
 # bench/retrieval.py on XQuAD-R, CMRC 2018 and SciFact (BENCHMARKS.md).
@@ -217,10 +217,7 @@ def calibrated_vector_candidates(queryset, *, query: str, query_vector: np.ndarr
     counts = scripts_present(queryset, model_name=embedder.name, base=base)
     large = {script: n for script, n in counts.items() if script and n >= MIN_GROUP_FOR_Z}
     if not large:
-        return standardised(vector_candidates(
-            queryset, vector=query_vector, model_name=embedder.name, dimensions=embedder.dimensions, limit=limit,
-            size=sum(counts.values()),
-        ))
+        return standardised(nearest_in_groups(queryset, counts, vector=query_vector, embedder=embedder, limit=limit))
     own = script_of(query)
     # Items without letters, and scripts too rare to calibrate, join the query's own group
     # (or the largest group when the query's script has none).
@@ -236,10 +233,24 @@ def calibrated_vector_candidates(queryset, *, query: str, query_vector: np.ndarr
             limit=limit, size=size, total=total, alone=alone_in(weights),
         )  # the script's own index (within the query's script, e5's own), or an exact scan of a selective filter's rows
         if script == host and guests:
-            found = sorted(found + vector_candidates(
-                queryset.filter(script__in=guests), vector=vector, model_name=embedder.name,
-                dimensions=embedder.dimensions, limit=limit, size=sum(counts[g] for g in guests),
-            ), key=lambda row: (-row[1], row[0]))[:limit]
+            found = best_first(found + nearest_in_groups(
+                queryset, {guest: counts[guest] for guest in guests}, vector=vector, embedder=embedder, limit=limit,
+            ))[:limit]
         merged.extend(standardised(found))
-    merged.sort(key=lambda row: (-row[1], row[0]))
-    return merged[:limit]
+    return best_first(merged)[:limit]
+
+
+def nearest_in_groups(queryset, counts: dict[str, int], *, vector: np.ndarray, embedder, limit: int) -> list[tuple[str, float]]:
+    """The `limit` nearest items of `queryset`'s groups `counts` (script -> its size, as scripts_present counts it),
+    (id, similarity) best first: one exact scan of them all when they are few enough together; otherwise each group
+    searched on its own (a graph holds one script's items: vector.py), the lists merged by similarity."""
+    search = dict(vector=vector, model_name=embedder.name, dimensions=embedder.dimensions, limit=limit)
+    if len(counts) > 1 and exact_scan(size := sum(counts.values())):
+        return vector_candidates(queryset.filter(script__in=sorted(counts)), size=size, **search)
+    return best_first([row for script, n in sorted(counts.items())
+                       for row in vector_candidates(queryset.filter(script=script), size=n, **search)])[:limit]
+
+
+def best_first(rows: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """(id, score) rows by score, highest first; equal scores by id."""
+    return sorted(rows, key=lambda row: (-row[1], row[0]))

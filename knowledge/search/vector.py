@@ -1,9 +1,14 @@
 """Stage 1, vector side: pgvector HNSW with cosine distance.
 
-Each embedder has its own partial expression index,
-`hnsw ((embedding::vector(N)) vector_cosine_ops) WHERE embedding_model = name`,
-and one more per writing system (`... AND script = s`), created on demand by
-`ensure_index`. Queries cast the same way so the planner uses them.
+Each embedder has a partial expression index per writing system,
+`hnsw ((embedding::vector(N)) vector_cosine_ops) WHERE embedding_model = name
+AND script = s` (items without letters, script '', have one too), created on
+demand by `ensure_index`. Queries cast the same way so the planner uses them.
+A walk therefore searches one script's items: callers narrow the queryset to a
+script first (crosslingual.py does, per group). There is no graph over all of
+an embedder's items: every search went through a script's, and keeping one
+more 896-dimension graph cost each vector written a third HNSW insert
+(BENCHMARKS.md, "Writes").
 
 Filtered queries must not lose recall: a plain HNSW scan returns the
 `ef_search` nearest rows and only then applies the filter, so a selective
@@ -44,8 +49,8 @@ EXACT_SCAN_MAX_ROWS = 2_000
 # What one tuple an iterative walk visits costs, in rows of an exact scan (each reads its TOASTed vector: ~7 µs a
 # row). Measured on the 100k and 1M seeds (BENCHMARKS.md "Exact scan or walk: by the filter's share").
 WALK_TUPLE_COST = 2.0
-# Scripts with an index of their own ('' marks items without letters: they join another group's search).
-INDEXED_SCRIPTS = tuple(script for script in SCRIPTS if script)
+# Scripts with letters: a search weighs one model alone only within the query's own script, which has letters.
+LETTERED_SCRIPTS = tuple(script for script in SCRIPTS if script)
 
 
 def index_name(model_name: str, dimensions: int) -> str:
@@ -54,7 +59,7 @@ def index_name(model_name: str, dimensions: int) -> str:
 
 
 def script_index_name(model_name: str, dimensions: int, script: str) -> str:
-    return f"{index_name(model_name, dimensions)}_{script}"
+    return f"{index_name(model_name, dimensions)}_{script or 'none'}"
 
 
 # Models a search weighs alone within one writing system (crosslingual.SAME_SCRIPT: e5 alone). Each has a graph of its
@@ -100,13 +105,13 @@ def index_names(model_name: str, dimensions: int) -> list[str]:
 def _wanted(model_name: str, dimensions: int) -> dict[str, tuple[str, str, list[str]]]:
     """index name -> (indexed expression, narrower condition, parameters)"""
     whole = f"embedding::vector({int(dimensions)})"
-    return {index_name(model_name, dimensions): (whole, "", [model_name])} | {
+    return {
         script_index_name(model_name, dimensions, script): (whole, "AND script = %s", [model_name, script])
-        for script in INDEXED_SCRIPTS
+        for script in SCRIPTS
     } | {
         part_index_name(model_name, dimensions, script, part): (
             _part_expression(dimensions, *place), "AND script = %s", [model_name, script])
-        for part in ALONE_INDEXED if (place := part_of(model_name, part)) for script in INDEXED_SCRIPTS
+        for part in ALONE_INDEXED if (place := part_of(model_name, part)) for script in LETTERED_SCRIPTS
     }
 
 
@@ -125,9 +130,10 @@ def ensure_index(model_name: str, dimensions: int) -> str:
 
 @lru_cache(maxsize=16)
 def _ensure_index(model_name: str, dimensions: int) -> str:
-    """Create this embedder's HNSW indexes if missing (idempotent, cached): one over all its vectors, and one
-    per writing system (crosslingual.py searches each script's items; in the shared graph, a search for the
-    Chinese items nearest an English query would walk through thousands of English ones first)."""
+    """Create this embedder's HNSW indexes if missing (idempotent, cached): one per writing system (crosslingual.py
+    searches each script's items; in a shared graph, a search for the Chinese items nearest an English query would
+    walk through thousands of English ones first), and per lettered script one over each ALONE_INDEXED model's part.
+    Returns the name the embedder's indexes start with."""
     name = index_name(model_name, dimensions)
     wanted = _wanted(model_name, dimensions)
     with connection.cursor() as cursor:
@@ -194,7 +200,8 @@ def vector_candidates(
     queryset, *, vector, model_name: str, dimensions: int, limit: int, size: int | None = None,
     total: int | None = None, alone: str | None = None,
 ) -> list[tuple[str, float]]:
-    """(id, cosine similarity) of the nearest items within `queryset`, best first.
+    """(id, cosine similarity) of the nearest items within `queryset`, best first. Past an exact scan's size the
+    search walks a script's graph: `queryset` must then be narrowed to one script (`filter(script=...)`).
 
     `size`: how many items of `queryset` have a vector from this model, when
     the caller has counted them (at least up to EXACT_SCAN_MAX_ROWS + 1, and with
@@ -203,7 +210,7 @@ def vector_candidates(
     whatever the filter), when known: with `size`, whether the filter passes
     few enough of them for an exact scan to be the cheaper (`exact_scan`).
     `alone`: the one model of a concatenation that `vector` weighs (the others'
-    parts are zero), for a `queryset` narrowed to one of INDEXED_SCRIPTS: a
+    parts are zero), for a `queryset` narrowed to one of LETTERED_SCRIPTS: a
     graph walk then goes through that model's own graph for the script, whose
     order is the same (the similarity is that model's cosine times its scale)
     and whose neighbourhoods were built for it. The similarities are the same

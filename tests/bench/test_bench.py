@@ -126,6 +126,7 @@ def test_the_scale_seed_fills_a_base_of_the_seeds_shape_and_the_latency_bench_ti
         assert backend is not None or django_settings.EMBEDDED_DB is None
     report = capsys.readouterr().err  # where the first pass spent its time, by kind of statement
     assert report.count("by statement (first pass)") == 3
+    assert "the floor's HNSW index built" in report  # the application keeps no graph over every script
     for kind in ("| BM25 scoring |", "| vector search (HNSW or exact) |", "| candidates' cosines (stage 2) |",
                  "| Python and the rest"):
         assert kind in report

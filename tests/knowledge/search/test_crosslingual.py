@@ -159,6 +159,41 @@ def test_items_without_letters_join_the_querys_own_script_group():
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("latin", [40, 5], ids=["guests-of-a-large-group", "small-base"])
+def test_groups_too_many_for_one_exact_scan_are_each_searched_through_their_own_graph(monkeypatch, latin):
+    """No graph holds several scripts' items (vector.py): items without letters and a rare script's items, searched
+    together, walk their own graphs when an exact scan of them all is too large, and find what it finds."""
+    from django.db import connection
+
+    from knowledge.search import vector
+
+    vector.ensure_index.cache_clear()  # an earlier test's graphs were rolled back
+    rng = np.random.default_rng(8)
+    _store(rng, script_text="Deploy notes", cosines=list(rng.uniform(0.3, 0.9, latin)))
+    _store(rng, script_text="部署说明", cosines=list(rng.uniform(0.3, 0.9, 40)))
+    numbers = _store(rng, script_text="2024-01-01 12:00", cosines=list(rng.uniform(0.3, 0.9, 20)))
+    russian = _store(rng, script_text="Заметки о развёртывании", cosines=list(rng.uniform(0.3, 0.9, 4)))
+    search = lambda: calibrated_vector_candidates(  # noqa: E731
+        Knowledge.objects.all(), query="how do we deploy", query_vector=np.eye(DIMS)[0], embedder=VectorsOnly(), limit=200)
+    exact = search()  # every group within one exact scan
+    monkeypatch.setattr(vector, "EXACT_SCAN_MAX_ROWS", 10)  # now the 20 items without letters are too many
+    plans = []
+
+    def explain(execute, sql, params, many, context):
+        if "<=>" in sql:
+            with connection.connection.cursor() as cursor:
+                cursor.execute("EXPLAIN " + sql, params)
+                plans.append("\n".join(row[0] for row in cursor.fetchall()))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(explain):
+        walked = search()
+    assert any(f"Index Scan using {vector.script_index_name(MODEL, DIMS, '')} " in plan for plan in plans)
+    assert [item_id for item_id, _ in walked] == [item_id for item_id, _ in exact]
+    assert set(numbers) | set(russian) <= {item_id for item_id, _ in walked}
+
+
+@pytest.mark.django_db
 def test_script_groups_are_counted_within_the_base_only_as_far_as_the_cap(monkeypatch):
     from knowledge import bulk
     from knowledge.search.engine import visible

@@ -138,20 +138,20 @@ def test_filtered_vector_search_finds_items_plain_hnsw_misses(monkeypatch, exact
 
     # The plain index scan (no iterative scan) sees only the crowd, then filters it away.
     plain = (
-        in_small.filter(embedding_model=model).annotate(d=vector_distance(query, dims)).order_by("d").values_list("id", flat=True)[:10]
+        in_small.filter(embedding_model=model, script="").annotate(d=vector_distance(query, dims)).order_by("d").values_list("id", flat=True)[:10]
     )
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off")
         cursor.execute("SET LOCAL enable_bitmapscan = off")
         sql, params = plain.query.sql_with_params()
         cursor.execute("EXPLAIN " + sql, params)
-        assert "knowledge_hnsw_synthetic_test_16" in " ".join(row[0] for row in cursor.fetchall())
+        assert "knowledge_hnsw_synthetic_test_16_none" in " ".join(row[0] for row in cursor.fetchall())  # no letters
         cursor.execute("SET LOCAL hnsw.ef_search = 40")
         cursor.execute("SET LOCAL hnsw.iterative_scan = off")
         missed = list(plain)
     assert len(missed) < 10
 
-    found = vector_candidates(in_small, vector=query, model_name=model, dimensions=dims, limit=10)
+    found = vector_candidates(in_small.filter(script=""), vector=query, model_name=model, dimensions=dims, limit=10)
     assert len(found) == 10 and {item_id for item_id, _ in found} <= small_ids
 
 

