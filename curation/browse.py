@@ -20,6 +20,12 @@ ORDERINGS = {
     "helpful": ("-helpful", "-created_at", "id"),
     "harmful": ("-harmful", "-created_at", "id"),
 }
+# The same orders read from each item's Standing (its copy of quality and helpful, indexed in these orders): sorting
+# the items' own columns read every visible item (96 ms at 100k items).
+STANDING_ORDERINGS = {
+    "quality": ("-standing__quality", "-standing__created_at", "id"),
+    "helpful": ("-standing__helpful", "-standing__created_at", "id"),
+}
 
 
 @dataclass
@@ -65,7 +71,11 @@ def knowledge_browse(*, q: str = "", types=(), scopes=(), tags=None, owner: str 
         return Browse(items=items, searched=True, notes=result.notes)
     queryset = engine.narrowed(Knowledge.objects.defer(*UNSHOWN), types=types or None, scopes=scopes or None,
                                tags=tags or None, statuses=statuses, filters=filters)
-    return Browse(items=with_quality(queryset).order_by(*ORDERINGS.get(sort, ORDERINGS["newest"])), searched=False, notes=[])
+    if sort in STANDING_ORDERINGS:  # joined, not outer-joined: the standing's index then gives the order
+        ordered = queryset.filter(standing__isnull=False).order_by(*STANDING_ORDERINGS[sort])
+    else:
+        ordered = queryset.order_by(*ORDERINGS.get(sort, ORDERINGS["newest"]))
+    return Browse(items=with_quality(ordered), searched=False, notes=[])
 
 
 def known_scopes() -> list[str]:

@@ -126,7 +126,8 @@ class Knowledge(models.Model):
             models.Index(fields=["-created_at", "-id"], name="knowledge_created"),
             # most harmful first: the list's "harmful" sort and the dashboard's attention lists. No index holds
             # `helpful`: a helpful report (the most frequent write) then stays a HOT update, which leaves the row's
-            # other indexes, its HNSW graphs among them, untouched; a harmful report now rewrites them.
+            # other indexes, its HNSW graphs among them, untouched; a harmful report now rewrites them. The sorts
+            # by quality and by helpful read the item's Standing, a narrow copy with indexes of its own.
             models.Index(fields=["-harmful", "-created_at", "id"], name="knowledge_active_harmful",
                          condition=Q(status="active")),
         ]
@@ -170,6 +171,26 @@ class Knowledge(models.Model):
     @property
     def resource_ids(self) -> list[str]:
         return [link.resource_id for link in self.resource_links.all()]
+
+
+class Standing(models.Model):
+    """An item's quality (score + helpful − 2 × harmful) and helpful count beside its creation time, copied by
+    triggers on the items (migration 0006) whenever those change, so the curation list sorts by quality or
+    helpfulness through an index instead of reading every item (96 ms at 100k items). The items themselves keep no
+    index holding `helpful` (Knowledge.Meta): here a feedback report rewrites this narrow row's three btree entries,
+    not the item's HNSW graphs. Every item has exactly one; Django never writes them."""
+
+    knowledge = models.OneToOneField(Knowledge, primary_key=True, on_delete=models.DO_NOTHING, db_constraint=False,
+                                     related_name="standing")
+    quality = models.IntegerField()
+    helpful = models.IntegerField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [
+            models.Index(F("quality").desc(), F("created_at").desc(), "knowledge", name="standing_by_quality"),
+            models.Index(F("helpful").desc(), F("created_at").desc(), "knowledge", name="standing_by_helpful"),
+        ]
 
 
 class KnowledgeResource(models.Model):
