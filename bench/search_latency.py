@@ -213,7 +213,7 @@ def filtered_recall(texts, vectors, *, embedder, label: str) -> tuple[float | No
 
 # Where `--statements` files each SQL statement the engine sends: the first kind whose text it contains.
 STATEMENT_KINDS = (
-    ("candidates' cosines (stage 2)", "subvector("),
+    ("candidates' cosines (stage 2)", "THEN 1 - (subvector("),
     ("vector search (HNSW or exact)", "<=>"),
     ("scripts present", "AS hits"),
     ("search generation (scripts present's counts kept under it)", "knowhub_search_generation"),
