@@ -63,7 +63,7 @@ def main():
     print("|---|---|---|---|")
     for buckets, label in ((1000, "100%"), (100, "10%"), (10, "1%"), (1, "0.1%")):
         keep = [str(b) for b in range(buckets)]
-        qs = Knowledge.objects.filter(embedding_model=model, script="")  # no letters: one graph holds them all
+        qs = Knowledge.objects.filter(embedding_model=model, script="")  # script '' (bulk_create leaves it unset): its graph
         qs = qs.filter(tags__bucket__in=keep) if buckets < 1000 else qs
         results = {}
         for strategy in ("exact", "plain HNSW", "iterative (ours)"):

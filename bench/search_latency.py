@@ -133,7 +133,7 @@ def floor_graph(embedder) -> None:
     workers for the build."""
     from django.db import connection, transaction
 
-    name = f"bench_floor_{vector_index_slug(embedder)}"
+    name = floor_index_name(embedder)
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SELECT 1 FROM pg_indexes WHERE indexname = %s", [name])
         if cursor.fetchone():
@@ -147,10 +147,10 @@ def floor_graph(embedder) -> None:
     print(f"  the floor's HNSW index built in {time.monotonic() - started:.0f}s", file=sys.stderr)
 
 
-def vector_index_slug(embedder) -> str:
+def floor_index_name(embedder) -> str:
     from knowledge.search.vector import index_name
 
-    return index_name(embedder.name, embedder.dimensions).removeprefix("knowledge_hnsw_")
+    return "bench_floor_" + index_name(embedder.name, embedder.dimensions).removeprefix("knowledge_hnsw_")
 
 
 def floor_search(vector, *, embedder, where: str = "", params=(), limit: int = FLOOR_K) -> list[str]:

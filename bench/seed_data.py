@@ -197,7 +197,9 @@ def seed(items: int, *, fresh: bool = False, units: int = UNITS, index_after: bo
     rng = np.random.default_rng(have)  # resuming continues with other draws
     if index_after:
         vector.ensure_index(embedder.name, embedder.dimensions)  # remembered as present: the bulk path will not build them
-        _drop_vector_indexes(connection, vector.index_names(embedder.name, embedder.dimensions))
+        from bench.search_latency import floor_index_name  # the floor's graph too: search_latency builds it again
+
+        _drop_vector_indexes(connection, [*vector.index_names(embedder.name, embedder.dimensions), floor_index_name(embedder)])
     started, added = time.monotonic(), 0
     while have + added < items:
         count = min(BATCH, items - have - added)

@@ -12,7 +12,11 @@ On the database bench/seed_data.py fills (`knowhub_seed_<items>`; BENCH_DATABASE
   CPU, not the disk's flush), 500 items +1 then -1 (the data as it was at the end), after one untimed pass
   (the first update of a full page is not HOT); "without" disables the trigger meanwhile. Reports ms per update.
 
-The lists of each round's figures are printed; compare them pairwise (the machine's load moves both).
+The lists of each round's figures are printed; compare them pairwise (the machine's load moves both). Run it on a
+bench base nothing else writes to: a disabled trigger is disabled for every session. The standings of the items it
+counted on are copied again at the end (what a disabled trigger missed), and bench.search_latency's floor graph,
+which the application does not keep, is dropped in both modes' rolled-back transactions. Rolled-back rows leave
+dead entries in the indexes: the base is vacuumed at the end.
 """
 import argparse
 import os
@@ -45,6 +49,9 @@ def vector_writes(cursor, *, index: str, rounds: int, batch: int = BATCH) -> dic
     for number in range(rounds):
         for mode in ("with", "without") if number % 2 == 0 else ("without", "with"):
             with transaction.atomic():
+                cursor.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE %s", ["bench\\_floor\\_%"])
+                for (floor,) in cursor.fetchall():
+                    cursor.execute(f'DROP INDEX "{floor}"')
                 if mode == "without":
                     cursor.execute(f'DROP INDEX "{index}"')
                 cursor.execute("SELECT id FROM knowledge_knowledge WHERE embedding IS NOT NULL ORDER BY id OFFSET %s "
@@ -63,6 +70,8 @@ def vector_writes(cursor, *, index: str, rounds: int, batch: int = BATCH) -> dic
 
 def counter_updates(cursor, *, trigger: str, rounds: int, count: int = COUNTED) -> dict[str, list[float]]:
     """ms per committed helpful-count UPDATE, with `trigger` enabled and disabled."""
+    from knowledge.quality import HARMFUL_WEIGHT
+
     cursor.execute("SELECT count(*) FROM pg_trigger WHERE tgname = %s", [trigger])
     if not cursor.fetchone()[0]:
         raise SystemExit(f"no trigger {trigger}")
@@ -88,6 +97,10 @@ def counter_updates(cursor, *, trigger: str, rounds: int, count: int = COUNTED) 
     finally:
         cursor.execute(f'ALTER TABLE knowledge_knowledge ENABLE TRIGGER "{trigger}"')
         cursor.execute("RESET synchronous_commit")
+        if trigger == "knowhub_standing_update":  # what it missed while disabled (an interrupted round)
+            cursor.execute(f"UPDATE knowledge_standing s SET quality = k.score + k.helpful - {HARMFUL_WEIGHT} * k.harmful, "
+                           "helpful = k.helpful FROM knowledge_knowledge k WHERE s.knowledge_id = k.id AND k.id = ANY(%s)",
+                           [ids])
     return found
 
 
@@ -115,6 +128,8 @@ def main(argv=None) -> int:
         else:
             found = counter_updates(cursor, trigger=args.trigger, rounds=args.rounds)
             unit = "ms per committed counter update"
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM knowledge_knowledge")
     for mode, values in found.items():
         print(f"{mode:8s} {' / '.join(f'{value:.2f}' for value in values)}  (median {statistics.median(values):.2f}) {unit}")
     return 0

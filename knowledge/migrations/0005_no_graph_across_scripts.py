@@ -11,7 +11,7 @@ BEGIN
     FOR graph IN SELECT indexname FROM pg_indexes
                  WHERE schemaname = current_schema() AND tablename = 'knowledge_knowledge'
                    AND indexname LIKE 'knowledge\\_hnsw\\_%' AND indexdef LIKE '%USING hnsw%'
-                   AND indexdef NOT LIKE '%script%'
+                   AND indexdef NOT LIKE '%(script)::text =%'
     LOOP
         EXECUTE format('DROP INDEX IF EXISTS %I', graph.indexname);
     END LOOP;

@@ -49,6 +49,7 @@ CREATE TRIGGER knowhub_standing_truncate AFTER TRUNCATE ON knowledge_knowledge
 
 INSERT INTO knowledge_standing (knowledge_id, quality, helpful, created_at)
 SELECT id, {QUALITY}, helpful, created_at FROM knowledge_knowledge;
+ANALYZE knowledge_standing;
 """
 
 DROP_TRIGGERS = """

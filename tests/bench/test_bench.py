@@ -153,6 +153,10 @@ def test_the_write_cost_bench_times_writes_with_and_without_an_index_or_trigger_
         cursor.execute("SELECT tgenabled FROM pg_trigger WHERE tgname = 'knowhub_standing_update'")
         assert cursor.fetchone() == ("O",)
     assert dict(Knowledge.objects.values_list("id", "helpful")) == helpful
+    from knowledge.models import Standing
+
+    assert dict(Standing.objects.values_list("knowledge_id", "quality")) == dict(
+        Knowledge.objects.with_quality().values_list("id", "quality"))
 
 
 def test_the_ingest_bench_measures_single_saves_the_bulk_path_and_the_workers_embedding(settings, tmp_path):

