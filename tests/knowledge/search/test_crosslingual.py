@@ -10,6 +10,7 @@ from knowledge.search.indexing import store_embeddings
 from knowledge.search.text import script_of
 from knowledge.search.vector import vector_candidates
 from tests.factories import make_knowledge
+from tests.knowledge.search.plans import vector_plans
 from tests.callers import acting
 
 
@@ -164,8 +165,6 @@ def test_groups_too_many_for_one_exact_scan_are_each_searched_through_their_own_
     """No graph holds several scripts' items (vector.py): items without letters and a rare script's items, searched
     together (beside the query's group, or all groups of a base too small for z-scores), walk their own graphs when an
     exact scan of them all is too large, and find what it finds."""
-    from django.db import connection
-
     from knowledge.search import vector
 
     vector.ensure_index.cache_clear()  # an earlier test's graphs were rolled back
@@ -178,16 +177,7 @@ def test_groups_too_many_for_one_exact_scan_are_each_searched_through_their_own_
         Knowledge.objects.all(), query="how do we deploy", query_vector=np.eye(DIMS)[0], embedder=VectorsOnly(), limit=200)
     exact = search()  # every group within one exact scan
     monkeypatch.setattr(vector, "EXACT_SCAN_MAX_ROWS", 10)  # now the 20 items without letters are too many
-    plans = []
-
-    def explain(execute, sql, params, many, context):
-        if "<=>" in sql:
-            with connection.connection.cursor() as cursor:
-                cursor.execute("EXPLAIN " + sql, params)
-                plans.append("\n".join(row[0] for row in cursor.fetchall()))
-        return execute(sql, params, many, context)
-
-    with connection.execute_wrapper(explain):
+    with vector_plans() as plans:
         walked = search()
     assert any(f"Index Scan using {vector.script_index_name(MODEL, DIMS, '')} " in plan for plan in plans)
     walks = [plan for plan in plans if "+ '0'::double precision" not in plan and "CASE WHEN" not in plan]  # not exact

