@@ -130,8 +130,11 @@ class CpuTimes:
 def floor_graph(embedder) -> None:
     """The floor's own HNSW index, over every item of the embedder, built here when missing (the application keeps a
     graph per writing system only: knowledge/search/vector.py); the project's graph settings, with room and parallel
-    workers for the build."""
+    workers for the build, as seed_data builds the application's."""
     from django.db import connection, transaction
+
+    from bench.seed_data import room_to_build
+    from knowledge.search.vector import GRAPH_OPTIONS
 
     name = floor_index_name(embedder)
     with transaction.atomic(), connection.cursor() as cursor:
@@ -140,10 +143,9 @@ def floor_graph(embedder) -> None:
             return
         started = time.monotonic()
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # as vector.ensure_index: CREATE INDEX refuses pending FK checks
-        cursor.execute("SET LOCAL maintenance_work_mem = '2GB'")
-        cursor.execute("SET LOCAL max_parallel_maintenance_workers = 2")
+        room_to_build(cursor)
         cursor.execute(f"CREATE INDEX {name} ON knowledge_knowledge USING hnsw ((embedding::vector({int(embedder.dimensions)})) "
-                       "vector_cosine_ops) WITH (m = 16, ef_construction = 64) WHERE embedding_model = %s", [embedder.name])
+                       f"vector_cosine_ops) WITH ({GRAPH_OPTIONS}) WHERE embedding_model = %s", [embedder.name])
     print(f"  the floor's HNSW index built in {time.monotonic() - started:.0f}s", file=sys.stderr)
 
 

@@ -222,6 +222,12 @@ def seed(items: int, *, fresh: bool = False, units: int = UNITS, index_after: bo
 MAINTENANCE_WORK_MEM = "6GB"
 
 
+def room_to_build(cursor) -> None:
+    """Memory for the graph and parallel workers for the HNSW builds of the caller's transaction."""
+    cursor.execute("SELECT set_config('maintenance_work_mem', %s, true), set_config('max_parallel_maintenance_workers', %s, true)",
+                   [MAINTENANCE_WORK_MEM, str(os.cpu_count() or 2)])
+
+
 def _drop_vector_indexes(connection, names: list[str]) -> None:
     with connection.cursor() as cursor:
         for name in names:
@@ -237,8 +243,7 @@ def _build_indexes(connection, embedder) -> None:
 
     built = time.monotonic()
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SELECT set_config('maintenance_work_mem', %s, true), set_config('max_parallel_maintenance_workers', %s, true)",
-                       [MAINTENANCE_WORK_MEM, str(os.cpu_count() or 2)])
+        room_to_build(cursor)
         vector.ensure_index.cache_clear()
         vector.ensure_index(embedder.name, embedder.dimensions)
     print(f"  HNSW indexes built in {time.monotonic() - built:.0f}s", file=sys.stderr)

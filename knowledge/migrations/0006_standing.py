@@ -5,19 +5,23 @@ INSERT of 1,000 items is one trigger call), updates per row and only when a copi
 import django.db.models.deletion
 from django.db import migrations, models
 
-QUALITY = "score + helpful - 2 * harmful"  # knowledge.quality.QUALITY
+
+def quality(row: str = "") -> str:
+    """knowledge.quality.QUALITY in SQL, of the columns of `row` (a trigger's NEW) or of the table read."""
+    return f"{row}score + {row}helpful - 2 * {row}harmful"
+
 
 TRIGGERS = f"""
 CREATE FUNCTION knowhub_standing_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO knowledge_standing (knowledge_id, quality, helpful, created_at)
-    SELECT id, {QUALITY}, helpful, created_at FROM inserted;
+    SELECT id, {quality()}, helpful, created_at FROM inserted;
     RETURN NULL;
 END $$;
 
 CREATE FUNCTION knowhub_standing_updated() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    UPDATE knowledge_standing SET quality = NEW.score + NEW.helpful - 2 * NEW.harmful, helpful = NEW.helpful,
+    UPDATE knowledge_standing SET quality = {quality("NEW.")}, helpful = NEW.helpful,
                                   created_at = NEW.created_at
     WHERE knowledge_id = NEW.id;
     RETURN NULL;
@@ -48,7 +52,7 @@ CREATE TRIGGER knowhub_standing_truncate AFTER TRUNCATE ON knowledge_knowledge
     FOR EACH STATEMENT EXECUTE FUNCTION knowhub_standing_truncated();
 
 INSERT INTO knowledge_standing (knowledge_id, quality, helpful, created_at)
-SELECT id, {QUALITY}, helpful, created_at FROM knowledge_knowledge;
+SELECT id, {quality()}, helpful, created_at FROM knowledge_knowledge;
 ANALYZE knowledge_standing;
 """
 

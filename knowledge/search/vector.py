@@ -46,6 +46,7 @@ from knowledge.search.text import SCRIPTS
 MIN_EF_SEARCH = 64
 MAX_SCAN_TUPLES = 40_000
 EXACT_SCAN_MAX_ROWS = 2_000
+GRAPH_OPTIONS = "m = 16, ef_construction = 64"  # every graph's build parameters
 # What one tuple an iterative walk visits costs, in rows of an exact scan (each reads its TOASTed vector: ~7 µs a
 # row). Measured on the 100k and 1M seeds (BENCHMARKS.md "Exact scan or walk: by the filter's share").
 WALK_TUPLE_COST = 2.0
@@ -160,7 +161,7 @@ def _ensure_index(model_name: str, dimensions: int) -> str:
                 cursor.execute(
                     f"CREATE INDEX IF NOT EXISTS {index} ON knowledge_knowledge "
                     f"USING hnsw (({expression}) vector_cosine_ops) "
-                    f"WITH (m = 16, ef_construction = 64) WHERE embedding_model = %s {narrower}",
+                    f"WITH ({GRAPH_OPTIONS}) WHERE embedding_model = %s {narrower}",
                     params,
                 )
     return name
