@@ -18,12 +18,12 @@ from bench.retrieval import _point_at_bench_database
 MODEL = "bench-synthetic"
 
 
-def main():
-    parser = argparse.ArgumentParser()
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--items", type=int, default=50_000)
     parser.add_argument("--dims", type=int, default=64)
     parser.add_argument("--queries", type=int, default=50)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     _point_at_bench_database()
     import django
 

@@ -7,6 +7,7 @@ on them (nDCG@10 of the fused order; with every item at score 3 the quality stag
 that order). Seconds per setting instead of a full bench run per setting; the
 default's numbers match `bench.retrieval`'s hybrid row.
 """
+import argparse
 import pickle
 import sys
 
@@ -58,7 +59,10 @@ def candidate_lists(name: str) -> dict:
 
 
 def main(argv=None) -> int:
-    names = (argv if argv is not None else sys.argv[1:]) or ["xquad-r-en-zh", "cmrc2018-dev-zh", "scifact-beir-en"]
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("datasets", nargs="*", default=["xquad-r-en-zh", "cmrc2018-dev-zh", "scifact-beir-en"],
+                        help="folders under ../shared/data, or paths")
+    names = parser.parse_args(argv).datasets
     _point_at_bench_database()
     import django
 

