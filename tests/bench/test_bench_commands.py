@@ -1,4 +1,4 @@
-"""Every bench command answers `--help` with its usage, as README.md tells a newcomer to run them."""
+"""Every bench command answers `--help` with its usage: the first thing a newcomer runs before a benchmark."""
 import os
 import re
 import subprocess
