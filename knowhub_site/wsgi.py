@@ -4,7 +4,9 @@ from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "knowhub_site.settings")
 os.environ.setdefault("KNOWHUB_DB_POOL", "true")  # web processes borrow from a bounded pool (settings.py)
-application = get_wsgi_application()
+from knowhub_site.unread_body import closing_after_unread_body  # noqa: E402
+
+application = closing_after_unread_body(get_wsgi_application())
 
 from knowledge.search.warmup import warm_up_web_process  # noqa: E402
 

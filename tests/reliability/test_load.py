@@ -2,6 +2,7 @@
 import time
 from urllib.parse import quote
 
+import httpx
 import pytest
 
 from tests.stack import Stack, hammer, statuses
@@ -76,3 +77,17 @@ def test_a_minute_of_fifty_searching_clients_leaves_the_server_healthy(stack, to
         assert stack.request("GET", "/api/knowledge/search?q=restart+worker", token=token).status == 200
     assert stack.request("GET", "/login/").status == 200
     assert database_connections(stack) <= 3 * 10 + 10  # the pools of two web processes and the MCP process, the worker, this query
+
+
+def test_a_refused_oversized_body_closes_its_connection_and_the_clients_next_request_is_answered(stack, token):
+    item = save(stack, token, "Rotate the staging keys", "Run the rotate script, then restart the API pods.")
+    oversized = b'{"task": "a", "types": ["tool"], "content": "' + b"x" * 3_000_000 + b'"}'
+    with httpx.Client(base_url=stack.base, headers={"Authorization": f"Bearer {token}"}, timeout=60) as client:
+        for _ in range(2):  # a keep-alive client, as agents use: each refusal, then a request on the same client
+            refused = client.post("/api/knowledge", content=oversized, headers={"Content-Type": "application/json"})
+            assert refused.status_code == 413 and refused.json()["error"]["code"] == "too_large"
+            assert refused.headers["connection"] == "close"  # the body was left unread: not reused
+            reported = client.put(f"/api/knowledge/{item}", json={"add_helpful_case": {"task": "rotate", "outcome": "ok"}})
+            assert reported.status_code == 200
+            assert reported.headers["connection"] == "keep-alive"
+    assert stack.request("GET", f"/api/knowledge/{item}", token=token).json()["eval"]["helpful"] == 2
