@@ -70,7 +70,10 @@ def vector_writes(cursor, *, index: str, rounds: int, batch: int = BATCH) -> dic
 
 def counter_updates(cursor, *, trigger: str, rounds: int, count: int = COUNTED) -> dict[str, list[float]]:
     """ms per committed helpful-count UPDATE, with `trigger` enabled and disabled."""
-    from knowledge.quality import HARMFUL_WEIGHT
+    from django.db.models import OuterRef, Subquery
+
+    from knowledge.models import Knowledge, Standing
+    from knowledge.quality import QUALITY
 
     cursor.execute("SELECT count(*) FROM pg_trigger WHERE tgname = %s", [trigger])
     if not cursor.fetchone()[0]:
@@ -98,9 +101,9 @@ def counter_updates(cursor, *, trigger: str, rounds: int, count: int = COUNTED) 
         cursor.execute(f'ALTER TABLE knowledge_knowledge ENABLE TRIGGER "{trigger}"')
         cursor.execute("RESET synchronous_commit")
         if trigger == "knowhub_standing_update":  # what it missed while disabled (an interrupted round)
-            cursor.execute(f"UPDATE knowledge_standing s SET quality = k.score + k.helpful - {HARMFUL_WEIGHT} * k.harmful, "
-                           "helpful = k.helpful FROM knowledge_knowledge k WHERE s.knowledge_id = k.id AND k.id = ANY(%s)",
-                           [ids])
+            item = Knowledge.objects.filter(pk=OuterRef("pk"))
+            Standing.objects.filter(pk__in=ids).update(quality=Subquery(item.values(quality=QUALITY)),
+                                                       helpful=Subquery(item.values("helpful")))
     return found
 
 
