@@ -50,14 +50,14 @@ def closing_after_unread_body(app):
 
     def application(environ, start_response):
         declared = _declared_length(environ)
-        if not declared or "wsgi.input" not in environ:
+        force_close = getattr(getattr(start_response, "__self__", None), "force_close", None)  # gunicorn's response
+        if not declared or force_close is None or "wsgi.input" not in environ:
             return app(environ, start_response)
         body = environ["wsgi.input"] = _Counted(environ["wsgi.input"])
 
         def start(status, headers, *exc_info):
-            if body.read_bytes < declared and hasattr(server_response := getattr(start_response, "__self__", None),
-                                                      "force_close"):
-                server_response.force_close()
+            if body.read_bytes < declared:
+                force_close()
             return start_response(status, headers, *exc_info)
 
         return app(environ, start)

@@ -3,9 +3,8 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.conftest import REPO_ROOT as ROOT
 
 
 def bench_commands() -> list[str]:
