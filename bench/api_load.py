@@ -29,7 +29,9 @@ web process load its embedders. Operations:
 
 Before each run but a save's, the worker's embedding backlog is left to drain (the
 newest items no longer `pending`, at most --drain-seconds), so saves do not load the
-other operations' runs; save runs go last unless --ops says otherwise.
+other operations' runs; save runs go last unless --ops says otherwise. With the stack
+started here, the items a save run stored are deleted after it (their queued embeddings
+then do nothing), so neither a later run nor the next invocation waits for them.
 The table: req/s counts 2xx replies; p50/p95/p99 are over 2xx replies;
 "conn err" is a request with no HTTP answer (refused, reset, timeout); "loadgen
 CPU" is this process's CPU over the run, in % of one core (it shares the machine).
@@ -71,6 +73,7 @@ CONTEXTS = ["in production", "on CI", "for a Django app", "on macOS", "after the
             "在测试环境", "线上", "用 Python 的时候"]
 RUN_TAG = f"{random.randrange(36**4):04x}"  # fresh queries and saves of this process differ from any earlier run's
 _counter = itertools.count()  # next() is atomic under the GIL: unique numbers across client threads
+SAVED = object()  # a save's note until its reply names the new item's id
 
 
 def _jsonl(name: str) -> list[dict]:
@@ -146,7 +149,7 @@ def make_request(op: str, client: int, n: int, items: list[str], targets: list[s
         case = {"task": f"api_load client {client} call {n}", "outcome": "ok" if kind == "helpful" else "failed"}
         return "PUT", f"/api/knowledge/{item}", {f"add_{kind}_case": case}, (item, kind)
     if op == "save":
-        return "POST", "/api/knowledge", save_body(next(_counter)), None
+        return "POST", "/api/knowledge", save_body(next(_counter)), SAVED
     raise ValueError(op)
 
 
@@ -161,8 +164,11 @@ def run_load(base: str, token: str, op: str, clients: int, seconds: float, items
         while time.monotonic() < deadline and not stop.is_set():
             method, path, body, note = make_request(op, index, n, items, targets)
             started = time.perf_counter()
-            status, _ = send(conn, token, method, path, body)
-            replies[index].append((status, time.perf_counter() - started, note))
+            status, payload = send(conn, token, method, path, body)
+            seconds = time.perf_counter() - started
+            if note is SAVED and status and 200 <= status < 300:
+                note = json.loads(payload)["id"]  # after the clock: the reply is the server's work, parsing ours
+            replies[index].append((status, seconds, note))
             n += 1
         conn.close()
 
@@ -376,7 +382,21 @@ def bench_items() -> str:
 
 # --- main ----------------------------------------------------------------------------------
 
-def run_kind(kind: str, base: str, token: str, args, stop_event: threading.Event, notes: list[str]) -> list[dict]:
+def discard_saved(ids: list[str]) -> None:
+    """Delete the items a save run stored (with a stack started here: its database is this process's).
+
+    The worker would otherwise embed them for minutes after the run (a few items a second against hundreds
+    saved), loading every later run and the next invocation, whose "newest items" they would also become.
+    Their queued embedding tasks then find nothing to do.
+    """
+    from knowledge.models import Knowledge
+
+    for start in range(0, len(ids), 1000):
+        Knowledge.objects.filter(pk__in=ids[start:start + 1000], scopes__contains=[SCOPE]).delete()
+
+
+def run_kind(kind: str, base: str, token: str, args, stop_event: threading.Event, notes: list[str],
+             discard=None) -> list[dict]:
     items = newest_items(base, token, args.seed_items)
     if len(items) < args.seed_items:
         seed(base, token, args.seed_items - len(items))
@@ -401,6 +421,8 @@ def run_kind(kind: str, base: str, token: str, args, stop_event: threading.Event
                 notes.append(f"{kind} feedback {clients} clients, lost increments: "
                              + lost_increments(before, counters(base, token, targets), run["replies"]))
             rows.append(row)
+            if op == "save" and discard is not None:
+                discard([note for status, _, note in run["replies"] if status and 200 <= status < 300])
     return rows
 
 
@@ -470,7 +492,7 @@ def main(argv=None) -> int:
                         if i == 0:
                             print(f"{bench_items()}; logs in {logs}\n")
                             print(HEADER, flush=True)
-                        run_kind(kind, base, token, args, stop_event, notes)
+                        run_kind(kind, base, token, args, stop_event, notes, discard=discard_saved)
     except KeyboardInterrupt:
         stop_event.set()
         print("\ninterrupted; the processes started here are stopped", file=sys.stderr)
