@@ -9,8 +9,10 @@ log) with a real agent token, against the database `knowhub_reqfloor` on the emb
 its own scope `bench:request_cpu`; never the seed databases). The web process's settings are used as
 `make run` serves them: the connection pool on, metrics in a multiprocess directory.
 
-Reported per operation: this process's CPU per request (`time.process_time`, so PostgreSQL's own CPU is
-not in it), wall time per request, and SQL statements per request. Operations:
+Reported per operation: this process's CPU per request (`time.process_time`), the database server's CPU
+per request (every process of the server's, read from /proc: its backends, WAL writer and checkpointer;
+on a busy machine other databases' work would count too, hence "—" when the server is not local),
+wall time per request, and SQL statements per request. Operations:
 
 - search-repeated  GET /api/knowledge/search on 8 fixed questions, answered from the result cache
 - get              GET /api/knowledge/{id}
@@ -110,6 +112,30 @@ class StatementCount:
         return execute(sql, params, many, context)
 
 
+def server_cpu_seconds() -> float | None:
+    """CPU seconds used so far by the database server's processes (the postmaster and its children), or None
+    when the server is not a local process this one can read (a DATABASE_URL elsewhere, no /proc)."""
+    from django.db import connection
+
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            backend = cursor.fetchone()[0]
+        postmaster = int(Path(f"/proc/{backend}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        ticks = os.sysconf("SC_CLK_TCK")
+        total = 0
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue  # the process ended meanwhile
+            if int(fields[1]) == postmaster or stat.parent.name == str(postmaster):
+                total += int(fields[11]) + int(fields[12])  # utime + stime
+        return total / ticks
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def measure(app, op: str, count: int, token: str, items: list[str], profile: cProfile.Profile | None) -> dict:
     from django.db import connection
 
@@ -117,6 +143,7 @@ def measure(app, op: str, count: int, token: str, items: list[str], profile: cPr
     wrapped = connection.execute_wrapper(statements)
     wrapped.__enter__()  # on the connection wrapper, not the pooled connection: lasts across requests
     try:
+        server = server_cpu_seconds()
         cpu, wall = time.process_time(), time.perf_counter()
         if profile:
             profile.enable()
@@ -130,7 +157,9 @@ def measure(app, op: str, count: int, token: str, items: list[str], profile: cPr
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     finally:
         wrapped.__exit__(None, None, None)
-    return {"op": op, "cpu_ms": cpu / count * 1000, "wall_ms": wall / count * 1000,
+    after = server_cpu_seconds()
+    server = (after - server) / count * 1000 if server is not None and after is not None else None
+    return {"op": op, "cpu_ms": cpu / count * 1000, "server_cpu_ms": server, "wall_ms": wall / count * 1000,
             "statements": statements.count / count}
 
 
@@ -186,12 +215,15 @@ def main(argv=None) -> int:
                     send(app, *request_for(op, n, items)[:2], token)
             runs.append(measure(app, op, args.requests, token, items, None))
         row = {"op": op, "requests": args.requests, "rounds": args.rounds,
-               **{k: statistics.median(r[k] for r in runs) for k in ("cpu_ms", "wall_ms", "statements")}}
+               **{k: statistics.median(r[k] for r in runs) for k in ("cpu_ms", "wall_ms", "statements")},
+               "server_cpu_ms": (statistics.median(r["server_cpu_ms"] for r in runs)
+                                 if all(r["server_cpu_ms"] is not None for r in runs) else None)}
         rows.append(row)
         if args.json:
             print(json.dumps(row), flush=True)
         else:
-            print(f"{op:16} CPU {row['cpu_ms']:6.2f} ms/request  wall {row['wall_ms']:6.2f} ms  "
+            server = "   —  " if row["server_cpu_ms"] is None else f"{row['server_cpu_ms']:6.2f}"
+            print(f"{op:16} CPU {row['cpu_ms']:6.2f} ms/request  PostgreSQL {server} ms  wall {row['wall_ms']:6.2f} ms  "
                   f"SQL {row['statements']:4.1f}/request  (median of {args.rounds} x {args.requests})", flush=True)
         if args.profile:
             profile = cProfile.Profile(time.process_time)  # CPU, not waits on the database
