@@ -257,7 +257,9 @@ class StatementTimes:
 def measure(items: int, *, count: int, profile: bool, statements: bool = False, filters=tuple(FILTERS)) -> list[dict]:
     from knowledge.search import engine
     from knowledge.search.embeddings import get_embedder
+    from knowledge.search.warmup import warm_up
 
+    warm_up()  # as a web process does before its first request: the first pass then times searches, not loading
     embedder = get_embedder()
     texts = questions(count)
     vectors = query_vectors(texts, embedder)
