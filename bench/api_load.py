@@ -153,6 +153,13 @@ def make_request(op: str, client: int, n: int, items: list[str], targets: list[s
     raise ValueError(op)
 
 
+def _saved_id(payload: bytes) -> str | None:
+    try:
+        return json.loads(payload).get("id")
+    except (ValueError, AttributeError):
+        return None  # a 2xx reply that is not the saved item: counted, not deleted afterwards
+
+
 def run_load(base: str, token: str, op: str, clients: int, seconds: float, items: list[str], targets: list[str],
              stop: threading.Event) -> dict:
     """`clients` threads, each on its own connection, for `seconds`; every reply as (status, seconds, note)."""
@@ -166,8 +173,8 @@ def run_load(base: str, token: str, op: str, clients: int, seconds: float, items
             started = time.perf_counter()
             status, payload = send(conn, token, method, path, body)
             seconds = time.perf_counter() - started
-            if note is SAVED and status and 200 <= status < 300:
-                note = json.loads(payload)["id"]  # after the clock: the reply is the server's work, parsing ours
+            if note is SAVED:  # after the clock: the reply is the server's work, parsing it ours
+                note = _saved_id(payload) if status and 200 <= status < 300 else None
             replies[index].append((status, seconds, note))
             n += 1
         conn.close()
@@ -422,7 +429,7 @@ def run_kind(kind: str, base: str, token: str, args, stop_event: threading.Event
                              + lost_increments(before, counters(base, token, targets), run["replies"]))
             rows.append(row)
             if op == "save" and discard is not None:
-                discard([note for status, _, note in run["replies"] if status and 200 <= status < 300])
+                discard([note for status, _, note in run["replies"] if status and 200 <= status < 300 and note])
     return rows
 
 

@@ -112,9 +112,9 @@ class StatementCount:
         return execute(sql, params, many, context)
 
 
-def server_cpu_seconds() -> float | None:
-    """CPU seconds used so far by the database server's processes (the postmaster and its children), or None
-    when the server is not a local process this one can read (a DATABASE_URL elsewhere, no /proc)."""
+def server_cpu_seconds() -> dict[int, float] | None:
+    """CPU seconds used so far by each of the database server's processes (the postmaster and its children), by
+    pid, or None when the server is not a local process this one can read (a DATABASE_URL elsewhere, no /proc)."""
     from django.db import connection
 
     try:
@@ -123,27 +123,35 @@ def server_cpu_seconds() -> float | None:
             backend = cursor.fetchone()[0]
         postmaster = int(Path(f"/proc/{backend}/stat").read_text().rsplit(")", 1)[1].split()[1])
         ticks = os.sysconf("SC_CLK_TCK")
-        total = 0
+        used = {}
         for stat in Path("/proc").glob("[0-9]*/stat"):
             try:
                 fields = stat.read_text().rsplit(")", 1)[1].split()
             except OSError:
                 continue  # the process ended meanwhile
             if int(fields[1]) == postmaster or stat.parent.name == str(postmaster):
-                total += int(fields[11]) + int(fields[12])  # utime + stime
-        return total / ticks
+                used[int(stat.parent.name)] = (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
+        return used
     except (OSError, ValueError, IndexError):
         return None
+
+
+def server_cpu_between(before: dict[int, float] | None, after: dict[int, float] | None) -> float | None:
+    """The server's CPU seconds between two readings: each process's growth (one that ended between them is not
+    counted, rather than subtracted; one that started counts from zero)."""
+    if before is None or after is None:
+        return None
+    return sum(used - before.get(pid, 0.0) for pid, used in after.items())
 
 
 def measure(app, op: str, count: int, token: str, items: list[str], profile: cProfile.Profile | None) -> dict:
     from django.db import connection
 
     statements = StatementCount()
+    server = server_cpu_seconds()  # before the count: its statement is not a request's
     wrapped = connection.execute_wrapper(statements)
     wrapped.__enter__()  # on the connection wrapper, not the pooled connection: lasts across requests
     try:
-        server = server_cpu_seconds()
         cpu, wall = time.process_time(), time.perf_counter()
         if profile:
             profile.enable()
@@ -157,8 +165,8 @@ def measure(app, op: str, count: int, token: str, items: list[str], profile: cPr
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     finally:
         wrapped.__exit__(None, None, None)
-    after = server_cpu_seconds()
-    server = (after - server) / count * 1000 if server is not None and after is not None else None
+    server = server_cpu_between(server, server_cpu_seconds())
+    server = None if server is None else server / count * 1000
     return {"op": op, "cpu_ms": cpu / count * 1000, "server_cpu_ms": server, "wall_ms": wall / count * 1000,
             "statements": statements.count / count}
 

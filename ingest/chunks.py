@@ -122,7 +122,7 @@ def apply_chunks(caller, *, kind: str, uri: str, content_hash: str, chunks, scop
             services.knowledge_set_status(caller, knowledge_id=item.id, status=KnowledgeStatus.ARCHIVED)
             outcome.archived.append(item.id)
     if outcome.created:  # one embedding task per batch of new items, not one per item
-        transaction.on_commit(lambda: indexing.embed_later(knowledge_ids=list(outcome.created)))
+        indexing.embed_with_this_write(knowledge_ids=list(outcome.created))
     return outcome
 
 

@@ -3,10 +3,14 @@
 kombu's channel publishes a message by looking its queue up (a SELECT) and committing an ORM unit of work on an
 engine of its own: ~2 ms of CPU per message, a fifth of a save's. When the broker's database is the one Django's
 `default` connection uses (the default setup, `settings._broker_from_database`), `Channel._put` writes the same
-row, `kombu_message` with the same columns, by one INSERT through the connection the request already holds; the
-queue's id is looked up once per process. Only in autocommit, as `transaction.on_commit` runs a save's publish:
-the INSERT commits at once, as kombu's own did. A publish inside a transaction, or to another database (the tests'
-broker), goes kombu's own way. Consuming (the worker's `_get`) is kombu's, untouched.
+row, `kombu_message` with the same columns, by one INSERT through the connection the request already holds (the
+queue's id read by its name in the same statement). In autocommit the INSERT commits at once, as kombu's own did.
+Inside `core.outbox.joining_transaction()` it is part of the transaction Django's connection is in (a
+transactional outbox: the message is committed with the write that sent it, or rolled back with it, and costs no
+commit of its own; a save's embedding message goes this way, `indexing.embed_with_this_write`); where the broker
+is on another database, or the queue has no row yet, that block raises `outbox.CannotJoin` having sent nothing.
+Any other publish inside a transaction, or to another database (the tests' broker), goes kombu's own way,
+committed at once on kombu's own connection. Consuming (the worker's `_get`) is kombu's, untouched.
 
 The URL scheme `knowhub-sqla+postgresql+psycopg://…` names this transport (registered in `knowhub_site.celery`);
 `sqla+…` is kombu's own, as before.
@@ -17,28 +21,44 @@ from json import dumps
 from kombu.transport import sqlalchemy
 from sqlalchemy import text
 
+from core import outbox
+
 SCHEME = "knowhub-sqla"
 # Which database a connection is on: the name and the server (its start time tells two servers apart).
 _IDENTITY_SQL = "SELECT current_database(), pg_postmaster_start_time()"
 
 _lock = threading.Lock()
 _shared: dict[str, bool] = {}  # broker URL → whether Django's default connection is on the broker's database
-_queue_ids: dict[tuple[str, str], int] = {}  # (broker URL, queue name) → kombu_queue.id
 
 
 class Channel(sqlalchemy.Channel):
     def _put(self, queue, payload, **kwargs):
         from django.db import connection
 
-        if not connection.get_autocommit() or not self._shares_django_database(connection):
-            return super()._put(queue, payload, **kwargs)
-        table = self.message_cls.__table__
+        joining = outbox.joining()
+        shared = self._shares_django_database(connection)
+        if joining and not shared:
+            self.session.rollback()  # declaring the queue may have begun one: no connection left idle in it
+            raise outbox.CannotJoin(f"the broker is not on the database of Django's connection ({queue})")
+        if shared and (joining or connection.get_autocommit()):
+            if self._insert(connection, queue, payload):
+                return
+            if joining:  # its queue's row is gone: kombu's own way creates it, after the write commits
+                raise outbox.CannotJoin(f"no queue {queue} in the broker's table yet")
+        return super()._put(queue, payload, **kwargs)
+
+    def _insert(self, connection, queue: str, payload) -> bool:
+        """The message's row, written by Django's connection (in its transaction, if any); False, and nothing
+        written, when the queue has no row (kombu's `_get_or_create` makes one). The queue is found by its
+        unique name in the same statement, so no id kept by this process can be stale."""
+        message, queues = self.message_cls.__table__, self.queue_cls.__table__
         quote = connection.ops.quote_name
         with connection.cursor() as cursor:
             cursor.execute(
-                f"INSERT INTO {quote(table.name)} (id, visible, payload, version, queue_id) "
-                f"VALUES (nextval(%s), true, %s, 1, %s)",
-                [table.c.id.default.name, dumps(payload), self._queue_id(queue)])
+                f"INSERT INTO {quote(message.name)} (id, visible, payload, version, queue_id) "
+                f"SELECT nextval(%s), true, %s, 1, id FROM {quote(queues.name)} WHERE name = %s",
+                [message.c.id.default.name, dumps(payload), queue])
+            return cursor.rowcount == 1
 
     def _shares_django_database(self, connection) -> bool:
         url = self.connection.client.hostname
@@ -52,17 +72,6 @@ class Channel(sqlalchemy.Channel):
             with _lock:
                 _shared[url] = ours == theirs
         return _shared[url]
-
-    def _queue_id(self, queue: str) -> int:
-        key = (self.connection.client.hostname, queue)
-        if key not in _queue_ids:
-            try:
-                found = self._get_or_create(queue).id
-            finally:
-                self.session.commit()  # ends the session's transaction: no connection left idle in one
-            with _lock:
-                _queue_ids[key] = found
-        return _queue_ids[key]
 
 
 class Transport(sqlalchemy.Transport):

@@ -140,7 +140,9 @@ def _broker_from_database(url: str) -> str:
     return "knowhub-sqla+postgresql+psycopg://" + rest
 
 
-CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or _broker_from_database(DATABASE_URL)
+# The default broker, on the app's own database: a write's messages can join its transaction (core/outbox.py).
+KNOWHUB_DATABASE_BROKER_URL = _broker_from_database(DATABASE_URL)
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or KNOWHUB_DATABASE_BROKER_URL
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

@@ -90,8 +90,7 @@ def knowledge_bulk_create(
     if vectors is not None and items:
         indexing.vector.ensure_index(model_name, len(items[0].embedding))
     elif embed and items:
-        ids = [item.id for item in items]
-        transaction.on_commit(lambda: indexing.embed_later(knowledge_ids=ids))
+        indexing.embed_with_this_write(knowledge_ids=[item.id for item in items])
     return items
 
 

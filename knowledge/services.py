@@ -111,7 +111,7 @@ def knowledge_create(
             + [FeedbackCase(knowledge=item, kind="harmful", case=dict(c)) for c in harmful_history]
         )
         if embed:
-            transaction.on_commit(lambda: indexing.embed_later(knowledge_ids=[item.id]))
+            indexing.embed_with_this_write(knowledge_ids=[item.id])
         events.emit(events.KNOWLEDGE_CREATED, scopes=item.scopes, data=events.knowledge_data(item, by=caller.principal))
 
     _insert_with_unique_id(item, knowledge_id, then=store_the_rest)
@@ -222,7 +222,7 @@ def knowledge_edit(
         # the old vector describes the old text: keyword search finds the item until the worker re-embeds it
         item.embedding, item.embedding_model = None, ""
         fields += ["embedding", "embedding_model"]
-        transaction.on_commit(lambda: indexing.embed_later(knowledge_ids=[item.id]))
+        indexing.embed_with_this_write(knowledge_ids=[item.id])
     item.save(update_fields=fields)
     indexing.index_keywords(item=item)
     events.emit(events.KNOWLEDGE_UPDATED, scopes=item.scopes,

@@ -2,9 +2,10 @@
 import logging
 from collections.abc import Iterator
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import Q
 
+from core import outbox
 from knowledge.models import Knowledge
 from knowledge.search import keyword, vector
 from knowledge.search.embeddings import Embedder, get_embedder, item_text
@@ -99,15 +100,54 @@ def embed_later(*, knowledge_ids: list[str]) -> None:
     If the broker cannot take the message, nothing is lost: `embed_pending`, run
     by the worker every few seconds, embeds every item still without a vector.
     """
-    from knowledge.tasks import embed_knowledge
-
     for start in range(0, len(knowledge_ids), EMBED_BATCH):
         batch = knowledge_ids[start : start + EMBED_BATCH]
         try:
-            embed_knowledge.delay(batch)
+            _send_embedding(batch)
         except Exception as exc:  # noqa: BLE001 - the broker is down; the periodic sweep covers it
             logger.warning("could not queue embedding of %s (%s); the periodic sweep will embed it", ", ".join(batch), exc)
             return
+
+
+def embed_with_this_write(*, knowledge_ids: list[str]) -> None:
+    """Ask a worker to embed the item(s) written in the current transaction (call inside it).
+
+    Where the broker is the application's own database (the default), the messages are written in this
+    transaction (`core.outbox`): they reach the worker when the items commit and vanish if they roll back,
+    without a commit of their own (one WAL flush per save, not two). A batch that cannot join (and every one
+    after it) is sent after the commit instead, so no message is sent twice and the write does not fail for one;
+    a database error, which leaves the transaction unusable, fails the write as any of its statements would.
+    Elsewhere (Redis, RabbitMQ, another database) the messages are sent once the transaction commits (`embed_later`).
+    """
+    rest = knowledge_ids
+    if outbox.may_join_transactions():
+        try:
+            with outbox.joining_transaction():
+                while rest:
+                    _send_embedding(rest[:EMBED_BATCH])
+                    rest = rest[EMBED_BATCH:]
+            return
+        except Exception as exc:  # noqa: BLE001 - nothing of this batch was sent: it goes after the commit
+            if _database_error(exc):
+                raise
+            if not isinstance(exc, outbox.CannotJoin):
+                logger.warning("could not queue embedding of %s in the write's transaction (%s); sending it after",
+                               ", ".join(rest), exc)
+    transaction.on_commit(lambda: embed_later(knowledge_ids=rest))
+
+
+def _database_error(exc: BaseException | None) -> bool:
+    while exc is not None:
+        if isinstance(exc, DatabaseError):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def _send_embedding(batch: list[str]) -> None:
+    from knowledge.tasks import embed_knowledge
+
+    embed_knowledge.delay(batch)
 
 
 def vectors_pending(item: Knowledge) -> bool:

@@ -5,6 +5,7 @@ from django.db import connection, transaction
 from kombu import Connection
 from kombu.transport import sqlalchemy
 
+from core import outbox
 from knowhub_site import broker
 from knowhub_site.settings import _broker_from_database
 from tests.conftest import database_url_for_subprocess
@@ -37,10 +38,8 @@ def _forget_what_processes_learned():
     engines = sqlalchemy.Channel._engines
     before = set(engines)
     broker._shared.clear()
-    broker._queue_ids.clear()
     yield
     broker._shared.clear()
-    broker._queue_ids.clear()
     for url in set(engines) - before:
         engines.pop(url)[0].dispose()
 
@@ -96,3 +95,150 @@ def test_a_broker_on_another_database_goes_kombus_way(settings):
         sent = statements_during(lambda: queue.put({"elsewhere": True}))
         assert not any("kombu_message" in sql for sql in sent)
         assert _received(other) == [{"elsewhere": True}]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_publish_joining_a_transaction_is_seen_once_it_commits_and_never_if_it_rolls_back(same_database_url):
+    with Connection(same_database_url) as producer:
+        queue = producer.SimpleQueue(QUEUE)
+        queue.put({"n": 0})  # learns the database and the queue's id
+        with transaction.atomic():
+            with outbox.joining_transaction():
+                sent = statements_during(lambda: queue.put({"n": 1}))
+            assert len(sent) == 1 and "kombu_message" in sent[0]  # through Django's connection, in its transaction
+            assert [m["n"] for m in _received(same_database_url)] == [0]  # kombu's consumer: not yet committed
+        assert [m["n"] for m in _received(same_database_url)] == [1]
+        with transaction.atomic():
+            with outbox.joining_transaction():
+                queue.put({"n": 2})
+            transaction.set_rollback(True)
+        assert _received(same_database_url) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_joining_a_transaction_with_a_broker_on_another_database_refuses_before_sending(settings):
+    other = settings.CELERY_BROKER_URL  # the tests' own broker database
+    with Connection(other) as producer:
+        queue = producer.SimpleQueue(QUEUE)
+        with transaction.atomic(), outbox.joining_transaction(), pytest.raises(outbox.CannotJoin):
+            queue.put({"joined": True})
+        assert _received(other) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_celery_task_sent_joining_a_transaction_reaches_the_queue_with_the_commit(same_database_url):
+    from knowhub_site.celery import app
+    from knowledge.tasks import embed_knowledge
+
+    with app.connection_for_write(same_database_url) as conn:
+        with transaction.atomic():
+            with outbox.joining_transaction():
+                sent = statements_during(lambda: embed_knowledge.apply_async(
+                    (["knowledge-20260101-abcd"],), connection=conn, queue=QUEUE, routing_key=QUEUE))
+            assert any("kombu_message" in sql for sql in sent)
+            assert _received(same_database_url) == []
+    (body,) = _received(same_database_url)
+    assert body[0] == [["knowledge-20260101-abcd"]]  # the task's arguments, as the worker reads them
+
+
+def test_only_the_broker_derived_from_djangos_own_database_is_joined(settings):
+    assert not outbox.may_join_transactions()  # the tests' broker is a database of its own
+    settings.CELERY_BROKER_URL = _broker_from_database(settings.DATABASE_URL)
+    assert outbox.may_join_transactions()
+    settings.CELERY_BROKER_URL = _broker_from_database(database_url_for_subprocess() + "_elsewhere")
+    assert not outbox.may_join_transactions()
+    settings.CELERY_BROKER_URL = "redis://127.0.0.1:6379/0"
+    assert not outbox.may_join_transactions()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_refused_joins_send_nothing_and_the_broker_keeps_taking_messages(settings):
+    other = settings.CELERY_BROKER_URL  # the tests' own broker database
+    with Connection(other) as producer:
+        queue = producer.SimpleQueue(QUEUE)
+        for _ in range(12):  # more than kombu's engine pool holds, were each refusal to keep one
+            with transaction.atomic(), outbox.joining_transaction(), pytest.raises(outbox.CannotJoin):
+                queue.put({"joined": True})
+        queue.put({"after": True})
+        assert _received(other) == [{"after": True}]
+    from knowledge.tasks import embed_knowledge
+
+    for _ in range(20):  # through Celery's producer pool, as a save would
+        with transaction.atomic(), outbox.joining_transaction(), pytest.raises(outbox.CannotJoin):
+            embed_knowledge.apply_async((["knowledge-20260101-abcd"],), queue=QUEUE, routing_key=QUEUE)
+    embed_knowledge.apply_async((["knowledge-20260101-efgh"],), queue=QUEUE, routing_key=QUEUE)
+    assert [body[0] for body in _received(other)] == [[["knowledge-20260101-efgh"]]]
+
+
+@pytest.fixture
+def embedding_messages_to(same_database_url, monkeypatch):
+    """Saves' embedding messages sent as with the default broker (on the app's own database, here the test
+    database), to QUEUE, where no worker takes them."""
+    from knowhub_site.celery import app
+    from knowledge.search import indexing
+    from knowledge.tasks import embed_knowledge
+
+    failures = []
+
+    def send(batch):
+        failure = failures.pop(0) if failures else None  # what each next send does: None succeeds
+        if failure:
+            raise failure
+        embed_knowledge.apply_async((batch,), connection=conn, queue=QUEUE, routing_key=QUEUE)
+
+    monkeypatch.setattr(outbox, "may_join_transactions", lambda: True)
+    monkeypatch.setattr(indexing, "_send_embedding", send)
+    with app.connection_for_write(same_database_url) as conn:
+        yield failures
+
+
+def _sent_batches(url) -> list[list[str]]:
+    return [body[0][0] for body in _received(url)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_saved_item_and_its_embedding_message_commit_together_or_not_at_all(embedding_messages_to, same_database_url):
+    from knowledge.models import Knowledge
+    from tests.factories import make_knowledge
+
+    with transaction.atomic():
+        dropped = make_knowledge(task="Rolled back", content="Never stored.")
+        transaction.set_rollback(True)
+    assert not Knowledge.objects.filter(pk=dropped.pk).exists() and _sent_batches(same_database_url) == []
+    with transaction.atomic():
+        kept = make_knowledge(task="Rotate proxies", content="Use a pool of 20 proxies.")
+        assert _sent_batches(same_database_url) == []  # not before the item commits
+    assert _sent_batches(same_database_url) == [[kept.id]]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_publish_failing_in_the_write_is_taken_back_and_every_batch_is_sent_once_after_the_commit(
+        embedding_messages_to, same_database_url):
+    from knowledge.search import indexing
+
+    ids = [f"knowledge-20260101-{n:04d}" for n in range(indexing.EMBED_BATCH + 8)]  # two batches
+    with transaction.atomic():
+        indexing.embed_with_this_write(knowledge_ids=["knowledge-20260101-zzzz"])  # another write's, joined
+        embedding_messages_to.extend([None, ValueError("not serialisable")])  # the first batch is written, not the second
+        indexing.embed_with_this_write(knowledge_ids=ids)
+        assert _sent_batches(same_database_url) == []
+    assert sorted(_sent_batches(same_database_url)) == sorted(
+        [["knowledge-20260101-zzzz"], ids[: indexing.EMBED_BATCH], ids[indexing.EMBED_BATCH :]])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_save_whose_queue_row_is_gone_is_kept_and_its_message_sent_after_the_commit(
+        embedding_messages_to, same_database_url):
+    from knowledge.models import Knowledge
+    from tests.factories import make_knowledge
+
+    with transaction.atomic():
+        make_knowledge(task="Warm", content="Declares the queue.")
+    _received(same_database_url)
+    with connection.cursor() as cursor:  # the broker's tables emptied while this process ran
+        cursor.execute("DELETE FROM kombu_message WHERE queue_id IN (SELECT id FROM kombu_queue WHERE name = %s)", [QUEUE])
+        cursor.execute("DELETE FROM kombu_queue WHERE name = %s", [QUEUE])
+    with transaction.atomic():
+        kept = make_knowledge(task="Rotate proxies", content="Use a pool of 20 proxies.")
+    assert Knowledge.objects.filter(pk=kept.pk).exists()
+    assert _sent_batches(same_database_url) == [[kept.id]]  # kombu's own way made the queue again
