@@ -148,6 +148,9 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# How often a worker on the default broker (knowhub_site/broker.py) looks at its table when it found nothing, or could
+# take nothing more (Redis and RabbitMQ push messages: not theirs).
+KNOWHUB_BROKER_POLL_MS = env_int("KNOWHUB_BROKER_POLL_MS", 100)
 CELERY_BEAT_SCHEDULE = {
     "mark-expired-resources": {"task": "resources.tasks.mark_expired_resources", "schedule": 300.0},
     "forget-idempotent-replies": {"task": "agents.tasks.forget_idempotent_replies", "schedule": 3600.0},

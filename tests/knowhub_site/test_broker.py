@@ -242,3 +242,15 @@ def test_a_save_whose_queue_row_is_gone_is_kept_and_its_message_sent_after_the_c
         kept = make_knowledge(task="Rotate proxies", content="Use a pool of 20 proxies.")
     assert Knowledge.objects.filter(pk=kept.pk).exists()
     assert _sent_batches(same_database_url) == [[kept.id]]  # kombu's own way made the queue again
+
+
+def test_a_worker_on_the_default_broker_looks_for_messages_every_tenth_of_a_second(settings, same_database_url):
+    # kombu's second between looks made a worker whose slots were full run short tasks one a second
+    assert settings.KNOWHUB_BROKER_POLL_MS == 100
+    with Connection(same_database_url) as conn:
+        assert conn.transport.polling_interval == 0.1
+    settings.KNOWHUB_BROKER_POLL_MS = 250
+    with Connection(same_database_url) as conn:
+        assert conn.transport.polling_interval == 0.25
+    with Connection(same_database_url.replace(broker.SCHEME + "+", "sqla+", 1)) as conn:  # kombu's own transport
+        assert conn.transport.polling_interval == 1.0
