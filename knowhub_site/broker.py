@@ -36,16 +36,27 @@ class Channel(sqlalchemy.Channel):
         from django.db import connection
 
         joining = outbox.joining()
-        shared = self._shares_django_database(connection)
-        if joining and not shared:
-            self.session.rollback()  # declaring the queue may have begun one: no connection left idle in it
-            raise outbox.CannotJoin(f"the broker is not on the database of Django's connection ({queue})")
-        if shared and (joining or connection.get_autocommit()):
+        if not (joining or connection.get_autocommit()):
+            return super()._put(queue, payload, **kwargs)  # another transaction's publish: committed at once
+        try:
+            if not self._shares_django_database(connection):
+                if joining:
+                    raise outbox.CannotJoin(f"the broker is not on the database of Django's connection ({queue})")
+                return super()._put(queue, payload, **kwargs)
             if self._insert(connection, queue, payload):
                 return
             if joining:  # its queue's row is gone: kombu's own way creates it, after the write commits
                 raise outbox.CannotJoin(f"no queue {queue} in the broker's table yet")
+        finally:
+            self._end_session()
         return super()._put(queue, payload, **kwargs)
+
+    def _end_session(self) -> None:
+        """End the transaction kombu's session may have begun declaring the queue (a SELECT it never commits), so
+        no broker connection stays idle in one (holding a lock on the queues' table)."""
+        session = getattr(self, "_session", None)
+        if session is not None and session.in_transaction():
+            session.rollback()
 
     def _insert(self, connection, queue: str, payload) -> bool:
         """The message's row, written by Django's connection (in its transaction, if any); False, and nothing
@@ -87,4 +98,4 @@ class Transport(sqlalchemy.Transport):
         super().__init__(client, **kwargs)
         from django.conf import settings
 
-        self.polling_interval = getattr(settings, "KNOWHUB_BROKER_POLL_MS", 1000) / 1000
+        self.polling_interval = max(10, getattr(settings, "KNOWHUB_BROKER_POLL_MS", 100)) / 1000

@@ -151,6 +151,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # How often a worker on the default broker (knowhub_site/broker.py) looks at its table when it found nothing, or could
 # take nothing more (Redis and RabbitMQ push messages: not theirs).
 KNOWHUB_BROKER_POLL_MS = env_int("KNOWHUB_BROKER_POLL_MS", 100)
+if KNOWHUB_BROKER_POLL_MS < 10:
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(f"KNOWHUB_BROKER_POLL_MS must be at least 10 (milliseconds), got {KNOWHUB_BROKER_POLL_MS}")
 CELERY_BEAT_SCHEDULE = {
     "mark-expired-resources": {"task": "resources.tasks.mark_expired_resources", "schedule": 300.0},
     "forget-idempotent-replies": {"task": "agents.tasks.forget_idempotent_replies", "schedule": 3600.0},

@@ -254,3 +254,21 @@ def test_a_worker_on_the_default_broker_looks_for_messages_every_tenth_of_a_seco
         assert conn.transport.polling_interval == 0.25
     with Connection(same_database_url.replace(broker.SCHEME + "+", "sqla+", 1)) as conn:  # kombu's own transport
         assert conn.transport.polling_interval == 1.0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_publishing_leaves_no_broker_connection_idle_in_a_transaction(same_database_url):
+    from knowhub_site.celery import app
+    from knowledge.tasks import embed_knowledge
+
+    def idle_in_transaction() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                           "AND state = 'idle in transaction' AND pid <> pg_backend_pid()")
+            return cursor.fetchone()[0]
+
+    for _ in range(3):  # a new connection each time: Celery declares the queue on each (kombu's SELECT)
+        with app.connection_for_write(same_database_url) as conn:
+            embed_knowledge.apply_async((["knowledge-20260101-abcd"],), connection=conn, queue=QUEUE, routing_key=QUEUE)
+            assert idle_in_transaction() == 0
+    assert len(_received(same_database_url)) == 3
