@@ -41,6 +41,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "knowhub_site.settings")
 os.environ.setdefault("KNOWHUB_DB_POOL", "true")  # as wsgi.py sets it for web processes
 os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="request-cpu-metrics-"))  # as serve.py
 
+from bench.machine import cpu_seconds, parent_pid, process_stat  # noqa: E402
+
 OPS = ["search-repeated", "get", "missing", "feedback", "save"]
 DATABASE = "knowhub_reqfloor"
 SCOPE = "bench:request_cpu"
@@ -121,16 +123,15 @@ def server_cpu_seconds() -> dict[int, float] | None:
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_backend_pid()")
             backend = cursor.fetchone()[0]
-        postmaster = int(Path(f"/proc/{backend}/stat").read_text().rsplit(")", 1)[1].split()[1])
-        ticks = os.sysconf("SC_CLK_TCK")
+        postmaster = parent_pid(process_stat(backend))
         used = {}
-        for stat in Path("/proc").glob("[0-9]*/stat"):
+        for folder in Path("/proc").glob("[0-9]*"):
             try:
-                fields = stat.read_text().rsplit(")", 1)[1].split()
+                fields = process_stat(folder.name)
             except OSError:
                 continue  # the process ended meanwhile
-            if int(fields[1]) == postmaster or stat.parent.name == str(postmaster):
-                used[int(stat.parent.name)] = (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
+            if parent_pid(fields) == postmaster or int(folder.name) == postmaster:
+                used[int(folder.name)] = cpu_seconds(fields)
         return used
     except (OSError, ValueError, IndexError):
         return None

@@ -43,7 +43,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "knowhub_site.settings")
 import numpy as np  # noqa: E402
 
 from bench.datasets import DATA_DIR  # noqa: E402
-from bench.machine import describe  # noqa: E402
+from bench.machine import cpu_seconds, describe, process_stat  # noqa: E402
 
 READER_SCOPES = ["seed"]
 FILTERS = {
@@ -109,14 +109,13 @@ class CpuTimes:
 
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_backend_pid()")
-            self.stat = Path(f"/proc/{cursor.fetchone()[0]}/stat")
+            self.backend = cursor.fetchone()[0]
 
     def _backend(self) -> float | None:
         try:
-            fields = self.stat.read_text().rsplit(")", 1)[1].split()
+            return cpu_seconds(process_stat(self.backend))
         except OSError:  # the server runs elsewhere
             return None
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
     def measure(self, run, count: int):
         """(result of run(), backend ms per search or None, Python ms per search)."""

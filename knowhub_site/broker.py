@@ -98,4 +98,4 @@ class Transport(sqlalchemy.Transport):
         super().__init__(client, **kwargs)
         from django.conf import settings
 
-        self.polling_interval = max(10, getattr(settings, "KNOWHUB_BROKER_POLL_MS", 100)) / 1000
+        self.polling_interval = max(10, settings.KNOWHUB_BROKER_POLL_MS) / 1000
