@@ -14,12 +14,17 @@ committed at once on kombu's own connection. Consuming (the worker's `_get`) is 
 
 The URL scheme `knowhub-sqla+postgresql+psycopg://…` names this transport (registered in `knowhub_site.celery`);
 `sqla+…` is kombu's own, as before.
+
+kombu's SQL transport never deletes a message a worker took: it marks the row invisible and keeps it. Every save, edit
+and periodic task leaves one behind, so the table grows for as long as the deployment lives. `delivered_forget` (the
+beat's hourly `knowhub_site.tasks.forget_delivered_messages`) deletes those taken more than an hour ago.
 """
+import datetime
 import threading
 from json import dumps
 
 from kombu.transport import sqlalchemy
-from sqlalchemy import text
+from sqlalchemy import delete, select, text
 
 from core import outbox
 
@@ -99,3 +104,38 @@ class Transport(sqlalchemy.Transport):
         from django.conf import settings
 
         self.polling_interval = max(10, settings.KNOWHUB_BROKER_POLL_MS) / 1000
+
+
+# A taken message is kept this long (seconds) before `delivered_forget` deletes it.
+DELIVERED_KEEP_SECONDS = 3600
+# Rows deleted per statement: short transactions beside the workers' polls.
+FORGET_BATCH = 5000
+
+
+def delivered_forget(url: str | None = None, *, keep_seconds: int = DELIVERED_KEEP_SECONDS,
+                     batch: int = FORGET_BATCH) -> int:
+    """Delete the messages workers took more than `keep_seconds` ago from a SQL broker's table (`url`, default the
+    app's broker): how many. A message waiting or being worked on is visible or was taken recently, and a message a
+    dead worker had taken is sent again as a new row (kombu's restore), so nothing deleted here is ever read again.
+    0 for Redis, RabbitMQ and any other transport, which delete what is acknowledged themselves."""
+    from kombu import Connection
+
+    from knowhub_site.celery import app
+
+    with (Connection(url) if url else app.connection_for_write()) as conn:
+        if not isinstance(conn.transport, sqlalchemy.Transport):
+            return 0
+        channel = conn.default_channel
+        messages = channel.message_cls.__table__
+        # kombu stamps a taken row with the worker's local time, without a zone (`onupdate=datetime.now`)
+        cutoff = datetime.datetime.now() - datetime.timedelta(seconds=keep_seconds)
+        taken = (select(messages.c.id).where(messages.c.visible.is_(False), messages.c.timestamp < cutoff)
+                 .limit(batch))
+        engine, _ = channel._open()
+        forgotten = 0
+        while True:
+            with engine.begin() as db:
+                deleted = db.execute(delete(messages).where(messages.c.id.in_(taken))).rowcount
+            forgotten += deleted
+            if deleted < batch:
+                return forgotten

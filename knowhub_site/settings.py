@@ -162,6 +162,8 @@ CELERY_BEAT_SCHEDULE = {
     "embed-pending": {"task": "knowledge.tasks.embed_pending", "schedule": float(env_int("KNOWHUB_EMBED_SWEEP_SECONDS", 15))},
     "forget-search-logs": {"task": "knowledge.tasks.forget_search_logs", "schedule": 3600.0},
     "resend-stale-webhook-deliveries": {"task": "webhooks.tasks.resend_stale_deliveries", "schedule": 60.0},
+    # kombu's SQL transport keeps every message a worker took; this deletes those taken over an hour ago
+    "forget-delivered-messages": {"task": "knowhub_site.tasks.forget_delivered_messages", "schedule": 3600.0},
 }
 # A worker counts as alive while its heartbeat row is younger than this.
 KNOWHUB_WORKER_STALE_SECONDS = env_int("KNOWHUB_WORKER_STALE_SECONDS", 30)

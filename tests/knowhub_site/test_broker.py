@@ -272,3 +272,51 @@ def test_publishing_leaves_no_broker_connection_idle_in_a_transaction(same_datab
             embed_knowledge.apply_async((["knowledge-20260101-abcd"],), connection=conn, queue=QUEUE, routing_key=QUEUE)
             assert idle_in_transaction() == 0
     assert len(_received(same_database_url)) == 3
+
+
+def _rows(queue: str) -> list[tuple[bool, str]]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT visible, payload FROM kombu_message WHERE queue_id IN "
+                       "(SELECT id FROM kombu_queue WHERE name = %s) ORDER BY id", [queue])
+        return cursor.fetchall()
+
+
+def _taken_hours_ago(queue: str, hours: int, *, count: int) -> None:
+    """The first `count` taken messages of the queue, stamped as taken `hours` ago (kombu's naive local time)."""
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE kombu_message SET timestamp = timestamp - %s * interval '1 hour' WHERE id IN "
+                       "(SELECT id FROM kombu_message WHERE NOT visible AND queue_id IN "
+                       "(SELECT id FROM kombu_queue WHERE name = %s) ORDER BY id LIMIT %s)", [hours, queue, count])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_messages_workers_took_over_an_hour_ago_are_deleted_and_nothing_else(same_database_url):
+    with Connection(same_database_url) as producer:
+        queue = producer.SimpleQueue(QUEUE)
+        with connection.cursor() as cursor:  # the other tests' taken messages
+            cursor.execute("DELETE FROM kombu_message WHERE queue_id IN (SELECT id FROM kombu_queue WHERE name = %s)",
+                           [QUEUE])
+        for n in range(4):
+            queue.put({"n": n})
+        assert [m["n"] for m in _received(same_database_url)] == [0, 1, 2, 3]  # taken: kombu keeps them, invisible
+        queue.put({"n": 4})  # waiting
+    assert [visible for visible, _ in _rows(QUEUE)] == [False, False, False, False, True]
+    _taken_hours_ago(QUEUE, 2, count=3)
+
+    assert broker.delivered_forget(same_database_url, batch=2) == 3  # in two statements
+    assert [visible for visible, _ in _rows(QUEUE)] == [False, True]  # the one taken just now and the one waiting
+    assert [m["n"] for m in _received(same_database_url)] == [4]  # the waiting message is still delivered
+    assert broker.delivered_forget(same_database_url) == 0
+
+
+def test_forgetting_taken_messages_is_for_sql_brokers_only():
+    # Redis and RabbitMQ delete what is acknowledged themselves
+    assert broker.delivered_forget("redis://127.0.0.1:6379/15") == 0
+    assert broker.delivered_forget("amqp://guest:guest@127.0.0.1:5672//") == 0
+
+
+def test_the_beat_forgets_taken_messages_every_hour(settings):
+    from knowhub_site.tasks import forget_delivered_messages
+
+    (entry,) = [e for e in settings.CELERY_BEAT_SCHEDULE.values() if e["task"] == forget_delivered_messages.name]
+    assert entry["schedule"] == 3600.0
