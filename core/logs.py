@@ -24,6 +24,16 @@ class RequestIdFilter(logging.Filter):
         return True
 
 
+class RefusalWithoutTraceback(logging.Filter):
+    """Django logs a refused request (PermissionDenied: 403) with the exception's traceback; a user without a role
+    opening a page is an answer, not a fault, so the warning line stays and the traceback goes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "status_code", None) == 403:
+            record.exc_info = record.exc_text = None
+        return True
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per line: time, level, logger, message, request_id, the event's fields, the exception."""
 
@@ -77,7 +87,8 @@ def logging_config(*, log_format: str, level: str) -> dict:
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "filters": {"request_id": {"()": "core.logs.RequestIdFilter"}},
+        "filters": {"request_id": {"()": "core.logs.RequestIdFilter"},
+                    "refusal_without_traceback": {"()": "core.logs.RefusalWithoutTraceback"}},
         "formatters": {"json": {"()": "core.logs.JsonFormatter"}, "text": {"()": "core.logs.TextFormatter"}},
         "handlers": {"console": {"class": "logging.StreamHandler", "formatter": log_format, "filters": ["request_id"]}},
         "root": {"handlers": ["console"], "level": level},
@@ -86,5 +97,6 @@ def logging_config(*, log_format: str, level: str) -> dict:
             # The job line (knowhub_site/job_observability.py) says what Celery's "received"/"succeeded" lines say.
             "celery.worker.strategy": {"level": "WARNING"},
             "celery.app.trace": {"level": "WARNING"},
+            "django.request": {"filters": ["refusal_without_traceback"]},
         },
     }

@@ -146,3 +146,26 @@ def test_an_mcp_tool_call_logs_one_line_with_its_operation_agent_status_and_the_
     assert (found["operation"], found["agent"], found["status"], found["entry"]) == ("knowledge_search", "mcp_agent", 200, "mcp")
     assert (missing["operation"], missing["status"]) == ("knowledge_get", 404)
     assert found["request_id"] == "mcp-req-00000001" and missing["request_id"] != found["request_id"]
+
+
+@pytest.mark.django_db
+def test_a_page_refused_to_a_user_without_a_role_is_logged_as_a_warning_without_a_traceback(
+        django_user_model, caplog):
+    from tests.callers import person_in, session_client
+
+    client = session_client(person_in(django_user_model, None, "no-role"))
+    with caplog.at_level(logging.WARNING, logger="django.request"):
+        assert client.get("/knowledge/").status_code == 403
+    (refused,) = [r for r in caplog.records if r.name == "django.request"]
+    assert refused.levelno == logging.WARNING and "Forbidden" in refused.getMessage()
+    assert refused.exc_info is None and "Traceback" not in caplog.text
+
+
+def test_a_server_error_is_still_logged_with_its_traceback(caplog):
+    logger = logging.getLogger("django.request")
+    failure = (RuntimeError, RuntimeError("the page broke"), None)
+    with caplog.at_level(logging.WARNING, logger="django.request"):
+        for status in (500, 403):
+            logger.handle(logger.makeRecord("django.request", logging.ERROR, __file__, 1, "%s: /x", (status,), failure,
+                                            extra={"status_code": status}))
+    assert [(r.status_code, r.exc_info is not None) for r in caplog.records] == [(500, True), (403, False)]
