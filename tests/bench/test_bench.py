@@ -88,6 +88,33 @@ def test_the_ranking_bench_simulates_feedback_and_runs_queries_against_a_scope_w
     assert ranking.score(runs["empty"], rank="quality", **settings)["empty"] == 1.0
 
 
+def test_the_small_bases_bench_asks_each_base_and_each_of_its_languages_its_own_and_others_queries(dataset, tmp_path):
+    from bench import small_bases
+    from knowledge.search.relevance import SMALL_BASE_FEATURES
+
+    folder = write_dataset(tmp_path / "tiny-bases", {**DOCS, **COOKING}, QUERIES, QRELS)
+    (folder / "offtopic.jsonl").write_text('{"id": "o1", "text": "who won the 2018 world cup"}\n'
+                                           '{"id": "o2", "text": "拜占庭帝国是怎么灭亡的"}\n', encoding="utf-8")
+    (folder / "small_bases.json").write_text(json.dumps({"bases": [
+        {"name": "tools", "items": list(DOCS), "broad": ["tool tips", "工具技巧", "工具用法", "tool guide"]},
+        {"name": "cooking", "items": list(COOKING), "broad": ["cooking tips", "做饭技巧", "烹饪方法", "kitchen guide"]},
+    ]}, ensure_ascii=False), encoding="utf-8")
+
+    runs = small_bases.collect("development", folder)
+
+    # the tools base as written, its English and its Chinese notes alone; the cooking base (English only) once
+    assert {run.base for run in runs} == {"tools", "tools-en", "tools-zh", "cooking"}
+    tools = [run for run in runs if run.base == "tools"]
+    assert [run.query for run in tools if run.kind == "broad"] == ["tool tips", "工具用法"]  # even positions
+    assert {run.query for run in tools if run.kind == "judged"} == {QUERIES["q-retry"], QUERIES["q-weather"]}
+    assert [run.query for run in tools if run.kind == "offtopic"] == ["who won the 2018 world cup"]
+    assert {run.query for run in tools if run.kind == "other"} == {"cooking tips", "烹饪方法"}
+    assert all(run.relevant == {c.id for c in run.candidates} for run in tools if run.kind == "broad")
+    result = small_bases.score(runs)
+    assert result["broad"]["queries"] == 8 and 0.0 <= result["offtopic"]["empty"] <= 1.0
+    assert set(small_bases.fit(runs, l2=0.01)) == set(SMALL_BASE_FEATURES)
+
+
 def test_the_halves_keep_both_languages_of_a_question_together_and_each_half_holds_both_languages():
     from bench.runner import development, held_out
 

@@ -161,3 +161,48 @@ def test_a_candidates_relevance_does_not_depend_on_how_many_results_are_asked_fo
     for top_k in (60, 100):
         assert {i: pytest.approx(r) for i, r in relevances[10].items()} == {i: relevances[top_k][i] for i in relevances[10]}
     assert len(runs[100].candidates) > len(runs[10].candidates) == 20
+
+
+# A team's first twenty notes, seventeen of them on Docker.
+DOCKER_NOTES = [
+    ("Clean up dangling Docker images", "Run docker image prune -f to remove dangling images and free disk space."),
+    ("Docker build cache fills the disk", "Use docker builder prune --filter until=24h in CI to bound the cache."),
+    ("Run a container with a read-only root filesystem", "docker run --read-only --tmpfs /tmp keeps the image immutable."),
+    ("Docker compose restart policy", "Set restart: unless-stopped so services come back after a reboot."),
+    ("Docker container cannot resolve DNS", "Pass --dns 8.8.8.8 or fix /etc/docker/daemon.json dns entries."),
+    ("Multi-stage Docker builds for Python", "Build wheels in a builder stage and copy them into a slim runtime image."),
+    ("Docker logs grow without bound", "Configure the json-file driver with max-size=10m and max-file=3."),
+    ("Debug a crashing Docker container", "docker run --entrypoint sh -it image to get a shell before the entrypoint."),
+    ("Docker port already allocated", "Find the container holding the port with docker ps --filter publish=8080."),
+    ("Pin Docker base images by digest", "Use FROM python:3.11-slim@sha256:... so builds are reproducible."),
+    ("Docker healthcheck for a web service", "HEALTHCHECK CMD curl -f http://localhost/healthz || exit 1."),
+    ("Share a volume between Docker containers", "Mount the same named volume in both services in compose."),
+    ("Docker permission denied on the socket", "Add the user to the docker group and log in again."),
+    ("Reduce Docker image size", "Combine RUN steps, clean apt lists, use .dockerignore."),
+    ("Docker container time zone", "Mount /etc/localtime read-only or set TZ in the environment."),
+    ("用 Docker 部署 Redis", "docker run -d -p 6379:6379 redis:7 --appendonly yes 持久化数据。"),
+    ("Docker 镜像加速", "在 daemon.json 配置 registry-mirrors 使用国内镜像源。"),
+    ("Git rebase onto main", "git fetch && git rebase origin/main, resolve conflicts, then force-push with lease."),
+    ("Python virtualenv per project", "python -m venv .venv and activate it before installing."),
+    ("Postgres slow query", "Use EXPLAIN ANALYZE and add an index on the filtered column."),
+]
+
+
+@pytest.fixture
+def docker_notes():
+    ids = [make_knowledge(task=task, content=content, types=["tool"], scopes=["team:ops"], embed=False).id
+           for task, content in DOCKER_NOTES]
+    embed_saved()
+    return ids
+
+
+@pytest.mark.parametrize("query", ["docker tips", "docker tricks", "docker guide", "docker tutorial"])
+def test_a_broad_query_naming_a_small_bases_topic_finds_its_notes(docker_notes, query):
+    # many notes answer it about equally and "tips" is a word none holds: no single one stands out
+    hits = [hit.id for hit in engine.search(query=query, readable_scopes=["team:ops"], top_k=5).hits]
+    assert len(hits) == 5 and set(hits) <= set(docker_notes[:17])
+
+
+@pytest.mark.parametrize("query", ["sourdough starter feeding schedule", "tips", "拜占庭帝国的灭亡"])
+def test_a_small_base_still_answers_nothing_to_a_query_about_nothing_in_it(docker_notes, query):
+    assert engine.search(query=query, readable_scopes=["team:ops"], top_k=5).hits == []
