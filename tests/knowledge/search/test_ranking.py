@@ -163,7 +163,7 @@ def test_a_candidates_relevance_does_not_depend_on_how_many_results_are_asked_fo
     assert len(runs[100].candidates) > len(runs[10].candidates) == 20
 
 
-# A team's first twenty notes, seventeen of them on Docker.
+# A team's first twenty notes, seventeen of them on Docker (bench/small_bases.py measures such bases).
 DOCKER_NOTES = [
     ("Clean up dangling Docker images", "Run docker image prune -f to remove dangling images and free disk space."),
     ("Docker build cache fills the disk", "Use docker builder prune --filter until=24h in CI to bound the cache."),
@@ -196,13 +196,12 @@ def docker_notes():
     return ids
 
 
-@pytest.mark.parametrize("query", ["docker tips", "docker tricks", "docker guide", "docker tutorial"])
-def test_a_broad_query_naming_a_small_bases_topic_finds_its_notes(docker_notes, query):
-    # many notes answer it about equally and "tips" is a word none holds: no single one stands out
-    hits = [hit.id for hit in engine.search(query=query, readable_scopes=["team:ops"], top_k=5).hits]
-    assert len(hits) == 5 and set(hits) <= set(docker_notes[:17])
+@pytest.mark.parametrize(("query", "note"), [("container logs grow too big", 6),
+                                             ("the container cannot resolve hostnames", 4), ("docker 镜像下载太慢", 16)])
+def test_a_small_base_about_one_tool_answers_a_question_about_it_first(docker_notes, query, note):
+    assert engine.search(query=query, readable_scopes=["team:ops"], top_k=5).hits[0].id == docker_notes[note]
 
 
 @pytest.mark.parametrize("query", ["sourdough starter feeding schedule", "tips", "拜占庭帝国的灭亡"])
-def test_a_small_base_still_answers_nothing_to_a_query_about_nothing_in_it(docker_notes, query):
+def test_a_small_base_about_one_tool_answers_nothing_to_a_query_about_nothing_in_it(docker_notes, query):
     assert engine.search(query=query, readable_scopes=["team:ops"], top_k=5).hits == []
