@@ -20,6 +20,7 @@ and periodic task leaves one behind, so the table grows for as long as the deplo
 beat's hourly `knowhub_site.tasks.forget_delivered_messages`) deletes those taken more than an hour ago.
 """
 import datetime
+import logging
 import threading
 from json import dumps
 
@@ -27,6 +28,8 @@ from kombu.transport import sqlalchemy
 from sqlalchemy import delete, select, text
 
 from core import outbox
+
+logger = logging.getLogger(__name__)
 
 SCHEME = "knowhub-sqla"
 # Which database a connection is on: the name and the server (its start time tells two servers apart).
@@ -115,9 +118,11 @@ FORGET_BATCH = 5000
 def delivered_forget(url: str | None = None, *, keep_seconds: int = DELIVERED_KEEP_SECONDS,
                      batch: int = FORGET_BATCH) -> int:
     """Delete the messages workers took more than `keep_seconds` ago from a SQL broker's table (`url`, default the
-    app's broker): how many. A message waiting or being worked on is visible or was taken recently, and a message a
-    dead worker had taken is sent again as a new row (kombu's restore), so nothing deleted here is ever read again.
-    0 for Redis, RabbitMQ and any other transport, which delete what is acknowledged themselves."""
+    app's broker): how many. kombu never reads a taken (invisible) row again: acknowledgements live in the worker's
+    memory, and a message Celery gives back (a lost pool child, a warm shutdown) is written as a new row; one taken
+    by a worker killed outright is lost with or without its row (the beat's sweeps cover those: `embed_pending`,
+    the jobs' re-send). 0 for Redis, RabbitMQ and any other transport, which delete what is acknowledged themselves,
+    and for a SQL broker other than PostgreSQL or SQLite (the batched DELETE is theirs; logged)."""
     from kombu import Connection
 
     from knowhub_site.celery import app
@@ -126,12 +131,15 @@ def delivered_forget(url: str | None = None, *, keep_seconds: int = DELIVERED_KE
         if not isinstance(conn.transport, sqlalchemy.Transport):
             return 0
         channel = conn.default_channel
+        engine, _ = channel._open()
+        if engine.dialect.name not in ("postgresql", "sqlite"):
+            logger.warning("taken broker messages are not deleted on %s (PostgreSQL and SQLite only)", engine.dialect.name)
+            return 0
         messages = channel.message_cls.__table__
         # kombu stamps a taken row with the worker's local time, without a zone (`onupdate=datetime.now`)
         cutoff = datetime.datetime.now() - datetime.timedelta(seconds=keep_seconds)
         taken = (select(messages.c.id).where(messages.c.visible.is_(False), messages.c.timestamp < cutoff)
                  .limit(batch))
-        engine, _ = channel._open()
         forgotten = 0
         while True:
             with engine.begin() as db:

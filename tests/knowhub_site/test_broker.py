@@ -320,3 +320,13 @@ def test_the_beat_forgets_taken_messages_every_hour(settings):
 
     (entry,) = [e for e in settings.CELERY_BEAT_SCHEDULE.values() if e["task"] == forget_delivered_messages.name]
     assert entry["schedule"] == 3600.0
+
+
+def test_taken_messages_are_forgotten_on_a_sqlite_broker_too(tmp_path):
+    url = f"sqla+sqlite:///{tmp_path / 'broker.db'}"
+    with Connection(url) as producer:
+        queue = producer.SimpleQueue(QUEUE)
+        queue.put({"n": 1})
+        assert [m["n"] for m in _received(url)] == [1]
+    assert broker.delivered_forget(url, keep_seconds=-60) == 1  # taken "over a minute ago" by then
+    assert broker.delivered_forget(url, keep_seconds=-60) == 0
