@@ -32,7 +32,7 @@ import hashlib
 import json
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bench.retrieval import _point_at_bench_database
@@ -103,18 +103,16 @@ def _variants(items: list[str], corpus: dict) -> list[tuple[str, list[str]]]:
 
 
 def collect(split: str, folder: Path = BASES) -> list[Asked]:
-    from bench.runner import prepare, scope_for
+    from bench.runner import OPEN_GATE, prepare, scope_for
     from knowledge.search import engine
-    from knowledge.search.rerank import Gate
 
-    open_gate = Gate(answer=0.0, floor=0.0, relative=0.0)
     runs = []
     for name, data, asked in bases_of(split, folder):
         _, doc_by_id = prepare(data)
         id_by_doc = {doc: kid for kid, doc in doc_by_id.items()}
         for kind, text, relevant in asked:
             found = engine.search(query=text, top_k=TOP_K, min_score=1, readable_scopes=[scope_for(data.name)],
-                                  rank="relevance", gate=open_gate)
+                                  rank="relevance", gate=OPEN_GATE)
             runs.append(Asked(kind=kind, base=name, query=text, relevant={id_by_doc[d] for d in relevant},
                               candidates=found.candidates, chance=found.answerable, field=len(data.corpus)))
         print(f"  {name}: {len(data.corpus)} items, {len(asked)} queries", file=sys.stderr, flush=True)
@@ -197,6 +195,7 @@ def with_model(runs: list[Asked], weights: dict[str, float]) -> list[Asked]:
     """`runs` as the engine would have judged them had a query sharing a word been judged by `weights` (relevance =
     that chance × each candidate's own probability; the cross-language rule of small bases kept)."""
     from knowledge.search import relevance
+    from knowledge.search.engine import _relevance
 
     judged = []
     for run in runs:
@@ -205,21 +204,10 @@ def with_model(runs: list[Asked], weights: dict[str, float]) -> list[Asked]:
             judged.append(run)
             continue
         logit = sum(weights.get(name, 0.0) * value for name, value in features.items())
-        chance = max(relevance._sigmoid(logit), relevance._sigmoid(
-            relevance.CROSS_ROUTE_SLOPE * (features["best_use_cross"] - relevance.CROSS_ROUTE_CENTER)))
-        candidates = []
-        for c in run.candidates:
-            own = relevance.probability(c.evidence, MODEL)
-            candidates.append(_with_relevance(c, own if c.evidence.e5 is None else chance * own))
-        judged.append(Asked(kind=run.kind, base=run.base, query=run.query, relevant=run.relevant, candidates=candidates,
-                            chance=chance, field=run.field))
+        chance = max(relevance._sigmoid(logit), relevance.cross_route_chance(features))
+        candidates = [replace(c, relevance=_relevance(c.evidence, chance, MODEL)) for c in run.candidates]
+        judged.append(replace(run, candidates=candidates, chance=chance))
     return judged
-
-
-def _with_relevance(candidate, value: float):
-    made = copy.copy(candidate)
-    made.relevance = value
-    return made
 
 
 def main(argv=None) -> int:

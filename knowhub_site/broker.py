@@ -106,7 +106,7 @@ class Transport(sqlalchemy.Transport):
         super().__init__(client, **kwargs)
         from django.conf import settings
 
-        self.polling_interval = max(10, settings.KNOWHUB_BROKER_POLL_MS) / 1000
+        self.polling_interval = settings.KNOWHUB_BROKER_POLL_MS / 1000  # settings refuse less than 10 ms
 
 
 # A taken message is kept this long (seconds) before `delivered_forget` deletes it.

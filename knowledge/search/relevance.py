@@ -178,11 +178,16 @@ def answerable(evidence: list[Evidence], embedder_name: str, *, field: int | Non
     features = query_features(evidence, field=field)
     chance = _sigmoid(sum(weights.get(name, 0.0) * value for name, value in features.items()))
     if field is not None and field < MIN_FIELD:
-        # The fitted model never saw an answer that exists only in another language (XQuAD-R holds each in both),
-        # so in a small base, where standing cannot speak for it, USE's cross-language cosine may (set by hand:
-        # a translation-like match scores 0.3-0.5, unrelated text under 0.15).
-        chance = max(chance, _sigmoid(CROSS_ROUTE_SLOPE * (features["best_use_cross"] - CROSS_ROUTE_CENTER)))
+        chance = max(chance, cross_route_chance(features))
     return chance
+
+
+def cross_route_chance(features: dict[str, float]) -> float:
+    """The least a small base's query is answerable by its best USE cosine across languages. The fitted model never
+    saw an answer that exists only in another language (XQuAD-R holds each in both), so in a small base, where
+    standing cannot speak for it, USE's cross-language cosine may (set by hand: a translation-like match scores
+    0.3-0.5, unrelated text under 0.15)."""
+    return _sigmoid(CROSS_ROUTE_SLOPE * (features["best_use_cross"] - CROSS_ROUTE_CENTER))
 
 
 def _sigmoid(logit: float) -> float:
