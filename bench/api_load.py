@@ -412,17 +412,23 @@ def bench_items() -> str:
 
 # --- main ----------------------------------------------------------------------------------
 
-def discard_saved(ids: list[str]) -> None:
+def discard_saved(ids: list[str], purge: bool = True) -> None:
     """Delete the items a save run stored (with a stack started here: its database is this process's).
 
     The worker would otherwise embed them for minutes after the run (a few items a second against hundreds
     saved), loading every later run and the next invocation, whose "newest items" they would also become.
-    Their queued embedding tasks then find nothing to do.
+    Their queued tasks are purged too: each would find nothing to do, but the worker takes them in order, so
+    tens of thousands of them (a few save runs) kept the next save runs' own embeddings from starting at all
+    (the save runs then measured saves without the embedding work they bring). The bench database's queue holds
+    only the bench's own tasks.
     """
+    from knowhub_site.celery import app
     from knowledge.models import Knowledge
 
     for start in range(0, len(ids), 1000):
         Knowledge.objects.filter(pk__in=ids[start:start + 1000], scopes__contains=[SCOPE]).delete()
+    if purge:
+        app.control.purge()
 
 
 def run_kind(kind: str, base: str, token: str, args, stop_event: threading.Event, notes: list[str],
@@ -435,25 +441,53 @@ def run_kind(kind: str, base: str, token: str, args, stop_event: threading.Event
     targets = [item["id"] for item in sorted(items, key=lambda i: i["eval"]["helpful"] + i["eval"]["harmful"])]
     targets = targets[:FEEDBACK_ITEMS]
     rows = []
-    for op in args.ops:
-        for clients in args.clients:
-            # saves are measured while the worker embeds (as in production); other runs on a quiet worker
-            pending = drain(base, token, 0 if op == "save" else args.drain_seconds)
-            if pending:
-                notes.append(f"{kind} {op} {clients}: started with {pending}+ items still waiting for the worker")
-            before = counters(base, token, targets) if op == "feedback" else None
-            run = run_load(base, token, op, clients, args.seconds, ids, targets, stop_event)
-            row = summarize(kind, op, clients, run)
-            print(row_line(row), flush=True)
-            if row["codes"]:
-                notes.append(f"{kind} {op} {clients} clients: error replies {dict(row['codes'])}")
-            if before is not None:
-                notes.append(f"{kind} feedback {clients} clients, lost increments: "
-                             + lost_increments(before, counters(base, token, targets), run["replies"]))
-            rows.append(row)
-            if op == "save" and discard is not None:
-                discard([note for status, _, note in run["replies"] if status and 200 <= status < 300 and note])
+    backlog = make_backlog(base, token, args.backlog) if args.backlog else []
+    try:
+        for op in args.ops:
+            for clients in args.clients:
+                rows.append(run_one(kind, base, token, op, clients, args, ids, targets, stop_event, notes, discard,
+                                    busy_worker=bool(backlog)))
+    finally:
+        if backlog and discard is not None:
+            discard(backlog)
     return rows
+
+
+def make_backlog(base: str, token: str, count: int) -> list[str]:
+    """`count` new items through POST /api/knowledge/bulk, so that the runs go on while the worker embeds them."""
+    print(f"saving {count} items through POST /api/knowledge/bulk for the worker to embed during the runs ...",
+          file=sys.stderr, flush=True)
+    ids = []
+    for start in range(0, count, 500):
+        entries = [save_body(1_000_000 + n) for n in range(start, min(count, start + 500))]
+        reply = call(base, token, "POST", "/api/knowledge/bulk", {"items": entries})
+        ids += [r["knowledge_id"] for r in reply["results"] if r.get("knowledge_id")]
+    return ids
+
+
+def run_one(kind, base, token, op, clients, args, ids, targets, stop_event, notes, discard, busy_worker) -> dict:
+    # saves are measured while the worker embeds (as in production); other runs on a quiet worker, unless
+    # --backlog keeps it busy on purpose
+    pending = drain(base, token, 0 if op == "save" or busy_worker else args.drain_seconds)
+    if pending and not busy_worker:
+        notes.append(f"{kind} {op} {clients}: started with {pending}+ items still waiting for the worker")
+    before = counters(base, token, targets) if op == "feedback" else None
+    run = run_load(base, token, op, clients, args.seconds, ids, targets, stop_event)
+    row = summarize(kind, op, clients, run)
+    print(row_line(row), flush=True)
+    if row["codes"]:
+        notes.append(f"{kind} {op} {clients} clients: error replies {dict(row['codes'])}")
+    if before is not None:
+        notes.append(f"{kind} feedback {clients} clients, lost increments: "
+                     + lost_increments(before, counters(base, token, targets), run["replies"]))
+    if op == "save" and discard is not None:  # the queue is purged after the backlog's last run, not before
+        discard([note for status, _, note in run["replies"] if status and 200 <= status < 300 and note],
+                purge=not busy_worker)
+    if busy_worker:
+        still = sum(1 for item in newest_items(base, token, 100) if item["vector_status"] == "pending")
+        notes.append(f"{kind} {op} {clients}: the worker was embedding the backlog throughout"
+                     if still else f"{kind} {op} {clients}: the backlog ran out during the run")
+    return row
 
 
 def interrupt(signum, frame):
@@ -478,6 +512,9 @@ def main(argv=None) -> int:
     parser.add_argument("--worker-concurrency", type=int, default=int(os.environ.get("CELERY_CONCURRENCY", "2")))
     parser.add_argument("--models", choices=["service", "in-process"], default="service",
                         help="embedders in one model service, as `make run` runs them (default), or in every process")
+    parser.add_argument("--backlog", type=int, default=0,
+                        help="save this many items through the bulk API first and run while the worker embeds them "
+                             "(deleted at the end, with a stack started here)")
     parser.add_argument("--seed-items", type=int, default=300, help="seed the scope up to this many items")
     parser.add_argument("--drain-seconds", type=float, default=120,
                         help="longest wait for the embedding backlog before a run")

