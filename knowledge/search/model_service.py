@@ -17,7 +17,9 @@ waits for a passage's lock, and the saves, searches and feedback that the web
 processes serve on the same cores take the CPU before the backlog of embeddings
 does, which gets what they leave. And the passages go PASSAGE_SLICE texts at a
 time, the next slice waiting while any query is waiting (`QueriesFirst`), where
-priorities cannot be lowered. Concurrent query embeddings are
+priorities cannot be lowered. Between slices the lane also checks that the asker
+is still there: a worker whose call timed out (it then asks again on a new
+connection) has closed its end, and the rest of its passages is not computed. Concurrent query embeddings are
 computed one after another, not batched: USE's vectors
 for a batch differ from one-by-one ones in the 7th decimal (padding), which
 would break "the same vectors as in-process"; e5's are identical but batching
@@ -85,15 +87,21 @@ class QueriesFirst:
                 if not self._queries:
                     self._idle.notify_all()
 
-    def passages(self, embed, texts: list[str]):
+    def passages(self, embed, texts: list[str], abandoned=lambda: False):
         import numpy as np
 
         slices = []
         for start in range(0, len(texts), PASSAGE_SLICE):
             with self._idle:
                 self._idle.wait_for(lambda: not self._queries)
+            if abandoned():
+                raise Abandoned(f"the asker left after {start} of {len(texts)} passages")
             slices.append(embed(texts[start : start + PASSAGE_SLICE]))
         return np.vstack(slices) if slices else embed(texts)
+
+
+class Abandoned(Exception):
+    """The connection that asked for passages has gone (its caller timed out): the rest is not computed."""
 
 
 class Models:
@@ -134,8 +142,8 @@ class Models:
             self.embedder(name).embed_query("warm up")
         return time.monotonic() - started
 
-    def answer(self, request: dict):
-        """(header, vectors or None) for one request."""
+    def answer(self, request: dict, abandoned=lambda: False):
+        """(header, vectors or None) for one request; `abandoned()` says whether its asker has gone."""
         from knowledge.search.text import informativeness_here, segment_here, segment_many_here
 
         op = request["op"]
@@ -144,7 +152,7 @@ class Models:
             return {}, self.order.query(lambda: embedder.embed_query(request["text"]))[None, :]
         if op == "embed_passages":
             embed = self.embedder(request["model"], passages=True).embed_passages
-            return {}, self.background.run(self.order.passages, embed, request["texts"])
+            return {}, self.background.run(self.order.passages, embed, request["texts"], abandoned)
         if op == "segment":
             return {"result": segment_here(request["text"])}, None
         if op == "segment_many":
@@ -167,7 +175,10 @@ def serve_connection(conn: Connection, models: Models) -> None:
             except (EOFError, OSError):
                 return
             try:
-                header, vectors = models.answer(request)
+                header, vectors = models.answer(request, abandoned=lambda: _gone(conn))
+            except Abandoned as exc:
+                logger.info("passages not finished: %s", exc)
+                return
             except Exception as exc:  # noqa: BLE001 - the caller gets the error; the service keeps serving
                 logger.exception("request %s failed", request.get("op"))
                 header, vectors = {"error": f"{type(exc).__name__}: {exc}"}, None
@@ -175,6 +186,15 @@ def serve_connection(conn: Connection, models: Models) -> None:
                 send_reply(conn, header, vectors)
             except OSError:
                 return
+
+
+def _gone(conn: Connection) -> bool:
+    """Whether the other end closed the connection while waiting for its reply (it sends nothing meanwhile, so
+    anything readable is its end of file)."""
+    try:
+        return conn.poll(0)
+    except (OSError, EOFError):
+        return True
 
 
 def listen(path: str) -> Listener:

