@@ -417,18 +417,23 @@ def discard_saved(ids: list[str], purge: bool = True) -> None:
 
     The worker would otherwise embed them for minutes after the run (a few items a second against hundreds
     saved), loading every later run and the next invocation, whose "newest items" they would also become.
-    Their queued tasks are purged too: each would find nothing to do, but the worker takes them in order, so
-    tens of thousands of them (a few save runs) kept the next save runs' own embeddings from starting at all
-    (the save runs then measured saves without the embedding work they bring). The bench database's queue holds
-    only the bench's own tasks.
+    Where the broker is the bench database itself (the default), its queued tasks are purged too: each would find
+    nothing to do, but the worker takes them in order, so tens of thousands of them (a few save runs) kept the next
+    save runs' own embeddings from starting at all (the save runs then measured saves without the embedding work
+    they bring). That queue holds only the bench's own tasks; a sweep (`embed_pending`) is then sent for any other
+    item that was still waiting. Another broker (CELERY_BROKER_URL) may be shared: it is left alone.
     """
+    from django.conf import settings
+
     from knowhub_site.celery import app
     from knowledge.models import Knowledge
+    from knowledge.tasks import embed_pending
 
     for start in range(0, len(ids), 1000):
         Knowledge.objects.filter(pk__in=ids[start:start + 1000], scopes__contains=[SCOPE]).delete()
-    if purge:
+    if purge and settings.CELERY_BROKER_URL == settings.KNOWHUB_DATABASE_BROKER_URL:
         app.control.purge()
+        embed_pending.delay()
 
 
 def run_kind(kind: str, base: str, token: str, args, stop_event: threading.Event, notes: list[str],
@@ -548,6 +553,7 @@ def main(argv=None) -> int:
 
                 token, logs = prepare_database(args.database)
                 env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+                env.pop("KNOWHUB_MODEL_SERVICE", None)  # a model service of the caller's is not this stack's
                 if args.models == "service":  # as `make run`: the web processes and the worker ask one process
                     from knowledge.search.model_client import socket_path_for
 

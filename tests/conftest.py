@@ -145,6 +145,8 @@ SLOW_TESTS = [
     "tests/knowledge/search/test_model_service.py::test_a_web_process_with_a_model_service_warms_up_through_it_and_loads_no_model",
     "tests/knowledge/search/test_model_service.py::test_a_query_is_answered_before_a_long_batch_of_passages_finishes",
     "tests/knowledge/search/test_model_service.py::test_healthz_reports_the_running_service_and_its_models",
+    "tests/knowledge/search/test_model_service.py::test_the_service_stops_embedding_for_a_worker_that_timed_out_and_serves_the_next",
+    "tests/knowledge/search/test_model_service.py::test_a_stopped_service_exits_at_once_with_passages_still_queued",
     # Load and heavy computation: ten thousand inserts; embedding a 16,000-character item chunk by chunk (~25 s).
     "tests/knowledge/test_ids.py::test_ten_thousand_inserts_get_unique_well_formed_ids",
     "tests/knowledge/search/test_indexing.py::test_a_long_item_gets_one_unit_vector_pooled_from_its_chunks_and_is_found_by_its_opening",

