@@ -286,7 +286,7 @@ def drain(base: str, token: str, timeout: float) -> int:
 def spawn(command: list[str], log: Path, env: dict) -> subprocess.Popen:
     with open(log, "ab") as out:  # the child keeps its own descriptor
         return subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+                                stdin=subprocess.DEVNULL, process_group=0)  # as the supervisor starts them
 
 
 def stop(proc: subprocess.Popen, timeout: float = 20) -> None:

@@ -1,9 +1,13 @@
 """Keep the stack's processes running: restart one that dies, and reap what it leaves behind.
 
-Used by `manage.py serve`. Each child runs in its own session (so Ctrl-C in a
-terminal reaches only the supervisor) and therefore leads its own process
-group: when a child dies, killing that group ends whatever it had forked (a
-Celery worker's pool children, gunicorn's workers) before a new one starts.
+Used by `manage.py serve`. Each child leads its own process group (so Ctrl-C in
+a terminal, sent to the foreground group, reaches only the supervisor): when a
+child dies, killing that group ends whatever it had forked (a Celery worker's
+pool children, gunicorn's workers) before a new one starts. The children stay
+in the supervisor's session: where the kernel groups CPU time by session
+(autogroups), they share one group, so a thread's priority counts against every
+other process of the stack (the model service's passages, at nice 19, yield to
+the web processes and the database) instead of only within its own process.
 Only a stop request (Ctrl-C, SIGTERM) ends the supervision. A child's output
 goes to its log file (var/logs/<name>.log, appended, each start marked), so the
 terminal shows only what the supervisor has to say.
@@ -68,12 +72,12 @@ class Child:
 
     def start(self) -> None:
         if self.output is None:
-            self.proc = subprocess.Popen(self.command, env=self.env, start_new_session=True)
+            self.proc = subprocess.Popen(self.command, env=self.env, process_group=0)
         else:
             with open(self.output, "ab") as out:  # the child keeps its own descriptor
                 out.write(f"=== {self.name} starting at {time.strftime('%Y-%m-%d %H:%M:%S')} ===\n".encode())
                 out.flush()
-                self.proc = subprocess.Popen(self.command, env=self.env, start_new_session=True,
+                self.proc = subprocess.Popen(self.command, env=self.env, process_group=0,
                                              stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         self.started_at = time.monotonic()
 

@@ -18,13 +18,13 @@ the service's query threads; its C engine runs outside the GIL, so a slice starv
 of a core holds nothing a query needs (between slices the lane takes the GIL back,
 and a query thread that has run Python for 5 ms then hands it over and waits until
 the lane gets a core: short here, where the lane competes only with the service's
-own threads, longer where nice counts across processes). USE's passages run in the asking connection's own
+own threads, longer where it competes with the other processes too). USE's passages run in the asking connection's own
 thread at the usual priority: USE holds the GIL for most of its work (a pure-Python
 tokenizer), and at nice 19 it would keep queries waiting for the GIL while it waits
-for a core. (Across processes nice counts only where the kernel does not give each
-session its CPU group of its own: with autogroups, as for `make run`'s children,
-each in a session of its own, it ranks the lane against the service's own threads
-only.) Passages go PASSAGE_SLICE texts at a time, the next slice waiting while any
+for a core. (Across processes nice counts where they share a CPU group: `make
+run`'s children stay in its session, one autogroup where the kernel groups CPU
+time by session; a service started in a session of its own ranks the lane against
+its own threads only.) Passages go PASSAGE_SLICE texts at a time, the next slice waiting while any
 query is waiting (`QueriesFirst`); between slices the lane also checks that the
 asker is still there: a worker whose call timed out (it then asks again on a new
 connection) has closed its end, and the rest of its passages is not computed.

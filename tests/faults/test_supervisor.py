@@ -73,3 +73,18 @@ def test_a_childs_output_is_appended_to_its_log_file_with_each_start_marked(tmp_
         child.proc.wait(10)
     lines = [line.split(" at ")[0] for line in log.read_text().splitlines()]
     assert lines == ["=== thing starting", "out", "err"] * 2
+
+
+@pytest.mark.parametrize("to_a_log", [False, True])
+def test_a_child_leads_its_own_process_group_in_the_supervisors_session(tmp_path, to_a_log):
+    import os
+
+    child = Child("sleeper", ["sleep", "300"], env={"PATH": "/usr/bin:/bin"}, log=lambda line: None,
+                  output=tmp_path / "sleeper.log" if to_a_log else None)
+    child.start()
+    try:
+        pid = child.proc.pid
+        assert os.getpgid(pid) == pid != os.getpgid(0)  # Ctrl-C at a terminal (its foreground group) is not sent to it
+        assert os.getsid(pid) == os.getsid(0)  # one session: one CPU group where the kernel groups by session
+    finally:
+        child.stop()

@@ -11,8 +11,9 @@ longer pays it (BENCHMARKS.md, "threaded WSGI against ASGI").
 
 The model service (knowledge.search.model_service) holds the embedding models
 and jieba once for the machine; the web processes and the worker's pool
-children ask it over a unix socket (KNOWHUB_MODEL_SERVICE). The processes run
-in their own sessions so that Ctrl-C reaches only this supervisor, which stops
+children ask it over a unix socket (KNOWHUB_MODEL_SERVICE). Each process leads
+its own process group (in this one's session) so that Ctrl-C reaches only this
+supervisor, which stops
 them in order (web, worker, model service) and, last, the embedded PostgreSQL
 when this process exits. A process that dies on its own is restarted with a
 backoff, after its process group is killed (a Celery worker's pool children
