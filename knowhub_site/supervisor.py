@@ -5,9 +5,11 @@ a terminal, sent to the foreground group, reaches only the supervisor): when a
 child dies, killing that group ends whatever it had forked (a Celery worker's
 pool children, gunicorn's workers) before a new one starts. The children stay
 in the supervisor's session: where the kernel groups CPU time by session
-(autogroups), they share one group, so a thread's priority counts against every
-other process of the stack (the model service's passages, at nice 19, yield to
-the web processes and the database) instead of only within its own process.
+(autogroups), they share one group, so a thread's priority counts against the
+stack's other processes (the model service's passages, at nice 19, yield to the
+web servers and the worker; PostgreSQL's processes each run in a session of their
+own) instead of only within its own process. No child reads the terminal: as a
+background group it would be stopped for it.
 Only a stop request (Ctrl-C, SIGTERM) ends the supervision. A child's output
 goes to its log file (var/logs/<name>.log, appended, each start marked), so the
 terminal shows only what the supervisor has to say.
@@ -72,7 +74,7 @@ class Child:
 
     def start(self) -> None:
         if self.output is None:
-            self.proc = subprocess.Popen(self.command, env=self.env, process_group=0)
+            self.proc = subprocess.Popen(self.command, env=self.env, process_group=0, stdin=subprocess.DEVNULL)
         else:
             with open(self.output, "ab") as out:  # the child keeps its own descriptor
                 out.write(f"=== {self.name} starting at {time.strftime('%Y-%m-%d %H:%M:%S')} ===\n".encode())

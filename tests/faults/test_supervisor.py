@@ -1,4 +1,5 @@
 """`serve`'s supervisor: a dead child is restarted after a growing backoff, and what it forked is killed first."""
+import os
 import sys
 
 import pytest
@@ -77,8 +78,6 @@ def test_a_childs_output_is_appended_to_its_log_file_with_each_start_marked(tmp_
 
 @pytest.mark.parametrize("to_a_log", [False, True])
 def test_a_child_leads_its_own_process_group_in_the_supervisors_session(tmp_path, to_a_log):
-    import os
-
     child = Child("sleeper", ["sleep", "300"], env={"PATH": "/usr/bin:/bin"}, log=lambda line: None,
                   output=tmp_path / "sleeper.log" if to_a_log else None)
     child.start()

@@ -49,6 +49,14 @@ class MakeRun:
     def output(self) -> str:
         return self.log.read_text()
 
+    def hang_up(self, timeout=60) -> int:
+        # A terminal that closes sends SIGHUP to its foreground process group.
+        os.killpg(self.proc.pid, signal.SIGHUP)
+        try:
+            return self.proc.wait(timeout)
+        finally:
+            self.log_file.close()
+
     def ctrl_c(self, timeout=60) -> int:
         # A terminal sends SIGINT to the whole foreground process group.
         os.killpg(self.proc.pid, signal.SIGINT)
@@ -56,6 +64,31 @@ class MakeRun:
             return self.proc.wait(timeout)
         finally:
             self.log_file.close()
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def model_service_and_web_pids(var_dir) -> list[int]:
+    """The pids of the processes serve started for this var/ (found by their command lines), and their groups'."""
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline", "environ"]):
+        try:
+            env = proc.info["environ"] or {}
+        except (psutil.AccessDenied, psutil.NoSuchProcess):
+            continue
+        if env.get("KNOWHUB_VAR_DIR") == str(var_dir) and any(
+                marker in " ".join(proc.info["cmdline"] or []) for marker in ("model_service", "gunicorn", "celery")):
+            found.append(proc.info["pid"])
+    assert found, "no child of serve found"
+    return found
 
 
 def embedded_postgres_running(var_dir) -> bool:
@@ -160,8 +193,12 @@ def test_make_run_comes_up_healthy_stops_cleanly_and_keeps_data(tmp_path):
     try:
         wait_for(lambda: healthz(port)[0] == 200, timeout=180, message="/healthz after restart")
         wait_for(lambda: "Press Ctrl-C to stop." in second.output(), timeout=30, message="the ready block")
+        second_children = model_service_and_web_pids(var_dir)
     finally:
-        second.ctrl_c()
+        second.hang_up()  # the terminal closes: the stack stops as for Ctrl-C, nothing is left running
+    wait_for(lambda: healthz(port) == (None, None), timeout=60, message="the web server to stop after the hangup")
+    wait_for(lambda: not embedded_postgres_running(var_dir), timeout=60, message="embedded PostgreSQL to stop")
+    wait_for(lambda: not any(alive(pid) for pid in second_children), timeout=60, message="the children to stop")
     assert "Curator account 'curator' exists" in second.output()
     assert "Created curator account" not in second.output()
     assert any("Curator account 'curator' exists" in line for line in assert_readable(second.output(), port, mcp_port))

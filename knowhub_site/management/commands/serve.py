@@ -115,13 +115,14 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGINT, request_stop)
         signal.signal(signal.SIGTERM, request_stop)
+        signal.signal(signal.SIGHUP, request_stop)  # its terminal closed: stop the stack rather than leave it running
         self.stdout.write(f"Starting the model service, web server, MCP server and worker (their logs: {logs}/)...")
         children["models"].start()
         self._wait_for_models(children["models"], socket_path, lambda: stopping)
         for name in ("web", "mcp", "worker"):
             children[name].start()
 
-        # Only Ctrl-C or SIGTERM ends this loop: a child that dies is reaped and restarted.
+        # Only Ctrl-C, SIGTERM or SIGHUP ends this loop: a child that dies is reaped and restarted.
         shown_host = "localhost" if host in ("127.0.0.1", "0.0.0.0") else host
         url, mcp_url = f"http://{shown_host}:{port}/", f"http://{shown_host}:{mcp_port}/"
         ready = Readiness([url, mcp_url], socket_path, deadline=time.monotonic() + READY_TIMEOUT_SECONDS)
