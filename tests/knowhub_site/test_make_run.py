@@ -13,6 +13,7 @@ import urllib.request
 import pytest
 
 from tests.conftest import REPO_ROOT, wait_for
+from tests.faults.conftest import gone
 
 pytestmark = pytest.mark.e2e
 
@@ -49,33 +50,25 @@ class MakeRun:
     def output(self) -> str:
         return self.log.read_text()
 
-    def hang_up(self, timeout=60) -> int:
-        # A terminal that closes sends SIGHUP to its foreground process group.
-        os.killpg(self.proc.pid, signal.SIGHUP)
-        try:
-            return self.proc.wait(timeout)
-        finally:
-            self.log_file.close()
-
     def ctrl_c(self, timeout=60) -> int:
         # A terminal sends SIGINT to the whole foreground process group.
-        os.killpg(self.proc.pid, signal.SIGINT)
+        return self._from_the_terminal(signal.SIGINT, timeout)
+
+    def hang_up(self, timeout=60) -> int:
+        # A terminal that closes sends SIGHUP to its foreground process group.
+        return self._from_the_terminal(signal.SIGHUP, timeout)
+
+    def _from_the_terminal(self, signum: int, timeout: float) -> int:
+        os.killpg(self.proc.pid, signum)
         try:
             return self.proc.wait(timeout)
         finally:
             self.log_file.close()
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
-def model_service_and_web_pids(var_dir) -> list[int]:
-    """The pids of the processes serve started for this var/ (found by their command lines), and their groups'."""
+def serve_children_pids(var_dir) -> list[int]:
+    """The pids of the model service, gunicorn and Celery processes running for this var/ (by environment and command
+    line): serve's children and what they forked."""
     import psutil
 
     found = []
@@ -95,12 +88,7 @@ def embedded_postgres_running(var_dir) -> bool:
     pid_file = var_dir / "pgdata" / "postmaster.pid"
     if not pid_file.exists():
         return False
-    pid = int(pid_file.read_text().split()[0])
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+    return not gone(int(pid_file.read_text().split()[0]))
 
 
 def assert_curation_ui_served(port: int) -> None:
@@ -193,12 +181,12 @@ def test_make_run_comes_up_healthy_stops_cleanly_and_keeps_data(tmp_path):
     try:
         wait_for(lambda: healthz(port)[0] == 200, timeout=180, message="/healthz after restart")
         wait_for(lambda: "Press Ctrl-C to stop." in second.output(), timeout=30, message="the ready block")
-        second_children = model_service_and_web_pids(var_dir)
+        second_children = serve_children_pids(var_dir)
     finally:
         second.hang_up()  # the terminal closes: the stack stops as for Ctrl-C, nothing is left running
     wait_for(lambda: healthz(port) == (None, None), timeout=60, message="the web server to stop after the hangup")
     wait_for(lambda: not embedded_postgres_running(var_dir), timeout=60, message="embedded PostgreSQL to stop")
-    wait_for(lambda: not any(alive(pid) for pid in second_children), timeout=60, message="the children to stop")
+    wait_for(lambda: all(gone(pid) for pid in second_children), timeout=60, message="the children to stop")
     assert "Curator account 'curator' exists" in second.output()
     assert "Created curator account" not in second.output()
     assert any("Curator account 'curator' exists" in line for line in assert_readable(second.output(), port, mcp_port))
