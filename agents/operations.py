@@ -118,7 +118,7 @@ def call(name: str, caller: Caller, *, data: Any = None, **args) -> Any:
     op = get(name)
 
     def handler(*, context, **arguments):  # after the pre-invocation filters (no caller: 401 first)
-        check_permission(op, context["caller"])
+        check_permission(op, context["caller"])  # again: a pre filter may have changed the context's caller
         return op.handler(context["caller"], **arguments)
 
     arguments = {**args, "data": {} if data is None else data} if op.input is not None else dict(args)
@@ -126,6 +126,8 @@ def call(name: str, caller: Caller, *, data: Any = None, **args) -> Any:
     entry = request_context.entry()
     status = "500"
     try:
+        if caller is not None:  # before the filters: a caller refused the operation learns nothing of its input's
+            check_permission(op, caller)  # validation (400) and no deployment filter's answer (Skip) reaches it
         with metrics.timed(metrics.OPERATION_SECONDS, operation=name, entry=entry):
             result = invoke(name, handler, arguments, {"caller": caller})
         status = str(op.status)

@@ -117,3 +117,22 @@ def test_a_broken_filter_is_a_503_naming_it_not_a_500():
         with pytest.raises(ChainError) as excinfo:
             invoke("add", add, {"a": 1, "b": 2}, CTX)
     assert excinfo.value.error.status == 503 and excinfo.value.error.filter == "broken"
+
+
+@pytest.mark.django_db
+def test_a_caller_refused_an_operation_is_refused_before_any_filter_answers_for_it():
+    """The operation's permission comes first: a deployment filter's Skip (a cache, a canned answer) or an
+    input's validation never answers a caller that may not run the operation."""
+    from rest_framework.exceptions import PermissionDenied
+
+    from agents import operations
+    from agents.caller import Caller
+
+    reader = Caller(principal="agent:r", agent_id="r", readable_scopes=("org:a",), writable_scopes=())
+    writer = Caller(principal="agent:w", agent_id="w", readable_scopes=("org:a",), writable_scopes=("org:a",))
+    with registered_temporarily(Filter("canned", "pre_invocation", lambda ctx: Skip({"id": "canned"}), priority=-200)):
+        with pytest.raises(PermissionDenied):
+            operations.call("knowledge_save", reader, data={"task": "t", "content": "c", "types": ["tool"]})
+        with pytest.raises(PermissionDenied):
+            operations.call("knowledge_save", reader, data={"task": 5})
+        assert operations.call("knowledge_save", writer, data={"task": 5}) == {"id": "canned"}

@@ -338,3 +338,33 @@ def test_the_table_covers_every_caller_and_every_curation_url():
         for name, value in placeholders.items():
             route = route.replace(name, value)
         assert route in ui_paths, f"{pattern.name} ({route}) is missing from the matrix"
+
+
+# Every field those operations read, each of the wrong kind: whatever the operation, the body is invalid. (A body
+# that is not safe JSON, a NUL byte or nesting past 32 levels, is refused by the parser before any operation: 400.)
+INVALID_BODY = {"task": 5, "content": ["text"], "types": "tool", "scopes": 7, "items": "x", "reason": 5, "dry_run": "x",
+                "filename": 5, "successor_id": 5, "id": 5, "title": 5, "url": 5, "events": 5, "active": "maybe",
+                "action": "explode"}
+REFUSED_WRITES = ("save", "patch", "slim", "bulk", "import", "ingest", "supersede", "resource_save", "webhook_subscribe",
+                  "webhook_change", "conflict_resolve")
+
+
+@pytest.mark.parametrize("caller", ("reader", "viewer"))
+@pytest.mark.parametrize("endpoint", REFUSED_WRITES)
+def test_a_caller_refused_an_operation_gets_403_whatever_the_body_and_learns_nothing_of_its_validation(
+        world, endpoint, caller):
+    assert EXPECTED[endpoint][CALLERS.index(caller)] == 403  # refused with a valid body (the table)
+    method, path, _ = ENDPOINTS[endpoint]
+    response = world["clients"][caller].generic(method.upper(), fill(path, world, caller), json.dumps(INVALID_BODY),
+                                                "application/json")
+    assert response.status_code == 403, response.content[:500]
+    assert not response.json()["error"]["fields"], response.json()  # no field of the body named
+
+
+@pytest.mark.parametrize("endpoint", REFUSED_WRITES)
+def test_an_invalid_body_from_a_caller_allowed_the_operation_is_still_a_400_naming_the_field(world, endpoint):
+    method, path, _ = ENDPOINTS[endpoint]
+    response = world["clients"]["admin"].generic(method.upper(), fill(path, world, "admin"), json.dumps(INVALID_BODY),
+                                                 "application/json")
+    assert response.status_code == 400, response.content[:500]
+    assert response.json()["error"]["fields"], response.json()
