@@ -77,6 +77,7 @@ def knowledge_create(
     """
     scopes = list(dict.fromkeys(scopes))
     resource_ids = list(dict.fromkeys(resource_ids))
+    helpful_history, harmful_history = [dict(c) for c in helpful_history], [dict(c) for c in harmful_history]
     check_new_item(caller, scopes=scopes, resource_ids=resource_ids, secure_resource_id=secure_resource_id)
     now = timezone.now()
     created_at = created_at or now
@@ -107,14 +108,18 @@ def knowledge_create(
             KnowledgeResource(knowledge=item, resource_id=rid, position=i) for i, rid in enumerate(resource_ids)
         )
         FeedbackCase.objects.bulk_create(
-            [FeedbackCase(knowledge=item, kind="helpful", case=dict(c)) for c in helpful_history]
-            + [FeedbackCase(knowledge=item, kind="harmful", case=dict(c)) for c in harmful_history]
+            [FeedbackCase(knowledge=item, kind="helpful", case=c) for c in helpful_history]
+            + [FeedbackCase(knowledge=item, kind="harmful", case=c) for c in harmful_history]
         )
         if embed:
             indexing.embed_with_this_write(knowledge_ids=[item.id])
         events.emit(events.KNOWLEDGE_CREATED, scopes=item.scopes, data=events.knowledge_data(item, by=caller.principal))
 
     _insert_with_unique_id(item, knowledge_id, then=store_the_rest)
+    # What the reply shows of it, as `selectors.knowledge_visible` reads it back (a new item supersedes nothing):
+    # the reply needs no read of the row just written.
+    item.linked_resource_ids, item.supersedes_ids, item.histories_complete = resource_ids, [], True
+    item.recent_helpful, item.recent_harmful = helpful_history[::-1], harmful_history[::-1]  # newest first, as read
     return item
 
 

@@ -181,8 +181,7 @@ def knowledge_save(caller: Caller, **data) -> Knowledge:
     """Save a new item; scopes default to the caller's first writable scope, owner to the caller."""
     scopes = caller.scopes_to_write(data.pop("scopes", None))
     source = {"agent_id": caller.agent_id, **data.pop("source", {})}
-    item = services.knowledge_create(caller, scopes=scopes, source=source, **data)
-    return selectors.knowledge_get(knowledge_id=item.id)
+    return services.knowledge_create(caller, scopes=scopes, source=source, **data)
 
 
 def cited_search(caller: Caller, search_id):
