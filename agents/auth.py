@@ -56,12 +56,18 @@ class AgentUser:
         return self.username
 
 
+def is_bearer(scheme: str) -> bool:
+    """Whether an Authorization header's scheme is Bearer: schemes are case-insensitive (RFC 9110 11.1), so `bearer`
+    and `BEARER` are too."""
+    return scheme.lower() == "bearer"
+
+
 class BearerTokenAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 
     def authenticate(self, request):
         header = authentication.get_authorization_header(request).decode("latin-1").split()
-        if not header or header[0] != self.keyword:
+        if not header or not is_bearer(header[0]):
             return None
         if len(header) != 2:
             raise exceptions.AuthenticationFailed(_("Authorization header must be 'Bearer <token>'"))

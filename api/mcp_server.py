@@ -19,7 +19,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, TextContent
 
 from agents import operations
-from agents.auth import active_token
+from agents.auth import active_token, is_bearer
 from agents.caller import Caller
 from core import request_context
 from core.errors import api_exception_handler
@@ -36,7 +36,7 @@ stdio_token: str | None = None  # set by `manage.py mcp` for the stdio transport
 def bearer_key(headers) -> str | None:
     value = (headers or {}).get("authorization", "")
     scheme, _, key = value.partition(" ")
-    return key.strip() if scheme == "Bearer" and key.strip() else None
+    return key.strip() if is_bearer(scheme) and key.strip() else None
 
 
 class _Refused(Exception):

@@ -203,3 +203,13 @@ def test_stdio_search_id_goes_back_with_feedback_and_stays_in_its_scope():
     assert [(c.kind, str(c.search_id)) for c in FeedbackCase.objects.order_by("id")] == [
         ("helpful", search_id), ("harmful", search_id)]
     assert FeedbackCase.objects.filter(knowledge_id=knowledge_id).count() == 2
+
+
+@pytest.mark.parametrize("scheme", ["Bearer", "bearer", "BEARER"])
+def test_the_bearer_scheme_is_case_insensitive_on_mcp_and_rest(asgi_server, scheme):
+    raw = token()
+    headers = {"Accept": "application/json, text/event-stream", "Authorization": f"{scheme} {raw}"}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    assert httpx2.post(asgi_server + "/mcp", json=body, headers=headers).status_code == 200
+    assert httpx2.get(f"{asgi_server}/api/knowledge", headers={"Authorization": f"{scheme} {raw}"}).status_code == 200
+    assert httpx2.get(f"{asgi_server}/api/knowledge", headers={"Authorization": f"{scheme} kh_wrong"}).status_code == 401

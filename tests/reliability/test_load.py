@@ -91,3 +91,12 @@ def test_a_refused_oversized_body_closes_its_connection_and_the_clients_next_req
             assert reported.status_code == 200
             assert reported.headers["connection"] == "keep-alive"
     assert stack.request("GET", f"/api/knowledge/{item}", token=token).json()["eval"]["helpful"] == 2
+
+
+def test_an_agents_get_search_with_the_longest_chinese_question_is_answered(stack, token):
+    question = ("部署失败后怎么回滚到上一个版本" * 200)[:2_000]  # q's most characters, 18,000 bytes percent-encoded
+    reply = stack.request("GET", f"/api/knowledge/search?q={quote(question)}&top_k=3", token=token)
+    assert reply.status == 200, reply.body[:300]
+    assert "results" in reply.json()
+    too_long = stack.request("GET", f"/api/knowledge/search?q={quote(question + '部')}", token=token)
+    assert too_long.status == 400 and "q" in too_long.json()["error"]["fields"]

@@ -1,0 +1,42 @@
+"""gunicorn's configuration for KnowHub's web and MCP servers (`serve` passes it with `-c python:…`).
+
+- Request lines up to REQUEST_LINE_MAX bytes. An agent's GET search carries its question in the query string: `q`
+  may hold 2,000 characters, 18,000 bytes once Chinese is percent-encoded, with room left for types, scopes and a
+  filter expression. gunicorn's default, 4,094 bytes, refused a question of ~450 Chinese characters, and gunicorn
+  caps the setting at 8,190 (its module's MAX_REQUEST_LINE, read when each request is parsed), so the cap is raised
+  here, in the master, before any worker is forked. Still bounded: 0 ("unlimited") would let a client grow one request
+  line without end.
+- What gunicorn answers itself, before Django sees the request (a request line too long, headers too large, a
+  malformed request), is in the API's JSON error shape (core.errors: `{"error": {"code", "message", "fields"}}`)
+  instead of gunicorn's HTML page. The body is the HTTP/1.1 response gunicorn writes, Connection: close.
+"""
+import json
+
+from gunicorn import util
+from gunicorn.http import message
+
+REQUEST_LINE_MAX = 64 * 1024
+
+message.MAX_REQUEST_LINE = max(message.MAX_REQUEST_LINE, REQUEST_LINE_MAX)
+limit_request_line = REQUEST_LINE_MAX
+
+CODES = {400: "bad_request", 403: "forbidden", 414: "uri_too_long", 417: "expectation_failed",
+         431: "headers_too_large", 500: "server_error", 501: "not_implemented"}
+HINTS = {414: "; a long search question fits in the body of POST /api/knowledge/search"}
+
+
+def error_response(status: int, reason: str, message_text: str) -> bytes:
+    """The HTTP response gunicorn sends for a request it refused, its body the API's JSON error shape."""
+    body = json.dumps({"error": {"code": CODES.get(status, "bad_request"),
+                                 "message": f"{reason}: {message_text}{HINTS.get(status, '')}" if message_text else reason,
+                                 "fields": {}}}).encode()
+    head = (f"HTTP/1.1 {status} {reason}\r\nConnection: close\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n").encode("latin1")
+    return head + body
+
+
+def write_error(sock, status_int, reason, mesg):
+    util.write_nonblock(sock, error_response(int(status_int), reason, str(mesg)))
+
+
+util.write_error = write_error  # the workers call util.write_error(...) through the module: each error is JSON

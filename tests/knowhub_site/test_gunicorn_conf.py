@@ -1,0 +1,73 @@
+"""The web server's own limits and errors (knowhub_site/gunicorn_conf.py), through gunicorn started as `serve` starts
+it: a GET search's longest question fits in its request line, and what gunicorn refuses itself is JSON."""
+import json
+import socket
+import subprocess
+from urllib.parse import quote
+
+import httpx
+import pytest
+
+from knowhub_site.gunicorn_conf import REQUEST_LINE_MAX
+from knowhub_site.management.commands.serve import gunicorn_command
+from tests.conftest import REPO_ROOT, wait_for
+from tests.stack import free_port
+
+QUESTION_MAX = 2_000  # knowledge.inputs: the most characters `q` may hold
+
+
+@pytest.fixture(scope="module")
+def server():
+    port = free_port()
+    command = [part if part != "knowhub_site.wsgi:application" else "tests.knowhub_site.echo_wsgi:application"
+               for part in gunicorn_command("wsgi", bind=f"127.0.0.1:{port}", workers=1, threads=2)]
+    assert "tests.knowhub_site.echo_wsgi:application" in command
+    process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}"
+
+    def up():
+        try:
+            return httpx.get(base + "/", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            assert process.poll() is None, process.stderr.read().decode()
+            return False
+
+    wait_for(up, timeout=60, interval=0.2, message="gunicorn to answer")
+    yield base
+    process.terminate()
+    process.wait(30)
+
+
+def test_the_longest_chinese_question_fits_in_a_get_searchs_request_line(server):
+    for character in ("部", "😀"):  # 9 and 12 bytes once percent-encoded
+        query = f"q={quote(character * QUESTION_MAX)}&top_k=5&types=tool,strategy&scopes=org:acme"
+        reply = httpx.get(f"{server}/api/knowledge/search?{query}", timeout=10)
+        assert reply.status_code == 200, reply.text[:300]
+        assert reply.json() == {"query_length": len(query)}
+
+
+def raw_request(server: str, request: bytes) -> tuple[bytes, dict]:
+    """What the server answers `request` sent as it is (no client library refuses or mends it): the response's
+    head and its JSON body."""
+    host, port = server.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as connection:
+        connection.sendall(request)
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    return head, json.loads(body)
+
+
+def test_a_request_line_past_the_limit_is_a_414_in_the_apis_json_error_shape(server):
+    head, body = raw_request(server, b"GET /api/knowledge/search?q=" + b"x" * REQUEST_LINE_MAX + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 414 ")
+    assert b"Content-Type: application/json" in head and b"Connection: close" in head
+    assert body["error"]["code"] == "uri_too_long" and body["error"]["fields"] == {}
+    assert "POST /api/knowledge/search" in body["error"]["message"]
+
+
+def test_a_malformed_request_is_a_400_in_the_apis_json_error_shape(server):
+    head, body = raw_request(server, b"GET /api/knowledge HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 ") and b"Content-Type: application/json" in head
+    assert body["error"]["code"] == "bad_request"
