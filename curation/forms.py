@@ -8,6 +8,7 @@ from core.events import EVENT_TYPES
 from curation.labels import choices
 from knowledge.limits import CONTENT_MAX, EVOLVE_FEEDBACK_MAX, NOTE_MAX, REASON_MAX, TASK_MAX
 from knowledge.models import KNOWLEDGE_TYPES
+from knowledge.serializers import tags_problem
 from knowledge.search.filters import FilterError, parse_filter
 from knowledge.search.rerank import RANK_MODES
 
@@ -33,6 +34,9 @@ def parse_tags(text: str) -> dict[str, str]:
         if not sep or not key.strip():
             raise forms.ValidationError(_("“%(part)s” is not key=value") % {"part": part})
         tags[key.strip()] = value.strip()
+    problem = tags_problem(tags)
+    if problem:
+        raise forms.ValidationError(problem)
     return tags
 
 

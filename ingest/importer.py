@@ -34,6 +34,7 @@ from ingest.readers.archives import ArchiveRefused, open_bounded
 from ingest.export import FORMAT, VERSION
 from knowledge import restore, services
 from knowledge.inputs import KnowledgeCreateInput
+from knowledge.serializers import EvalSerializer
 from knowledge.models import Knowledge
 from resources import crypto
 from resources.models import Resource
@@ -351,6 +352,8 @@ def _knowledge(caller, record: dict, vector_model: str, restored: list, report: 
                                             "secure_resource_id", "resource_ids") if name in record}
     entry = KnowledgeCreateInput(data={**body, "score": record.get("score", 3)})
     entry.is_valid(raise_exception=True)
+    counters = EvalSerializer(data={name: record[name] for name in ("helpful", "harmful", "confidence") if name in record})
+    counters.is_valid(raise_exception=True)  # each within its column's range: a reason naming it, not the database's
     existing = Knowledge.objects.filter(pk=record["id"]).first()
     if existing is not None:
         if not Knowledge.objects.visible_to(caller).filter(pk=existing.pk).exists():

@@ -114,4 +114,4 @@ class DocumentIngestInput(NoUnknownFields, serializers.Serializer):
 class DocumentListInput(NoUnknownFields, serializers.Serializer):
     status = serializers.ChoiceField(choices=["queued", "processing", "done", "failed"], required=False)
     limit = serializers.IntegerField(min_value=1, max_value=100, default=20)
-    offset = serializers.IntegerField(min_value=0, default=0)
+    offset = serializers.IntegerField(min_value=0, max_value=1_000_000, default=0)  # past it: a 400 naming offset

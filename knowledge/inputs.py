@@ -7,12 +7,12 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core.safe_json import MAX_DEPTH, json_problem
-from knowledge.limits import BULK_SAVE_MAX, CONTENT_MAX, EVOLVE_FEEDBACK_MAX, REASON_MAX, TAG_VALUE_MAX, TASK_MAX
+from knowledge.limits import BULK_SAVE_MAX, CONTENT_MAX, EVOLVE_FEEDBACK_MAX, REASON_MAX, TASK_MAX
 from knowledge.models import KNOWLEDGE_TYPES
 from knowledge.search.filters import FilterError, parse_filter
 from knowledge.search.rerank import ANSWER_FLOOR, RANK_MODES, RELATIVE_FLOOR, RELEVANCE_FLOOR
-from core.fields import NoUnknownFields, StrictBooleanField, StrictCharField, valid_scopes
-from knowledge.serializers import SourceSerializer
+from core.fields import NoUnknownFields, StrictBooleanField, valid_scopes
+from knowledge.serializers import SourceSerializer, TagsField
 
 
 class CommaListField(serializers.ListField):
@@ -125,7 +125,7 @@ class KnowledgeCreateInput(NoUnknownFields, serializers.Serializer):
     task = serializers.CharField(max_length=TASK_MAX)
     content = serializers.CharField(max_length=CONTENT_MAX)
     types = serializers.ListField(child=serializers.ChoiceField(choices=KNOWLEDGE_TYPES), min_length=1)
-    tags = serializers.DictField(child=StrictCharField(allow_blank=True, max_length=TAG_VALUE_MAX), required=False, default=dict)
+    tags = TagsField(required=False, default=dict)
     scopes = serializers.ListField(child=serializers.CharField(max_length=200), required=False, min_length=1, max_length=50)
     owner = serializers.CharField(max_length=200, required=False)
     resource_ids = serializers.ListField(child=serializers.CharField(max_length=255), required=False, default=list)
@@ -162,7 +162,7 @@ class KnowledgePatchInput(NoUnknownFields, serializers.Serializer):
 
     task = serializers.CharField(max_length=TASK_MAX, required=False)
     content = serializers.CharField(max_length=CONTENT_MAX, required=False)
-    tags = serializers.DictField(child=StrictCharField(allow_blank=True, max_length=TAG_VALUE_MAX), required=False)
+    tags = TagsField(required=False)
     types = serializers.ListField(child=serializers.ChoiceField(choices=KNOWLEDGE_TYPES), min_length=1, required=False)
     reason = serializers.CharField(max_length=REASON_MAX, required=False, allow_blank=True, default="")
 

@@ -1,13 +1,14 @@
 """The seed's JSON shape of a knowledge item (seed 003), in and out."""
 from urllib.parse import urlsplit
 
+from django.utils.translation import gettext as _
 from rest_framework import serializers
 
 from core.fields import NoUnknownFields, StrictCharField, valid_scopes
 
 from knowledge import services
 from knowledge.ids import ID_RE
-from knowledge.limits import CONTENT_MAX, TAG_VALUE_MAX, TASK_MAX
+from knowledge.limits import CONTENT_MAX, TAG_NAME, TAG_VALUE_MAX, TAGS_MAX, TASK_MAX
 from knowledge.search.indexing import vectors_pending
 from knowledge.models import KNOWLEDGE_TYPES, Knowledge
 
@@ -27,6 +28,32 @@ class HttpUrlField(serializers.CharField):
         return value
 
 
+def tags_problem(tags) -> str | None:
+    """What is wrong with an item's tags as a whole (their names and number; each value is its field's), or None.
+    The API's inputs and the curation UI's forms say the same."""
+    if len(tags) > TAGS_MAX:
+        return _("at most %(most)d tags") % {"most": TAGS_MAX}
+    for name in tags:
+        if not isinstance(name, str) or not TAG_NAME.fullmatch(name):
+            return _("tag name %(name)s: use 1-100 of A-Z a-z 0-9 _ . - (the names filters take)") % {
+                "name": repr(name)[:120]}
+    return None
+
+
+class TagsField(serializers.DictField):
+    """An item's tags: names that filters can name (`tags.<name>`), at most TAGS_MAX of them, string values."""
+
+    def __init__(self, **kwargs):
+        super().__init__(child=StrictCharField(allow_blank=True, max_length=TAG_VALUE_MAX), **kwargs)
+
+    def to_internal_value(self, data):
+        tags = super().to_internal_value(data)
+        problem = tags_problem(tags)
+        if problem:
+            raise serializers.ValidationError(problem)
+        return tags
+
+
 class SourceSerializer(NoUnknownFields, serializers.Serializer):
     name = serializers.CharField(required=False, allow_blank=True, max_length=500)
     category = serializers.CharField(required=False, allow_blank=True, max_length=100)
@@ -42,10 +69,13 @@ class SourceSerializer(NoUnknownFields, serializers.Serializer):
         return value
 
 
+COUNTER_MAX = 2**31 - 1  # the counters' column (integer): past it a 400 naming the field, not the database's error
+
+
 class EvalSerializer(serializers.Serializer):
     score = serializers.IntegerField(min_value=1, max_value=5, required=False, default=3)
-    helpful = serializers.IntegerField(min_value=0, required=False, default=0)
-    harmful = serializers.IntegerField(min_value=0, required=False, default=0)
+    helpful = serializers.IntegerField(min_value=0, max_value=COUNTER_MAX, required=False, default=0)
+    harmful = serializers.IntegerField(min_value=0, max_value=COUNTER_MAX, required=False, default=0)
     confidence = serializers.FloatField(min_value=0, max_value=1, required=False, default=0.5)
     helpful_history = serializers.ListField(child=serializers.DictField(), required=False, default=list)
     harmful_history = serializers.ListField(child=serializers.DictField(), required=False, default=list)
@@ -64,7 +94,7 @@ class KnowledgeSerializer(serializers.Serializer):
         child=serializers.ChoiceField(choices=KNOWLEDGE_TYPES), min_length=1, max_length=len(KNOWLEDGE_TYPES)
     )
     task = serializers.CharField(max_length=TASK_MAX)
-    tags = serializers.DictField(child=StrictCharField(allow_blank=True, max_length=TAG_VALUE_MAX), required=False, default=dict)
+    tags = TagsField(required=False, default=dict)
     scopes = serializers.ListField(child=serializers.CharField(max_length=200), min_length=1, max_length=50)
     owner = serializers.CharField(max_length=200)
     content = serializers.CharField(max_length=CONTENT_MAX)

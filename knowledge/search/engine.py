@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from django.core.exceptions import EmptyResultSet
 from django.db.models import QuerySet
 from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy
@@ -137,26 +138,28 @@ def search(
             notes.append(_vector_search_unavailable(exc))
         if embedder is not None and mode == "hybrid":  # computed while the keyword stage runs
             embedding = embeddings.soon(_query_vector, embedder, query)
-    if query.strip() and mode in ("hybrid", "keyword"):
-        statistics = narrowed(readable, statuses=statuses)  # how rare a word is, whatever the filters
-        with timed(SEARCH_STAGE_SECONDS, stage="keyword"):
-            lists["keyword"] = keyword_candidates(base, text=query, limit=pool, statistics=statistics)
-    if embedder is not None:
-        try:
-            if embedding is not None:
-                with timed(SEARCH_STAGE_SECONDS, stage="embedding_wait"):  # what is left of it after the keyword stage
-                    query_vector = embedding()
-            else:  # a vector-only search: nothing to run beside it
-                query_vector = _query_vector(embedder, query)
-            with timed(SEARCH_STAGE_SECONDS, stage="vector"):
-                lists["vector"] = calibrated_vector_candidates(
-                    base, query=query, query_vector=query_vector, embedder=embedder, limit=pool
-                )
-        except EmbedderError as exc:
-            embedder = query_vector = None  # built, but it could not embed (its model service is down): keywords only
-            degraded = True
-            notes.append(_vector_search_unavailable(exc))
-
+    try:
+        if query.strip() and mode in ("hybrid", "keyword"):
+            statistics = narrowed(readable, statuses=statuses)  # how rare a word is, whatever the filters
+            with timed(SEARCH_STAGE_SECONDS, stage="keyword"):
+                lists["keyword"] = keyword_candidates(base, text=query, limit=pool, statistics=statistics)
+        if embedder is not None:
+            try:
+                if embedding is not None:
+                    with timed(SEARCH_STAGE_SECONDS, stage="embedding_wait"):  # what is left of it after the keyword stage
+                        query_vector = embedding()
+                else:  # a vector-only search: nothing to run beside it
+                    query_vector = _query_vector(embedder, query)
+                with timed(SEARCH_STAGE_SECONDS, stage="vector"):
+                    lists["vector"] = calibrated_vector_candidates(
+                        base, query=query, query_vector=query_vector, embedder=embedder, limit=pool
+                    )
+            except EmbedderError as exc:
+                embedder = query_vector = None  # built, but it could not embed (its model service is down): keywords only
+                degraded = True
+                notes.append(_vector_search_unavailable(exc))
+    except EmptyResultSet:  # the filters can match nothing (`IN []`, an empty OR): no candidates, not an error
+        lists, embedder, query_vector = {}, None, None
     heads = {name: rows[:POOL] for name, rows in lists.items()}
     if not query.strip():
         fused = [(item_id, 0.0) for item_id in base.order_by("-created_at").values_list("id", flat=True)[:pool]]

@@ -121,6 +121,15 @@ def test_invalid_edit_shows_errors_in_place_and_changes_nothing(curator_client):
     assert Knowledge.objects.get(pk=item.id).task == "Old task" and not item.versions.exists()
 
 
+def test_an_edit_with_a_tag_name_filters_cannot_name_is_refused_as_the_api_refuses_it(curator_client):
+    item = make_knowledge(task="Old task", tags={"domain": "a"}, embed=False)
+    response = curator_client.post(f"/knowledge/{item.id}/edit/", {
+        "task": "New task", "content": "x", "tags": "$where=1", "types": ["tool"], "reason": "r"})
+    assert response.status_code == 422 and 'id="tags-errors"' in tasks_in(response)
+    assert "the names filters take" in tasks_in(response)
+    assert Knowledge.objects.get(pk=item.id).tags == {"domain": "a"} and not item.versions.exists()
+
+
 def test_feedback_and_score_update_the_counts_in_place(curator_client):
     item = make_knowledge(embed=False)
     response = curator_client.post(f"/knowledge/{item.id}/feedback/", {"kind": "harmful", "note": "wrong port"})

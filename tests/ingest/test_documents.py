@@ -268,3 +268,9 @@ def test_a_run_whose_claim_is_no_longer_the_latest_stores_nothing(writer):
 def test_hostile_form_fields_are_a_400_naming_the_field(writer, field, value):
     reply = upload(writer, "n.md", b"# N\n\nx", **{"scopes": "team:a", field: value})
     assert reply.status_code == 400 and field in reply.json()["error"]["fields"]
+
+
+@pytest.mark.parametrize("params", [{"offset": "9223372036854775808"}, {"offset": "1000001"}, {"limit": "101"}])
+def test_list_parameters_past_their_bounds_are_a_400_naming_them(writer, params):
+    reply = writer.get("/api/documents", params)
+    assert reply.status_code == 400 and set(params) <= set(reply.json()["error"]["fields"]), reply.content

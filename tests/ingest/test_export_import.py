@@ -163,9 +163,12 @@ def test_bad_records_are_reported_with_their_line_while_the_good_ones_land():
     bad_item = {**json.loads(next(line for line in lines if '"kind": "knowledge"' in line)), "id": "knowledge-20260101-bad1",
                 "types": ["not-a-type"]}
     lines.append(json.dumps(bad_item))
+    huge = json.loads(next(line for line in lines if '"kind": "knowledge"' in line))
+    lines.append(json.dumps({**huge, "id": "knowledge-20260101-bad2", "helpful": 2**31}))
     report = import_file(IMPORTER, name="backup.jsonl", data="\n".join(lines).encode())
-    assert [f["line"] for f in report.failed] == [3, len(lines)]
+    assert [f["line"] for f in report.failed] == [3, len(lines) - 1, len(lines)]
     assert "not JSON" in report.failed[0]["reason"] and "types" in report.failed[1]["reason"]
+    assert "helpful" in report.failed[2]["reason"]
     assert Knowledge.objects.count() == 5
 
 

@@ -1,4 +1,5 @@
 """The agent API of seed 003: search, save and read, with per-agent tokens and scopes."""
+import base64
 import json
 
 import pytest
@@ -52,6 +53,53 @@ def test_seed_save_body_works_verbatim_and_comes_back_in_the_seed_shape(owner):
     assert item["eval"]["score"] == 4 and item["eval"]["helpful_history"] == []
     assert {k: item["source"][k] for k in SEED_SAVE_BODY["source"]} == SEED_SAVE_BODY["source"]
     assert owner.get(f"/api/knowledge/{item['id']}").json() == item
+
+
+@pytest.mark.parametrize("body", [
+    {"task": "t", "content": "c", "types": ["plan"]},
+    {"task": "Zugang 登录 🔑", "content": "line one\nline two\t\u00e9", "types": ["tool", "strategy", "tool"],
+     "tags": {"zeta": "1", "a": "", "middle_key_that_is_long": "值", "b": "two words"},
+     "resource_ids": ["res-a", "res-b", "res-a"], "message_id": "msg-7",
+     "source": {"urls": ["https://example.com/a?b=c"], "timestamp": "2026-11-29T10:00:00+08:00", "name": "n"},
+     "eval": {"score": 5, "confidence": 0.1234567890123}},
+], ids=["least", "most"])
+def test_a_saves_reply_is_what_reading_the_item_back_gives(owner, body):
+    """The reply is built from what was written, not read back: it must be what a GET returns, field for field."""
+    from tests.factories import make_resource
+
+    make_resource("res-a", scopes=["org:cybertogether"])
+    make_resource("res-b", scopes=["org:cybertogether"])
+    response = owner.post("/api/knowledge", body, format="json")
+    assert response.status_code == 201, response.json()
+    saved = response.json()
+    assert saved["types"] == list(dict.fromkeys(body["types"]))
+    assert saved["resource_ids"] == list(dict.fromkeys(body.get("resource_ids", [])))
+    assert owner.get(f"/api/knowledge/{saved['id']}").json() == saved
+
+
+@pytest.mark.parametrize("tags", [{"": "x"}, {"$where": "x"}, {"a b": "x"}, {"x" * 101: "x"}, {"标签": "x"},
+                                  {f"t{n}": "x" for n in range(51)}],
+                         ids=["empty", "dollar", "space", "too-long", "not-ascii", "too-many"])
+def test_a_tag_name_filters_cannot_name_is_a_400_naming_tags_on_save_and_edit(owner, tags):
+    response = owner.post("/api/knowledge", {**SEED_SAVE_BODY, "tags": tags}, format="json")
+    assert response.status_code == 400 and "tags" in response.json()["error"]["fields"], response.content
+    item = owner.post("/api/knowledge", SEED_SAVE_BODY, format="json").json()
+    edit = owner.patch(f"/api/knowledge/{item['id']}", {"tags": tags, "reason": "r"}, format="json")
+    assert edit.status_code == 400 and "tags" in edit.json()["error"]["fields"], edit.content
+    bulk = owner.post("/api/knowledge/bulk", {"items": [{**SEED_SAVE_BODY, "tags": tags}]}, format="json")
+    assert bulk.status_code == 200 and bulk.json()["failed"] == 1, bulk.content
+
+
+def test_every_tag_name_a_save_takes_can_be_filtered_on(owner):
+    tags = {"a.b": "1", "x" * 100: "2", "Mixed_Case-9": "3"}
+    saved = owner.post("/api/knowledge", {**SEED_SAVE_BODY, "tags": tags}, format="json")
+    assert saved.status_code == 201, saved.content
+    offered = owner.get("/api/knowledge/filters").json()["keys"]
+    for name, value in tags.items():
+        assert f"tags.{name}" in offered
+        filters = json.dumps({"op": "EQ", "key": f"tags.{name}", "value": value})
+        found = owner.get("/api/knowledge/search", {"q": SEED_SAVE_BODY["task"], "filters": filters, "min_score": 1})
+        assert [r["id"] for r in found.json()["results"]] == [saved.json()["id"]], found.content
 
 
 def test_scopes_and_owner_default_from_the_token(owner):
@@ -132,12 +180,24 @@ def test_search_by_post_takes_nested_filters_and_explains(owner):
         ({"q": "x", "filters": '{"op": "EQ", "key": "colour", "value": "red"}'}, "filters"),
         ({"q": "x", "filters": '{"op": "LIKE", "key": "task", "value": "x"}'}, "filters"),
         ({"q": "x", "rank": "random"}, "rank"),
+        ({"q": "x", "filters": '{"op": "GT", "key": "created_at", "value": "0001-01-01T00:00:00+23:59"}'}, "filters"),
     ],
 )
 def test_bad_search_parameters_are_a_400_naming_the_field(owner, params, field):
     response = owner.get("/api/knowledge/search", params)
     assert response.status_code == 400
     assert field in response.json()["error"]["fields"]
+
+
+@pytest.mark.parametrize("value", ["0001-01-01T00:00:00-23:59", "9999-12-31T00:00:00-15:00", "9999-12-31", "0001-01-01"])
+def test_date_filters_at_the_edges_of_the_calendar_and_offsets_the_database_refuses_are_answered(owner, value):
+    owner.post("/api/knowledge", {**SEED_SAVE_BODY, "task": "deploy with helm"}, format="json")
+    for op in ("GT", "LT", "EQ"):
+        filters = json.dumps({"op": op, "key": "created_at", "value": value})
+        response = owner.get("/api/knowledge/search", {"q": "deploy helm", "filters": filters, "min_score": 1})
+        assert response.status_code == 200, response.content
+        found = len(response.json()["results"])
+        assert found == {"GT": int(value.startswith("0001")), "LT": int(value.startswith("9999")), "EQ": 0}[op], (op, found)
 
 
 def test_unknown_filter_key_error_lists_the_valid_keys(owner):
@@ -152,6 +212,28 @@ def test_agents_in_other_orgs_cannot_see_each_others_items(owner, outsider):
     sneaky = {"q": "secret sauce", "scopes": "org:cybertogether", "filters": '{"op": "EQ", "key": "scopes", "value": "org:cybertogether"}'}
     assert outsider.get("/api/knowledge/search", sneaky).json()["count"] == 0
     assert owner.get(f"/api/knowledge/{item['id']}").status_code == 200
+
+
+@pytest.mark.parametrize("matches_nothing", [
+    {"op": "IN", "key": "types", "value": []},
+    {"op": "OR", "conditions": []},
+    {"op": "NOT", "condition": {"op": "AND", "conditions": []}},
+    {"op": "AND", "conditions": [{"op": "EQ", "key": "types", "value": "tool"}, {"op": "IN", "key": "id", "value": []}]},
+    {"op": "IN", "key": "tags.domain", "value": []},
+], ids=["in-empty", "or-empty", "not-and-empty", "and-with-in-empty", "tag-in-empty"])
+def test_a_filter_that_can_match_nothing_finds_nothing_from_a_request_or_a_tokens_static_filters(owner, matches_nothing):
+    owner.post("/api/knowledge", {**SEED_SAVE_BODY, "task": "deploy with helm", "types": ["tool"]}, format="json")
+    expression = json.dumps(matches_nothing)
+    for method, body in (("get", {"q": "deploy helm", "filters": expression}), ("post", {"q": "deploy helm", "filters": matches_nothing})):
+        response = getattr(owner, method)("/api/knowledge/search", body, format="json" if method == "post" else None)
+        assert response.status_code == 200, response.content
+        assert response.json()["results"] == []
+    nothing = client_for("nothing_agent", ["org:cybertogether"], static_filters=matches_nothing)
+    for query in ("deploy helm", "a", ""):  # words, only a stop word, no query (the newest)
+        response = nothing.get("/api/knowledge/search", {"q": query})
+        assert response.status_code == 200, response.content
+        assert response.json()["results"] == [], query
+    assert owner.get("/api/knowledge/search", {"q": "deploy helm", "min_score": 1}).json()["count"] == 1
 
 
 def test_static_filters_on_a_token_are_always_applied(owner):
@@ -248,6 +330,36 @@ def test_list_filters_by_types_and_scopes(owner):
 def test_bad_list_parameters_are_400(owner, params, field):
     response = owner.get("/api/knowledge", params)
     assert response.status_code == 400 and field in response.json()["error"]["fields"]
+
+
+def forged_cursor(created_at, item_id) -> str:
+    import base64
+
+    return base64.urlsafe_b64encode(json.dumps([created_at, item_id]).encode()).decode().rstrip("=")
+
+
+@pytest.mark.parametrize("cursor", [
+    forged_cursor("2026-01-01T00:00:00+00:00", "\ud800"),
+    forged_cursor("2026-01-01T00:00:00+00:00", "a\u0000b"),
+    forged_cursor("2026-01-01T00:00:00+00:00", "' OR 1=1 --"),
+    forged_cursor("2026-01-01T00:00:00+00:00", 7),
+    forged_cursor("0001-01-01T00:00:00+23:59", "knowledge-20260101-abcd"),
+    forged_cursor("2026-01-01T00:00:00", "knowledge-20260101-abcd"),
+    forged_cursor("not a date", "knowledge-20260101-abcd"),
+    base64.urlsafe_b64encode(b'{"a": 1}').decode().rstrip("="),
+], ids=["surrogate", "nul", "not-an-id", "number", "before-year-1", "naive", "not-a-date", "object"])
+def test_a_forged_cursor_is_a_400_naming_the_cursor(owner, cursor):
+    response = owner.get("/api/knowledge", {"cursor": cursor})
+    assert response.status_code == 400, response.content
+    assert "cursor" in response.json()["error"]["fields"]
+
+
+def test_a_cursor_with_any_utc_offset_the_database_refuses_still_pages(owner):
+    item = make_knowledge(task="old", scopes=["org:cybertogether"], embed=False)
+    response = owner.get("/api/knowledge", {"cursor": forged_cursor("9999-12-31T00:00:00-23:59", "knowledge-99991231-zzzz")})
+    assert response.status_code == 200, response.content
+    assert [r["id"] for r in response.json()["results"]] == [item.id]
+    assert owner.get("/api/knowledge", {"cursor": forged_cursor("0001-01-01T23:00:00-23:59", item.id)}).json()["results"] == []
 
 
 def test_filters_endpoint_lists_keys_with_samples_from_visible_items_only(owner):

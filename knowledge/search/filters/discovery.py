@@ -6,6 +6,7 @@ from typing import Any
 from django.db import connections
 from django.db.models import F, Func, QuerySet
 
+from knowledge.limits import TAG_NAME
 from knowledge.models import Knowledge
 from knowledge.search.filters.keys import KEYS, SOURCE_STRING_KEYS, JsonStringKey, Key, ListKey
 
@@ -35,6 +36,8 @@ def valid_filter_keys(queryset: QuerySet | None = None, *, sample_size: int = 5)
             samples = _column_samples(queryset, key, sample_size=sample_size)
         keys[name] = _describe_key(key, samples)
     for tag, samples in sorted(tags.items()):
+        if not TAG_NAME.fullmatch(tag):  # a name stored before tags were held to what filters take: not offered
+            continue
         name = f"tags.{tag}"
         keys[name] = _describe_key(JsonStringKey(name, column="tags", member=tag), samples)
     return keys

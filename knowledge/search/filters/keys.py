@@ -23,12 +23,12 @@ from django.db.models.lookups import (
 )
 
 from knowledge.errors import KnowledgeError
+from knowledge.limits import TAG_NAME
 from knowledge.models import KNOWLEDGE_TYPES, KnowledgeStatus
 from knowledge.quality import QUALITY
 
 MAX_VALUES = 100  # in one IN / NIN / CONTAINS list
 MAX_STRING_LENGTH = 500
-TAG_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
 SOURCE_STRING_KEYS = ("name", "category", "agent_id", "submitted_by", "message_id")
 
 ALL_OPS = ("EQ", "NEQ", "GT", "GTE", "LT", "LTE", "IN", "NIN", "CONTAINS", "STARTSWITH")
@@ -81,7 +81,7 @@ def _moment(key: str, op: str, value: Any) -> tuple[datetime, datetime | None]:
         moment = value
     elif isinstance(value, date):
         day = datetime.combine(value, time(), tzinfo=UTC)
-        return day, day + timedelta(days=1)
+        return day, (day + timedelta(days=1) if value < date.max else datetime.max.replace(tzinfo=UTC))
     elif isinstance(value, str) and len(value) <= 64:
         text = value.strip()
         try:
@@ -100,7 +100,10 @@ def _moment(key: str, op: str, value: Any) -> tuple[datetime, datetime | None]:
             raise FilterError(f"{op} on {key}: {value!r} is not a valid Unix timestamp") from None
     else:
         raise FilterError(f"{op} on {key} takes an ISO 8601 date or datetime, not {_kind(value)}")
-    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)), None
+    try:  # in UTC: the database refuses an offset past ±15:59, and one that moves the moment past year 1 or 9999
+        return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC), None
+    except OverflowError:
+        raise FilterError(f"{op} on {key}: {value!r} is outside the years 1 to 9999 in UTC") from None
 
 
 def _values(key: str, op: str, value: Any) -> list:
