@@ -99,14 +99,19 @@ def _with_child(field):
     return copied
 
 
+# Query parameters any GET may carry that are about the transport, not the operation: DRF's format override.
+TRANSPORT_PARAMETERS = frozenset({"format"})
+
+
 class NoUnknownFields(ShallowFieldCopies):
-    """Mixin for a Serializer taking a JSON object: a key it does not declare is a 400 naming that key,
-    not silently dropped (a typo such as `socre` would otherwise save the default). Every input has it, so
-    every input's fields are copied cheaply (`ShallowFieldCopies`)."""
+    """Mixin for a Serializer taking a JSON object or a query string: a key it does not declare is a 400 naming that
+    key, not silently dropped (a typo such as `socre` or `?topk=3` would otherwise run with the default). Every input
+    has it, so every input's fields are copied cheaply (`ShallowFieldCopies`)."""
 
     def to_internal_value(self, data):
-        if isinstance(data, Mapping) and not isinstance(data, QueryDict):
-            unknown = [str(key) for key in data if key not in self.fields]
+        if isinstance(data, Mapping):
+            ignored = TRANSPORT_PARAMETERS if isinstance(data, QueryDict) else frozenset()
+            unknown = [str(key) for key in data if key not in self.fields and key not in ignored]
             if unknown:
                 expected = ", ".join(self.fields)
                 raise serializers.ValidationError({key: [_("unknown field; expected one of %(expected)s") % {"expected": expected}] for key in unknown})

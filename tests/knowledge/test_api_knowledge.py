@@ -181,6 +181,7 @@ def test_search_by_post_takes_nested_filters_and_explains(owner):
         ({"q": "x", "filters": '{"op": "LIKE", "key": "task", "value": "x"}'}, "filters"),
         ({"q": "x", "rank": "random"}, "rank"),
         ({"q": "x", "filters": '{"op": "GT", "key": "created_at", "value": "0001-01-01T00:00:00+23:59"}'}, "filters"),
+        ({"q": "x", "topk": 3}, "topk"),  # a misspelt parameter is refused, as in a body, not run with the default
     ],
 )
 def test_bad_search_parameters_are_a_400_naming_the_field(owner, params, field):
@@ -198,6 +199,11 @@ def test_date_filters_at_the_edges_of_the_calendar_and_offsets_the_database_refu
         assert response.status_code == 200, response.content
         found = len(response.json()["results"])
         assert found == {"GT": int(value.startswith("0001")), "LT": int(value.startswith("9999")), "EQ": 0}[op], (op, found)
+
+
+def test_a_get_may_carry_the_format_parameter_any_endpoint_takes(owner):
+    assert owner.get("/api/knowledge/search", {"q": "x", "format": "json"}).status_code == 200
+    assert owner.get("/api/knowledge", {"limit": 2, "format": "json"}).status_code == 200
 
 
 def test_unknown_filter_key_error_lists_the_valid_keys(owner):
@@ -326,7 +332,8 @@ def test_list_filters_by_types_and_scopes(owner):
     assert owner.get("/api/knowledge", {"scopes": "org:nowhere"}).json()["results"] == []
 
 
-@pytest.mark.parametrize(("params", "field"), [({"limit": 0}, "limit"), ({"limit": 500}, "limit"), ({"cursor": "garbage!"}, "cursor"), ({"types": "gossip"}, "types")])
+@pytest.mark.parametrize(("params", "field"), [({"limit": 0}, "limit"), ({"limit": 500}, "limit"), ({"cursor": "garbage!"}, "cursor"),
+                                               ({"types": "gossip"}, "types"), ({"limt": 3}, "limt")])
 def test_bad_list_parameters_are_400(owner, params, field):
     response = owner.get("/api/knowledge", params)
     assert response.status_code == 400 and field in response.json()["error"]["fields"]
