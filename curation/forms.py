@@ -27,16 +27,14 @@ STATUSES = [("active", _("Active")), ("archived", _("Archived")), ("merged", _("
 
 
 def parse_tags(text: str) -> dict[str, str]:
-    """'domain=coding, lang=python' -> {"domain": "coding", "lang": "python"}."""
+    """'domain=coding, lang=python' -> {"domain": "coding", "lang": "python"} (any names: the list's tag filter finds
+    items by the names they have; an edit checks its names, `EditForm.clean_tags`)."""
     tags = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
         key, sep, value = part.partition("=")
         if not sep or not key.strip():
             raise forms.ValidationError(_("“%(part)s” is not key=value") % {"part": part})
         tags[key.strip()] = value.strip()
-    problem = tags_problem(tags)
-    if problem:
-        raise forms.ValidationError(problem)
     return tags
 
 
@@ -88,8 +86,16 @@ class EditForm(forms.Form):
     reason = forms.CharField(label=_("Reason"), required=False, max_length=REASON_MAX,
                              help_text=_("why (kept with the version)"))
 
+    def __init__(self, *args, item=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.kept_tags = item.tags if item is not None else {}  # names the item has may stay, whatever they are
+
     def clean_tags(self):
-        return parse_tags(self.cleaned_data["tags"])
+        tags = parse_tags(self.cleaned_data["tags"])
+        problem = tags_problem(tags, kept=self.kept_tags)
+        if problem:
+            raise forms.ValidationError(problem)
+        return tags
 
     @staticmethod
     def initial_for(item) -> dict:

@@ -34,7 +34,7 @@ from ingest.readers.archives import ArchiveRefused, open_bounded
 from ingest.export import FORMAT, VERSION
 from knowledge import restore, services
 from knowledge.inputs import KnowledgeCreateInput
-from knowledge.serializers import EvalSerializer
+from knowledge.serializers import EvalSerializer, TagsField
 from knowledge.models import Knowledge
 from resources import crypto
 from resources.models import Resource
@@ -348,10 +348,14 @@ def _resource(caller, record: dict, secret: _SecretReader) -> str:
 
 
 def _knowledge(caller, record: dict, vector_model: str, restored: list, report: ImportReport) -> str:
-    body = {name: record[name] for name in ("task", "content", "types", "tags", "scopes", "message_id",
+    body = {name: record[name] for name in ("task", "content", "types", "scopes", "message_id",
                                             "secure_resource_id", "resource_ids") if name in record}
     entry = KnowledgeCreateInput(data={**body, "score": record.get("score", 3)})
     entry.is_valid(raise_exception=True)
+    try:  # the names an earlier hub stored come back whatever they are (the values are checked)
+        TagsField(names_checked=False).run_validation(record.get("tags") or {})
+    except ValidationError as exc:
+        raise ValidationError({"tags": exc.detail}) from None
     counters = EvalSerializer(data={name: record[name] for name in ("helpful", "harmful", "confidence") if name in record})
     counters.is_valid(raise_exception=True)  # each within its column's range: a reason naming it, not the database's
     existing = Knowledge.objects.filter(pk=record["id"]).first()

@@ -1,4 +1,6 @@
-"""gunicorn's configuration for KnowHub's web and MCP servers (`serve` passes it with `-c python:…`).
+"""gunicorn's configuration for KnowHub's web server, threaded WSGI (`serve` passes it with `--config python:…`). The
+MCP server's uvicorn worker parses HTTP itself (h11: a request head up to 16 KB, its own plain-text 400s); agents
+search through the web server.
 
 - Request lines up to REQUEST_LINE_MAX bytes. An agent's GET search carries its question in the query string: `q`
   may hold 2,000 characters, 18,000 bytes once Chinese is percent-encoded, with room left for types, scopes and a

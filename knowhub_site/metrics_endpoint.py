@@ -81,9 +81,11 @@ def client_allowed(address: str | None) -> bool:
 
 
 def has_token(request) -> bool:
+    from agents.auth import is_bearer  # the scheme in any case, as the API takes it
+
     expected = settings.KNOWHUB_METRICS_TOKEN
     scheme, _, given = request.headers.get("Authorization", "").partition(" ")
-    return bool(expected) and scheme == "Bearer" and hmac.compare_digest(given.strip().encode(), expected.encode())
+    return bool(expected) and is_bearer(scheme) and hmac.compare_digest(given.strip().encode(), expected.encode())
 
 
 def metrics_view(request):

@@ -162,7 +162,7 @@ class KnowledgePatchInput(NoUnknownFields, serializers.Serializer):
 
     task = serializers.CharField(max_length=TASK_MAX, required=False)
     content = serializers.CharField(max_length=CONTENT_MAX, required=False)
-    tags = TagsField(required=False)
+    tags = TagsField(required=False, names_checked=False)  # against the item's own names: operations.knowledge_edit
     types = serializers.ListField(child=serializers.ChoiceField(choices=KNOWLEDGE_TYPES), min_length=1, required=False)
     reason = serializers.CharField(max_length=REASON_MAX, required=False, allow_blank=True, default="")
 

@@ -51,6 +51,8 @@ def knowledge_restore(caller, record: Mapping, *, vector_model: str) -> Knowledg
     if keep_vector:
         ensure_index(vector_model, len(vector))
         Knowledge.objects.filter(pk=item.pk).update(embedding=vector, embedding_model=vector_model)
+        item.embedding_model = vector_model
+    item.histories_complete = False  # its cases were stored after knowledge_create: a reply reads them from the rows
     return item
 
 

@@ -28,12 +28,16 @@ class HttpUrlField(serializers.CharField):
         return value
 
 
-def tags_problem(tags) -> str | None:
+def tags_problem(tags, *, kept=()) -> str | None:
     """What is wrong with an item's tags as a whole (their names and number; each value is its field's), or None.
-    The API's inputs and the curation UI's forms say the same."""
-    if len(tags) > TAGS_MAX:
+    The API's inputs and the curation UI's forms say the same. `kept`: the names the item has now, which an edit may
+    keep whatever they are (an item saved before names were held to this rule, or merged from many, stays editable):
+    only names new to it must be ones filters can name, and only an edit that adds tags past TAGS_MAX is refused."""
+    if len(tags) > max(TAGS_MAX, len(kept)):
         return _("at most %(most)d tags") % {"most": TAGS_MAX}
     for name in tags:
+        if name in kept:
+            continue
         if not isinstance(name, str) or not TAG_NAME.fullmatch(name):
             return _("tag name %(name)s: use 1-100 of A-Z a-z 0-9 _ . - (the names filters take)") % {
                 "name": repr(name)[:120]}
@@ -41,14 +45,17 @@ def tags_problem(tags) -> str | None:
 
 
 class TagsField(serializers.DictField):
-    """An item's tags: names that filters can name (`tags.<name>`), at most TAGS_MAX of them, string values."""
+    """An item's tags: names that filters can name (`tags.<name>`), at most TAGS_MAX of them, string values.
+    `names_checked=False` checks the values only: for an edit, whose names are checked against the item's own
+    (`tags_problem(kept=…)`), and for a restore, which brings back what an earlier hub stored."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, *, names_checked: bool = True, **kwargs):
+        self.names_checked = names_checked
         super().__init__(child=StrictCharField(allow_blank=True, max_length=TAG_VALUE_MAX), **kwargs)
 
     def to_internal_value(self, data):
         tags = super().to_internal_value(data)
-        problem = tags_problem(tags)
+        problem = tags_problem(tags) if self.names_checked else None
         if problem:
             raise serializers.ValidationError(problem)
         return tags

@@ -113,7 +113,7 @@ def knowledge_edit(request, knowledge_id):
     item = _item(knowledge_id)
     if request.method == "GET":
         return render(request, f"{DETAIL}#edit-form", {"item": item, "form": EditForm(initial=EditForm.initial_for(item))})
-    form = EditForm(request.POST)
+    form = EditForm(request.POST, item=item)
     if not form.is_valid():
         return render(request, f"{DETAIL}#edit-form", {"item": item, "form": form}, status=422)
     data = form.cleaned_data

@@ -26,7 +26,7 @@ from knowledge.search import engine, result_cache
 from knowledge.search.filters import VALID_OPERATORS, valid_filter_keys
 from knowledge.search.filters import for_caller as filters_for_caller
 from knowledge.search.rerank import Gate
-from knowledge.serializers import KnowledgeSerializer
+from knowledge.serializers import KnowledgeSerializer, tags_problem
 
 SEARCH_ID_UNSEEN = "no search with this id is visible to this caller"
 FILTER_EXAMPLE = {"op": "AND", "conditions": [
@@ -282,6 +282,9 @@ def _raw_id(raw):
 def knowledge_edit(caller: Caller, *, knowledge_id, reason, **changes) -> Knowledge:
     """Edit an item's text, tags or types (its owner, or a curator); the old text is kept as a version."""
     item = changeable_item(caller, knowledge_id)
+    problem = tags_problem(changes["tags"], kept=item.tags) if changes.get("tags") is not None else None
+    if problem:
+        raise ValidationError({"tags": [problem]})
     services.knowledge_edit(caller, knowledge_id=item.id, reason=reason, **changes)
     return selectors.knowledge_get(knowledge_id=item.id)
 

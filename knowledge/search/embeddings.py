@@ -286,16 +286,21 @@ def _background_threads() -> ThreadPoolExecutor:
 def soon(function: Callable[..., np.ndarray], *args) -> Callable[[], np.ndarray]:
     """Start `function(*args)` (a query's embedding) in a background thread; the function returned gives its result
     (waiting for it, or computing it in the caller's thread if no thread has taken it up yet, or if the
-    interpreter is shutting down) or raises what it raised. The function must not use the database: the
+    interpreter is shutting down) or raises what it raised; its `cancel()` drops it if no thread has taken it up. The function must not use the database: the
     background thread has no connection of the caller's."""
     try:
         future = _background_threads().submit(function, *args)
     except RuntimeError:  # "cannot schedule new futures after interpreter shutdown"
-        return lambda: function(*args)
+        def inline() -> np.ndarray:
+            return function(*args)
+
+        inline.cancel = lambda: True
+        return inline
 
     def result() -> np.ndarray:
         if future.cancel():  # still queued: every background thread is busy
             return function(*args)
         return future.result()
 
+    result.cancel = future.cancel  # not needed after all: dropped if no thread has taken it up yet
     return result

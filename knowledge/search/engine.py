@@ -159,6 +159,8 @@ def search(
                 degraded = True
                 notes.append(_vector_search_unavailable(exc))
     except EmptyResultSet:  # the filters can match nothing (`IN []`, an empty OR): no candidates, not an error
+        if embedding is not None:
+            embedding.cancel()  # nor is the query's vector needed
         lists, embedder, query_vector = {}, None, None
     heads = {name: rows[:POOL] for name, rows in lists.items()}
     if not query.strip():

@@ -130,6 +130,16 @@ def test_an_edit_with_a_tag_name_filters_cannot_name_is_refused_as_the_api_refus
     assert Knowledge.objects.get(pk=item.id).tags == {"domain": "a"} and not item.versions.exists()
 
 
+def test_an_item_whose_tag_names_predate_the_rule_is_edited_in_the_ui_with_them(curator_client):
+    item = make_knowledge(task="Old task", tags={"领域": "编程"}, embed=False)
+    response = curator_client.post(f"/knowledge/{item.id}/edit/", {
+        "task": "Old task", "content": "fixed a typo", "tags": "领域=编程", "types": ["tool"], "reason": "typo"})
+    assert response.status_code == 200, tasks_in(response)
+    assert Knowledge.objects.get(pk=item.id).tags == {"领域": "编程"}
+    listed = tasks_in(curator_client.get("/knowledge/?tags=领域=编程"))  # the list's tag filter finds it by that name
+    assert "Old task" in listed
+
+
 def test_feedback_and_score_update_the_counts_in_place(curator_client):
     item = make_knowledge(embed=False)
     response = curator_client.post(f"/knowledge/{item.id}/feedback/", {"kind": "harmful", "note": "wrong port"})

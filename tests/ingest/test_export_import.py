@@ -164,12 +164,14 @@ def test_bad_records_are_reported_with_their_line_while_the_good_ones_land():
                 "types": ["not-a-type"]}
     lines.append(json.dumps(bad_item))
     huge = json.loads(next(line for line in lines if '"kind": "knowledge"' in line))
+    lines.append(json.dumps({**huge, "id": "knowledge-20260101-old1", "tags": {"领域": "编程", "a b": "x"}}))  # an earlier hub's
     lines.append(json.dumps({**huge, "id": "knowledge-20260101-bad2", "helpful": 2**31}))
     report = import_file(IMPORTER, name="backup.jsonl", data="\n".join(lines).encode())
-    assert [f["line"] for f in report.failed] == [3, len(lines) - 1, len(lines)]
+    assert [f["line"] for f in report.failed] == [3, len(lines) - 2, len(lines)]
     assert "not JSON" in report.failed[0]["reason"] and "types" in report.failed[1]["reason"]
     assert "helpful" in report.failed[2]["reason"]
-    assert Knowledge.objects.count() == 5
+    assert Knowledge.objects.get(pk="knowledge-20260101-old1").tags == {"领域": "编程", "a b": "x"}
+    assert Knowledge.objects.count() == 6
 
 
 def test_a_file_that_is_not_an_export_or_of_an_unknown_kind_is_refused_as_a_whole():

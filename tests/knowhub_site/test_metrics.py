@@ -26,9 +26,10 @@ def test_an_address_outside_the_allow_list_without_the_token_is_refused_and_sees
         assert b"knowhub" not in response.content
 
 
-def test_the_token_opens_metrics_to_any_address(client, settings):
+@pytest.mark.parametrize("scheme", ["Bearer", "bearer"])
+def test_the_token_opens_metrics_to_any_address(client, settings, scheme):
     settings.KNOWHUB_METRICS_TOKEN = "metrics-secret-token"
-    text = scrape(client, REMOTE_ADDR=OUTSIDE, HTTP_AUTHORIZATION="Bearer metrics-secret-token")
+    text = scrape(client, REMOTE_ADDR=OUTSIDE, HTTP_AUTHORIZATION=f"{scheme} metrics-secret-token")
     assert "knowhub_embedding_backlog" in families(text)
 
 

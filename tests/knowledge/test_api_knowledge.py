@@ -102,6 +102,17 @@ def test_every_tag_name_a_save_takes_can_be_filtered_on(owner):
         assert [r["id"] for r in found.json()["results"]] == [saved.json()["id"]], found.content
 
 
+def test_an_item_whose_tag_names_predate_the_rule_stays_editable_and_keeps_them(owner):
+    legacy = {"领域": "编程", "a b": "x"}  # stored before tag names were held to what filters can name
+    item = make_knowledge(task="old", tags=legacy, scopes=["org:cybertogether"], owner="agent:research_agent", embed=False)
+    kept = owner.patch(f"/api/knowledge/{item.id}", {"tags": {**legacy, "domain": "web"}, "reason": "r"}, format="json")
+    assert kept.status_code == 200 and kept.json()["tags"] == {**legacy, "domain": "web"}, kept.content
+    new = owner.patch(f"/api/knowledge/{item.id}", {"tags": {**legacy, "新": "x"}, "reason": "r"}, format="json")
+    assert new.status_code == 400 and "tags" in new.json()["error"]["fields"], new.content
+    offered = owner.get("/api/knowledge/filters").json()["keys"]
+    assert "tags.domain" in offered and not {"tags.领域", "tags.a b"} & set(offered)
+
+
 def test_scopes_and_owner_default_from_the_token(owner):
     body = {"task": "t", "content": "c", "types": ["plan"]}
     item = owner.post("/api/knowledge", body, format="json").json()

@@ -204,9 +204,10 @@ def gunicorn_command(kind: str, *, bind: str, workers: int, threads: int = 1) ->
     transport, knowhub_site/asgi.py). No access log: knowhub_site/request_log.py logs each request. Its settings and
     its own error replies: knowhub_site/gunicorn_conf.py."""
     server = (["knowhub_site.asgi:application", "--worker-class", "uvicorn_worker.UvicornWorker"] if kind == "asgi"
-              else ["knowhub_site.wsgi:application", "--worker-class", "gthread", "--threads", str(threads)])
-    return [sys.executable, "-m", "gunicorn", *server, "--config", "python:knowhub_site.gunicorn_conf", "--bind", bind,
-            "--workers", str(workers), "--graceful-timeout", "10", "--no-control-socket"]
+              else ["knowhub_site.wsgi:application", "--worker-class", "gthread", "--threads", str(threads),
+                    "--config", "python:knowhub_site.gunicorn_conf"])  # uvicorn parses HTTP itself (h11)
+    return [sys.executable, "-m", "gunicorn", *server, "--bind", bind, "--workers", str(workers),
+            "--graceful-timeout", "10", "--no-control-socket"]
 
 
 def web_threads() -> int:

@@ -36,8 +36,6 @@ def valid_filter_keys(queryset: QuerySet | None = None, *, sample_size: int = 5)
             samples = _column_samples(queryset, key, sample_size=sample_size)
         keys[name] = _describe_key(key, samples)
     for tag, samples in sorted(tags.items()):
-        if not TAG_NAME.fullmatch(tag):  # a name stored before tags were held to what filters take: not offered
-            continue
         name = f"tags.{tag}"
         keys[name] = _describe_key(JsonStringKey(name, column="tags", member=tag), samples)
     return keys
@@ -80,7 +78,9 @@ def _json_samples(queryset: QuerySet, *, column: str, sample_size: int,
     connection = connections[queryset.db]
     quote = connection.ops.quote_name
     ids_sql, ids_params = _ids_subquery(queryset)
-    only = "AND member.key = ANY(%s)" if members else ""
+    # the members asked for, else (tags) the names filters can name, before the LIMIT: a name stored before tags were
+    # held to that rule is not offered and takes no place of one that is
+    only = "AND member.key = ANY(%s)" if members else f"AND member.key ~ '^{TAG_NAME.pattern}$'"
     sql = f"""
         SELECT member.key,
                (array_agg(DISTINCT member.value ORDER BY member.value) FILTER (WHERE member.value <> ''))[1:%s]

@@ -78,6 +78,20 @@ def test_with_every_background_thread_busy_the_search_embeds_the_query_itself(mo
     assert result.candidates[0].explanation["vector_rank"] == 1
 
 
+def test_a_search_whose_filters_can_match_nothing_drops_its_queued_embedding(monkeypatch, item):
+    recorder = _recording(monkeypatch)
+    release = threading.Event()
+    busy = [embeddings._background_threads().submit(release.wait, 30) for _ in range(embeddings.BACKGROUND_THREADS)]
+    try:  # the query's embedding waits in the queue behind the busy threads when the search finds it is not needed
+        result = engine.search(query="retry with backoff", top_k=1, min_score=1,
+                               filters={"op": "IN", "key": "types", "value": []})
+    finally:
+        release.set()
+    assert all(done.result(timeout=30) for done in busy)
+    embeddings._background_threads().submit(lambda: None).result(timeout=30)  # the queue behind them has run
+    assert result.hits == [] and recorder.threads == []  # never embedded, here or in the background
+
+
 def test_a_vector_only_search_embeds_its_query_itself(monkeypatch, item):
     recorder = _recording(monkeypatch)
     result = engine.search(query="proxies that reset connections", top_k=1, min_score=1, mode="vector")
