@@ -5,7 +5,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from knowledge.models import FeedbackCase, Knowledge, KnowledgeResource
+from knowledge.models import FeedbackCase, Knowledge
 from knowledge.search import result_cache
 from knowledge.search.indexing import index_keywords
 from tests.callers import agent_client
