@@ -1,4 +1,4 @@
-"""gunicorn's configuration for KnowHub's web server, threaded WSGI (`serve` passes it with `--config python:…`). The
+"""gunicorn's configuration for KnowHub's web server, threaded WSGI (`serve` passes it with `--config <this file>`). The
 MCP server's uvicorn worker parses HTTP itself (h11: a request head up to 16 KB, its own plain-text 400s); agents
 search through the web server.
 

@@ -33,6 +33,7 @@ import time
 import urllib.error
 import urllib.request
 from io import StringIO
+from pathlib import Path
 
 from django.conf import settings
 from django.core.management import call_command
@@ -198,6 +199,11 @@ class Command(BaseCommand):
                 raise CommandError(f"cannot listen on {host}:{port} ({exc.strerror}); set {variable} to a free port") from exc
 
 
+# Read by gunicorn as a file, not imported as knowhub_site.gunicorn_conf: importing the package would load the Celery
+# app into gunicorn's master (+16 MB), which never runs the application.
+GUNICORN_CONF = Path(__file__).resolve().parents[2] / "gunicorn_conf.py"
+
+
 def gunicorn_command(kind: str, *, bind: str, workers: int, threads: int = 1) -> list[str]:
     """gunicorn serving Django as threaded WSGI ("wsgi": at most `threads` requests at once per process, each on a
     pooled connection; the web server) or as ASGI ("asgi": uvicorn workers; the MCP server's streamable HTTP
@@ -205,7 +211,7 @@ def gunicorn_command(kind: str, *, bind: str, workers: int, threads: int = 1) ->
     its own error replies: knowhub_site/gunicorn_conf.py."""
     server = (["knowhub_site.asgi:application", "--worker-class", "uvicorn_worker.UvicornWorker"] if kind == "asgi"
               else ["knowhub_site.wsgi:application", "--worker-class", "gthread", "--threads", str(threads),
-                    "--config", "python:knowhub_site.gunicorn_conf"])  # uvicorn parses HTTP itself (h11)
+                    "--config", str(GUNICORN_CONF)])  # uvicorn parses HTTP itself (h11)
     return [sys.executable, "-m", "gunicorn", *server, "--bind", bind, "--workers", str(workers),
             "--graceful-timeout", "10", "--no-control-socket"]
 
