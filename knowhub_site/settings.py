@@ -66,6 +66,7 @@ MIDDLEWARE = [
     "knowhub_site.language.LocaleMiddleware",  # the language: cookie, then Accept-Language, then English (Django's, less the path)
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
+    "knowhub_site.nul_bytes.RefuseNulMiddleware",  # after CSRF's check: a page's path, query or form with NUL is a 400
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",

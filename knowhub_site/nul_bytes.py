@@ -1,0 +1,35 @@
+"""Pages refuse a NUL character anywhere in their request: 400, before any view reads it.
+
+PostgreSQL's text cannot hold NUL (psycopg raises DataError), and a page passes what it is given to the database in
+many places: a path's id (`/knowledge/%00/`), a query parameter read outside a form (`?status=`, `?page=`), a form
+field. Django's form fields refuse NUL themselves, but not the rest. The API is not this middleware's: a JSON body is
+checked by its parser (core/parsers.py) and every operation's input, query parameters included, by the filter chain's
+`validate_input` (400 naming the field), and an API path with NUL finds no route (404).
+"""
+from django.views.defaults import bad_request
+
+NUL = "\x00"
+
+
+def _holds_nul(values) -> bool:
+    return any(NUL in key or any(NUL in value for value in items) for key, items in values.lists())
+
+
+class RefuseNulMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_view(self, request, view, args, kwargs):
+        """After CSRF's check (a POST's form is parsed by then, or here); files are not looked into."""
+        if request.path_info.startswith("/api/"):
+            return None
+        holds = NUL in request.path_info or _holds_nul(request.GET)
+        if not holds and request.method == "POST" and request.content_type in (
+                "application/x-www-form-urlencoded", "multipart/form-data"):
+            holds = _holds_nul(request.POST)
+        if holds:
+            return bad_request(request, ValueError("a NUL character in the request"))
+        return None
