@@ -14,6 +14,7 @@ import json
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import close_old_connections
 from django.http.request import split_domain_port, validate_host
 from mcp.server.transport_security import TransportSecuritySettings
 
@@ -22,6 +23,16 @@ from api.mcp_server import bearer_key, server
 from core.errors import DATABASE_DOWN, RETRY_AFTER_SECONDS
 
 MCP_PATH = "/mcp"
+
+
+def _token_of(key: str):
+    """The active token of `key`, read in a thread of the event loop's executor (not the one thread every
+    thread-sensitive call shares, where it would wait behind another agent's long tool call); the thread's connection
+    is given back after it."""
+    try:
+        return active_token(key)
+    finally:
+        close_old_connections()
 
 
 def _is_mcp(path: str) -> bool:
@@ -50,7 +61,7 @@ class BearerGate:
                 return
             key = bearer_key(headers)
             try:
-                token = await sync_to_async(active_token, thread_sensitive=True)(key) if key else None
+                token = await sync_to_async(_token_of, thread_sensitive=False)(key) if key else None
             except DATABASE_DOWN:
                 await _reply(send, 503, "unavailable", "the database is unavailable; retry later",
                              [(b"retry-after", str(RETRY_AFTER_SECONDS).encode())])

@@ -88,7 +88,9 @@ async def _call(ctx: Context, operation) -> Any:
     raw_key = bearer_key(ctx.headers) if ctx.headers is not None else stdio_token
     request_id = (ctx.headers or {}).get("x-request-id")
     try:
-        return await sync_to_async(_run_sync, thread_sensitive=True)(raw_key, operation, request_id)
+        # a thread of the event loop's executor, not the one thread every thread-sensitive call shares: one agent's long
+        # call (an import, an export) does not hold up the others'; _run_sync gives its connection back either way
+        return await sync_to_async(_run_sync, thread_sensitive=False)(raw_key, operation, request_id)
     except _Refused as refused:
         text = json.dumps({"error": refused.error}, ensure_ascii=False)
         return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)

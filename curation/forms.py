@@ -6,6 +6,7 @@ from django.utils.translation import gettext_lazy as _
 
 from core.events import EVENT_TYPES
 from curation.labels import choices
+from core.safe_json import MAX_DEPTH, json_problem
 from knowledge.limits import CONTENT_MAX, EVOLVE_FEEDBACK_MAX, NOTE_MAX, REASON_MAX, TASK_MAX
 from knowledge.models import KNOWLEDGE_TYPES
 from knowledge.serializers import tags_problem
@@ -154,10 +155,17 @@ class PlaygroundForm(forms.Form):
         if not text:
             return None
         try:
-            return parse_filter(json.loads(text))
+            value = json.loads(text)
         except json.JSONDecodeError as exc:
             raise forms.ValidationError(_("not valid JSON: %(problem)s at character %(position)s")
                                         % {"problem": exc.msg, "position": exc.pos}) from exc
+        except RecursionError:  # json's parser recurses: nesting in the thousands of levels exhausts the stack
+            raise forms.ValidationError(_("nests deeper than %(depth)s levels") % {"depth": MAX_DEPTH}) from None
+        unsafe = json_problem(value)  # a NUL, a lone surrogate, too deep: as the API refuses them
+        if unsafe:
+            raise forms.ValidationError("%s: %s" % unsafe)
+        try:
+            return parse_filter(value)
         except FilterError as exc:
             raise forms.ValidationError(str(exc)) from exc
 

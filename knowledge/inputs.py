@@ -7,7 +7,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core.safe_json import MAX_DEPTH, json_problem
-from knowledge.limits import BULK_SAVE_MAX, CONTENT_MAX, EVOLVE_FEEDBACK_MAX, REASON_MAX, TASK_MAX
+from knowledge.limits import BULK_SAVE_MAX, CONTENT_MAX, EVOLVE_FEEDBACK_MAX, QUERY_MAX, REASON_MAX, TASK_MAX
 from knowledge.models import KNOWLEDGE_TYPES
 from knowledge.search.filters import FilterError, parse_filter
 from knowledge.search.rerank import ANSWER_FLOOR, RANK_MODES, RELATIVE_FLOOR, RELEVANCE_FLOOR
@@ -61,7 +61,7 @@ class FilterField(serializers.Field):
 
 
 class SearchInput(NoUnknownFields, serializers.Serializer):
-    q = serializers.CharField(max_length=2000, allow_blank=True, required=False, default="")
+    q = serializers.CharField(max_length=QUERY_MAX, allow_blank=True, required=False, default="")
     top_k = serializers.IntegerField(min_value=1, max_value=100, default=5)
     min_score = serializers.IntegerField(min_value=1, max_value=5, default=3)
     types = CommaListField(child=serializers.ChoiceField(choices=KNOWLEDGE_TYPES), required=False, default=list)

@@ -2,6 +2,7 @@
 import re
 
 TASK_MAX = 10_000
+QUERY_MAX = 2_000  # a search's question (`q`), the API's and the UI's explain panel's
 CONTENT_MAX = 100_000
 REASON_MAX = 2_000  # why an edit, archive or restore was made
 TAG_VALUE_MAX = 500

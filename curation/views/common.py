@@ -59,13 +59,16 @@ def pages_for(count: int, per_page: int) -> int:
     return max(1, -(-count // per_page))
 
 
+PAGE_NUMBER_MAX = 100_000  # a page number past it is taken as it: its offset stays within what the database takes
+
+
 def bounded_page(items, page_number, *, per_page: int = PAGE_SIZE, count_up_to: int | None = None) -> BoundedPage:
     """A page of `items` (a list or a queryset) found by its offset, with how many there are counted up to
     `count_up_to`. A number past the end gives the last page, as Paginator.get_page does (for a long list that
     costs one exact count, only then)."""
     count_up_to = COUNT_UP_TO if count_up_to is None else count_up_to
     try:
-        number = max(1, int(page_number or 1))
+        number = min(max(1, int(page_number or 1)), PAGE_NUMBER_MAX)
     except (TypeError, ValueError):
         number = 1
     count = len(items) if isinstance(items, list) else items.order_by()[:count_up_to + 1].count()

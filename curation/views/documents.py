@@ -36,8 +36,8 @@ def refuse(form, exc) -> None:
 def document_page(request) -> dict:
     """One page of the documents the person may read (the document_list operation's limit and offset)."""
     status = request.GET.get("status") if request.GET.get("status") in STATUSES else ""
-    try:
-        number = max(1, int(request.GET.get("page") or 1))
+    try:  # within the document_list operation's offset (1,000,000)
+        number = min(max(1, int(request.GET.get("page") or 1)), 1_000_000 // PAGE_SIZE + 1)
     except ValueError:
         number = 1
     data = {"limit": PAGE_SIZE, "offset": (number - 1) * PAGE_SIZE, **({"status": status} if status else {})}

@@ -13,6 +13,7 @@ from agents import operations
 from curation.views.common import bounded_page, caller_of, paginate, render_parts
 from jobs.selectors import jobs_about
 from knowledge import selectors
+from knowledge.limits import QUERY_MAX
 from knowledge.models import Conflict, FeedbackCase, Knowledge
 
 LIST = "curation/knowledge_list.html"
@@ -163,5 +164,8 @@ def knowledge_explain(request, knowledge_id):
     query = request.GET.get("q", "").strip()
     if not query:
         return render(request, f"{DETAIL}#explain", {"item": item, "explain_error": _("Type a query to explain.")}, status=422)
+    if len(query) > QUERY_MAX:  # as an agent's search takes it: a longer one costs the engine seconds
+        return render(request, f"{DETAIL}#explain", {"item": item, "explain_error": _(
+            "A query has at most %(most)d characters.") % {"most": QUERY_MAX}}, status=422)
     return render(request, f"{DETAIL}#explain", {"item": item, "explain_query": query,
                                                  "explain": explain_item(item=item, query=query)})

@@ -213,3 +213,38 @@ def test_the_bearer_scheme_is_case_insensitive_on_mcp_and_rest(asgi_server, sche
     assert httpx2.post(asgi_server + "/mcp", json=body, headers=headers).status_code == 200
     assert httpx2.get(f"{asgi_server}/api/knowledge", headers={"Authorization": f"{scheme} {raw}"}).status_code == 200
     assert httpx2.get(f"{asgi_server}/api/knowledge", headers={"Authorization": f"{scheme} kh_wrong"}).status_code == 401
+
+
+@pytest.fixture(scope="module")
+def slow_export_server(django_db_setup):  # the subprocess needs the test database made first
+    with asgi_server_at({**subprocess_env(), "KNOWHUB_FILTERS": "tests.api.slow_filter.SLOW_EXPORT"}) as url:
+        yield url
+
+
+def test_one_agents_long_mcp_call_does_not_hold_up_anothers(slow_export_server):
+    """Each tool call runs in a thread of its own: while one agent's export takes seconds, another's search, and
+    the token check before it, are answered at once."""
+    import threading
+    import time
+
+    from tests.api.slow_filter import SLOW_SECONDS
+
+    slow, quick = token("exporter"), token("searcher")
+    headers = {"Accept": "application/json, text/event-stream"}
+
+    def tool(key, name, arguments):
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+        started = time.monotonic()
+        reply = httpx2.post(slow_export_server + "/mcp", json=body, headers={**headers, "Authorization": f"Bearer {key}"},
+                            timeout=60)
+        return reply, time.monotonic() - started
+
+    exported = {}
+    exporting = threading.Thread(target=lambda: exported.update(zip(("reply", "seconds"), tool(slow, "knowledge_export", {}))))
+    exporting.start()
+    time.sleep(0.5)  # the export is under way
+    searched, seconds = tool(quick, "knowledge_search", {"query": "deploy"})
+    exporting.join(60)
+    assert searched.status_code == 200 and not searched.json()["result"].get("isError"), (searched.text[:300], exported)
+    assert seconds < SLOW_SECONDS / 2, f"the search waited {seconds:.1f} s behind the export"
+    assert exported["reply"].status_code == 200 and exported["seconds"] >= SLOW_SECONDS

@@ -38,3 +38,27 @@ def test_pages_without_nul_are_untouched(curator_client):
     assert curator_client.get(f"/knowledge/{item.id}/").status_code == 200
     assert curator_client.get("/knowledge/?q=rotate").status_code == 200
     assert curator_client.get("/resources/code/x/").status_code == 200
+
+
+@pytest.mark.parametrize("path", ["/documents/?page=50002", "/knowledge/?page=99999999999999999999999",
+                                  "/resources/?page=99999999999999999999999", "/audit/?page=99999999999999999999999"])
+def test_a_page_number_past_any_offset_the_database_takes_is_the_last_page(admin_client_, path):
+    make_knowledge(task="Rotate the keys", embed=False)
+    assert admin_client_.get(path).status_code == 200
+
+
+def test_the_explain_panel_refuses_a_query_longer_than_a_search_takes(viewer_client):
+    item = make_knowledge(task="Rotate the keys", embed=False)
+    refused = viewer_client.get(f"/knowledge/{item.id}/explain/", {"q": "word " * 401})
+    assert refused.status_code == 422 and b"at most 2000 characters" in refused.content
+    assert viewer_client.get(f"/knowledge/{item.id}/explain/", {"q": "rotate keys"}).status_code == 200
+
+
+@pytest.mark.parametrize("filters, problem", [("[" * 2400 + "]" * 2400, "nests deeper"),
+                                              ('{"op": "EQ", "key": "tags.a", "value": "\\u0000"}', "NUL")])
+def test_the_playgrounds_filters_are_refused_as_the_api_refuses_them(curator_client, filters, problem):
+    from agents.services import agent_token_create
+
+    token, _ = agent_token_create(agent_id="player", readable_scopes=["org:acme"], name="t")
+    response = curator_client.get("/playground/", {"token": token.pk, "q": "keys", "filters": filters})
+    assert response.status_code in (200, 422) and problem.encode() in response.content, response.content[-600:]
