@@ -14,7 +14,7 @@ import json
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import connections
 from django.http.request import split_domain_port, validate_host
 from mcp.server.transport_security import TransportSecuritySettings
 
@@ -32,7 +32,7 @@ def _token_of(key: str):
     try:
         return active_token(key)
     finally:
-        close_old_connections()
+        connections.close_all()
 
 
 def _is_mcp(path: str) -> bool:

@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import close_old_connections
+from django.db import close_old_connections, connections
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, TextContent
 
@@ -52,7 +52,7 @@ def _caller(raw_key: str | None) -> Caller:
     return Caller.for_token(token)
 
 
-def _run_sync(raw_key: str | None, operation, request_id: str | None = None) -> Any:
+def _run_sync(raw_key: str | None, operation, request_id: str | None = None, *, own_thread: bool = False) -> Any:
     close_old_connections()  # what Django does around each HTTP request
     context = request_context.Context(request_id=request_context.request_id_from(request_id), entry="mcp")
     started, status = time.perf_counter(), 500
@@ -80,7 +80,10 @@ def _run_sync(raw_key: str | None, operation, request_id: str | None = None) -> 
         with request_context.bound(context):  # the tool call's one line, under its request id
             log_request(context, method="MCP", route="/mcp", url_name="mcp", status=status,
                         seconds=time.perf_counter() - started)
-        close_old_connections()
+        if own_thread:  # a thread of the executor, which may not run again for a while: its connection goes back now
+            connections.close_all()
+        else:
+            close_old_connections()
 
 
 async def _call(ctx: Context, operation) -> Any:
@@ -88,9 +91,11 @@ async def _call(ctx: Context, operation) -> Any:
     raw_key = bearer_key(ctx.headers) if ctx.headers is not None else stdio_token
     request_id = (ctx.headers or {}).get("x-request-id")
     try:
-        # a thread of the event loop's executor, not the one thread every thread-sensitive call shares: one agent's long
-        # call (an import, an export) does not hold up the others'; _run_sync gives its connection back either way
-        return await sync_to_async(_run_sync, thread_sensitive=False)(raw_key, operation, request_id)
+        if ctx.headers is None:  # stdio: one agent's process, its calls one after another on Django's shared thread
+            return await sync_to_async(_run_sync, thread_sensitive=True)(raw_key, operation, request_id)
+        # HTTP: a thread of the event loop's executor, not the one thread every thread-sensitive call shares, so one
+        # agent's long call (an import, an export) does not hold up the others' (how many run at once: asgi.py's bound)
+        return await sync_to_async(_run_sync, thread_sensitive=False)(raw_key, operation, request_id, own_thread=True)
     except _Refused as refused:
         text = json.dumps({"error": refused.error}, ensure_ascii=False)
         return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)

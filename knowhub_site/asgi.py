@@ -10,7 +10,9 @@ django_application = get_asgi_application()  # sets Django up before the MCP mod
 from api.mcp_http import with_mcp  # noqa: E402
 from knowhub_site.concurrency import limited  # noqa: E402
 
-application = with_mcp(limited(django_application))
+# /mcp counts against the same bound as Django's requests: its tool calls run in threads of their own, each holding a
+# pooled connection while it works (api/mcp_server.py)
+application = limited(with_mcp(django_application))
 
 from knowledge.search.warmup import warm_up_web_process  # noqa: E402
 

@@ -4,8 +4,10 @@ PostgreSQL's text cannot hold NUL (psycopg raises DataError), and a page passes 
 many places: a path's id (`/knowledge/%00/`), a query parameter read outside a form (`?status=`, `?page=`), a form
 field. Django's form fields refuse NUL themselves, but not the rest. The API is not this middleware's: a JSON body is
 checked by its parser (core/parsers.py) and every operation's input, query parameters included, by the filter chain's
-`validate_input` (400 naming the field), and an API path with NUL finds no route (404).
+`validate_input` (400 naming the field), and an API path with NUL finds no route (404). A session cookie holding NUL
+(any request, the API's included: a session may call it) is dropped for a new session instead of being looked up.
 """
+from django.conf import settings
 from django.views.defaults import bad_request
 
 NUL = "\x00"
@@ -20,6 +22,8 @@ class RefuseNulMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
+        if NUL in request.COOKIES.get(settings.SESSION_COOKIE_NAME, ""):  # Django's cookie parser decodes `\000`
+            request.session = request.session.__class__()  # a new session: the key is never looked up (no 500)
         return self.get_response(request)
 
     def process_view(self, request, view, args, kwargs):

@@ -41,10 +41,20 @@ def test_pages_without_nul_are_untouched(curator_client):
 
 
 @pytest.mark.parametrize("path", ["/documents/?page=50002", "/knowledge/?page=99999999999999999999999",
-                                  "/resources/?page=99999999999999999999999", "/audit/?page=99999999999999999999999"])
-def test_a_page_number_past_any_offset_the_database_takes_is_the_last_page(admin_client_, path):
-    make_knowledge(task="Rotate the keys", embed=False)
+                                  "/audit/?page=99999999999999999999999"])
+def test_a_page_number_past_any_offset_the_database_takes_is_answered(admin_client_, path, monkeypatch):
+    from curation.views import common
+
+    monkeypatch.setattr(common, "COUNT_UP_TO", 2)  # a list longer than is counted: its offset goes to the database
+    for n in range(4):
+        make_knowledge(task=f"Rotate the keys {n}", embed=False)
     assert admin_client_.get(path).status_code == 200
+
+
+def test_a_session_cookie_holding_nul_is_a_new_session_not_a_500(client):
+    client.cookies["sessionid"] = "\x00abcdefghijk"
+    response = client.get("/knowledge/")
+    assert response.status_code == 302 and response["Location"].startswith("/login/")
 
 
 def test_the_explain_panel_refuses_a_query_longer_than_a_search_takes(viewer_client):
