@@ -111,7 +111,10 @@ class DocumentIngestInput(NoUnknownFields, serializers.Serializer):
         return attrs
 
 
+OFFSET_MAX = 1_000_000  # the documents list's furthest offset (the UI's pages stop there too)
+
+
 class DocumentListInput(NoUnknownFields, serializers.Serializer):
     status = serializers.ChoiceField(choices=["queued", "processing", "done", "failed"], required=False)
     limit = serializers.IntegerField(min_value=1, max_value=100, default=20)
-    offset = serializers.IntegerField(min_value=0, max_value=1_000_000, default=0)  # past it: a 400 naming offset
+    offset = serializers.IntegerField(min_value=0, max_value=OFFSET_MAX, default=0)  # past it: a 400 naming offset

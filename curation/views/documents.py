@@ -11,6 +11,7 @@ from curation import permissions
 from curation.browse import known_scopes
 from curation.forms import DocumentForm, ImportForm
 from curation.views.common import PAGE_SIZE, caller_of, render_parts
+from ingest.inputs import OFFSET_MAX
 from ingest.models import Document
 from knowledge.models import Knowledge
 
@@ -36,8 +37,8 @@ def refuse(form, exc) -> None:
 def document_page(request) -> dict:
     """One page of the documents the person may read (the document_list operation's limit and offset)."""
     status = request.GET.get("status") if request.GET.get("status") in STATUSES else ""
-    try:  # within the document_list operation's offset (1,000,000)
-        number = min(max(1, int(request.GET.get("page") or 1)), 1_000_000 // PAGE_SIZE + 1)
+    try:  # within the document_list operation's furthest offset
+        number = min(max(1, int(request.GET.get("page") or 1)), OFFSET_MAX // PAGE_SIZE + 1)
     except ValueError:
         number = 1
     data = {"limit": PAGE_SIZE, "offset": (number - 1) * PAGE_SIZE, **({"status": status} if status else {})}
