@@ -2,7 +2,8 @@
 
 `message` starts with the dotted path of the first field at fault (`source.urls.0: ...`).
 The database being unreachable is a 503 with `Retry-After`; a value the database refuses
-that validation missed is a 400; anything else unexpected is a JSON 500, never an HTML page.
+that validation missed is a 400; a body that stopped arriving (the web server's read deadline,
+knowhub_site/gunicorn_conf.py) is a 408; anything else unexpected is a JSON 500, never an HTML page.
 """
 import logging
 
@@ -11,7 +12,7 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DataError, InterfaceError, OperationalError
-from django.http import Http404, JsonResponse
+from django.http import Http404, JsonResponse, UnreadablePostError
 from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, serializers, status
@@ -144,6 +145,9 @@ def api_exception_handler(exc, context):
     if isinstance(exc, RequestDataTooBig):
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         return error_response(413, "too_large", _("request body is larger than %(limit)s bytes") % {"limit": f"{limit:,}"})
+    if isinstance(exc, UnreadablePostError):  # the client stopped sending its body: the read deadline, or it went away
+        logger.info("request body not received in full: %s", exc)
+        return error_response(408, "request_timeout", _("the request's body did not arrive in full in time"))
     if isinstance(exc, (SuspiciousOperation, DjangoValidationError)):  # e.g. too many query parameters
         message = "; ".join(exc.messages) if isinstance(exc, DjangoValidationError) else str(exc)
         return error_response(status.HTTP_400_BAD_REQUEST, "invalid", f"non_field_errors: {message}")

@@ -1,8 +1,10 @@
 """The web server's own limits and errors (knowhub_site/gunicorn_conf.py), through gunicorn started as `serve` starts
 it: a GET search's longest question fits in its request line, and what gunicorn refuses itself is JSON."""
 import json
+import os
 import socket
 import subprocess
+import time
 from urllib.parse import quote
 
 import httpx
@@ -14,15 +16,18 @@ from tests.conftest import REPO_ROOT, wait_for
 from tests.stack import free_port
 
 QUESTION_MAX = 2_000  # knowledge.inputs: the most characters `q` may hold
+READ_SECONDS = 2  # KNOWHUB_REQUEST_READ_SECONDS for this server: how long a request may take to arrive
+THREADS = 2
 
 
 @pytest.fixture(scope="module")
 def server():
     port = free_port()
     command = [part if part != "knowhub_site.wsgi:application" else "tests.knowhub_site.echo_wsgi:application"
-               for part in gunicorn_command("wsgi", bind=f"127.0.0.1:{port}", workers=1, threads=2)]
+               for part in gunicorn_command("wsgi", bind=f"127.0.0.1:{port}", workers=1, threads=THREADS)]
     assert "tests.knowhub_site.echo_wsgi:application" in command
-    process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    env = {**os.environ, "KNOWHUB_REQUEST_READ_SECONDS": str(READ_SECONDS)}
+    process = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{port}"
 
     def up():
@@ -71,3 +76,45 @@ def test_a_malformed_request_is_a_400_in_the_apis_json_error_shape(server):
     head, body = raw_request(server, b"GET /api/knowledge HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 400 ") and b"Content-Type: application/json" in head
     assert body["error"]["code"] == "bad_request"
+
+
+def test_clients_stalled_mid_head_get_a_408_and_no_longer_hold_the_threads_others_need(server):
+    host, port = server.removeprefix("http://").split(":")
+    stalled = []
+    for _ in range(THREADS * 2):  # more half-sent requests than the server has threads
+        connection = socket.create_connection((host, int(port)), timeout=30)
+        connection.sendall(b"GET /api/knowledge/search?q=deploy HTTP/1.1\r\nHost: x\r\n")  # the head never ends
+        stalled.append(connection)
+    time.sleep(0.5)  # each taken up by a thread, as a slow client's request is
+
+    answered = httpx.get(f"{server}/api/knowledge", timeout=READ_SECONDS * 10)  # before the deadline: never answered
+    assert answered.status_code == 200
+
+    for connection in stalled:
+        with connection:
+            answer = b""
+            while chunk := connection.recv(65536):
+                answer += chunk
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 408 ") and b"Connection: close" in head
+        assert json.loads(body)["error"]["code"] == "request_timeout"
+
+
+def test_clients_that_keep_their_socket_after_a_connection_close_answer_do_not_hold_up_the_next_request(server):
+    host, port = server.removeprefix("http://").split(":")
+    kept_open = []
+    for _ in range(10):  # each closed gracefully by gunicorn, lingering until the client closes (2 s at most)
+        connection = socket.create_connection((host, int(port)), timeout=30)
+        connection.sendall(b"GET /?n=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        kept_open.append(connection)
+    time.sleep(0.5)
+
+    # the lingering was the worker's event loop's, one connection after another: this waited ~16 s
+    assert httpx.get(f"{server}/", timeout=5).status_code == 200
+
+    for connection in kept_open:
+        with connection:
+            answer = b""
+            while chunk := connection.recv(65536):
+                answer += chunk
+        assert answer.startswith(b"HTTP/1.1 200 ") and json.loads(answer.partition(b"\r\n\r\n")[2]) == {"query_length": 3}

@@ -1,4 +1,6 @@
 """50 concurrent agents against the running stack: nothing lost, no 5xx, healthy afterwards."""
+import json
+import socket
 import time
 from urllib.parse import quote
 
@@ -10,11 +12,13 @@ from tests.stack import Stack, hammer, statuses
 pytestmark = pytest.mark.e2e
 
 CLIENTS = 50
+READ_SECONDS = 3  # the web server's request read deadline here (KNOWHUB_REQUEST_READ_SECONDS; 30 by default)
 
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    running = Stack(tmp_path_factory.mktemp("load") / "var").start()
+    running = Stack(tmp_path_factory.mktemp("load") / "var",
+                    extra_env={"KNOWHUB_REQUEST_READ_SECONDS": str(READ_SECONDS)}).start()
     yield running
     running.stop()
 
@@ -100,3 +104,33 @@ def test_an_agents_get_search_with_the_longest_chinese_question_is_answered(stac
     assert "results" in reply.json()
     too_long = stack.request("GET", f"/api/knowledge/search?q={quote(question + '部')}", token=token)
     assert too_long.status == 400 and "q" in too_long.json()["error"]["fields"]
+
+
+def test_agents_that_stall_mid_request_get_a_408_while_the_api_keeps_answering_the_others(stack, token):
+    head = f"POST /api/knowledge HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n".encode()
+    half_sent = [head + b"Content-Type: application/json\r\nContent-Length: 200\r\n\r\n" + b'{"task": "stalled upload',
+                 head]  # a body that stops coming, a head that never ends
+    stalled = []
+    for n in range(CLIENTS):  # more than the web server's threads (2 processes x KNOWHUB_DB_POOL_MAX - 1)
+        connection = socket.create_connection(("127.0.0.1", stack.port), timeout=60)
+        connection.sendall(half_sent[n % 2])
+        stalled.append(connection)
+    time.sleep(1)
+
+    # before the deadline no thread was left to answer it; now the stalled requests end READ_SECONDS after they began,
+    # a batch of as many as a web process has threads, and the search waits for the ones accepted before it
+    search = stack.request("GET", "/api/knowledge/search?q=rollback", token=token, timeout=CLIENTS * READ_SECONDS)
+    assert search.status == 200, search
+
+    codes = []
+    for connection in stalled:
+        with connection:
+            answer = b""
+            while chunk := connection.recv(65536):
+                answer += chunk
+        status_line, _, rest = answer.partition(b"\r\n")
+        assert status_line.startswith(b"HTTP/1.1 408 "), answer[-600:]
+        codes.append(json.loads(rest.partition(b"\r\n\r\n")[2])["error"]["code"])
+    assert codes == ["request_timeout"] * CLIENTS
+    assert stack.sql("SELECT count(*) FROM knowledge_knowledge WHERE task LIKE 'stalled%'") == [(0,)]
+    assert "Socket error processing request" not in stack.child_log("web")
