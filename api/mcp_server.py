@@ -15,14 +15,17 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections, connections
+from django.utils.translation import gettext as _
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent
+from pydantic import ValidationError
 
 from agents import operations
 from agents.auth import active_token, is_bearer
 from agents.caller import Caller
 from core import request_context
-from core.errors import api_exception_handler
+from core.errors import api_exception_handler, invalid_fields
 from core.logs import log_request
 
 INSTRUCTIONS = (
@@ -86,6 +89,18 @@ def _run_sync(raw_key: str | None, operation, request_id: str | None = None, *, 
             close_old_connections()
 
 
+def _tool_error(error: dict) -> CallToolResult:
+    """A tool error whose text is the API's error JSON."""
+    text = json.dumps({"error": error}, ensure_ascii=False)
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+
+
+def _invalid(detail: dict) -> CallToolResult:
+    """The API's 400 for `detail` ({argument: [problems]}), its message starting with the first argument at fault."""
+    message, fields = invalid_fields(detail)
+    return _tool_error({"code": "invalid", "message": message, "fields": fields, "status": 400})
+
+
 async def _call(ctx: Context, operation) -> Any:
     """The operation's JSON result, or a tool error whose text is the API's error JSON."""
     raw_key = bearer_key(ctx.headers) if ctx.headers is not None else stdio_token
@@ -97,8 +112,7 @@ async def _call(ctx: Context, operation) -> Any:
         # agent's long call (an import, an export) does not hold up the others' (how many run at once: asgi.py's bound)
         return await sync_to_async(_run_sync, thread_sensitive=False)(raw_key, operation, request_id, own_thread=True)
     except _Refused as refused:
-        text = json.dumps({"error": refused.error}, ensure_ascii=False)
-        return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+        return _tool_error(refused.error)
 
 
 def _given(**values) -> dict:
@@ -110,7 +124,31 @@ def _op(name: str, data: dict | None = None, **args):
     return lambda caller: operations.run(name, caller, data=data, **args)
 
 
-server = MCPServer(name="knowhub", instructions=INSTRUCTIONS)
+class KnowHubMCPServer(MCPServer):
+    """The SDK's server, its tools refusing arguments as the REST API refuses fields: one a tool does not take (the
+    SDK dropped it, so `topk` or `querry` ran with the defaults) and one of the wrong type (the SDK's own text, a
+    pydantic dump) are the API's 400 naming the argument, in the tool error's API JSON."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
+        tool = self._tool_manager.get_tool(name)
+        taken = tool.parameters.get("properties", {}) if tool is not None else {}
+        unknown = [key for key in arguments if tool is not None and key not in taken]
+        if unknown:
+            expected = _("unknown field; expected one of %(expected)s") % {"expected": ", ".join(taken)}
+            return _invalid({key: [expected] for key in unknown})
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if not isinstance(exc.__cause__, ValidationError):
+                raise
+            detail: dict[str, list[str]] = {}
+            for problem in exc.__cause__.errors(include_url=False):
+                where = ".".join(str(part) for part in problem["loc"]) or "non_field_errors"
+                detail.setdefault(where, []).append(problem["msg"])
+            return _invalid(detail)
+
+
+server = KnowHubMCPServer(name="knowhub", instructions=INSTRUCTIONS)
 
 
 @server.tool()

@@ -95,6 +95,18 @@ async def exercise(session: ClientSession) -> None:
     error, no_job = await call(session, "job_get", job_id="00000000-0000-0000-0000-000000000000")
     assert error and no_job["error"]["status"] == 404
 
+    # arguments are refused as REST refuses fields: a misspelt one no longer runs the search with the defaults
+    error, typo = await call(session, "knowledge_search", query="site A login", topk=1)
+    assert error and typo["error"]["status"] == 400 and typo["error"]["code"] == "invalid"
+    assert list(typo["error"]["fields"]) == ["topk"] and typo["error"]["message"].startswith("topk: unknown field")
+    assert "top_k" in typo["error"]["message"]  # what it takes
+    error, wrong = await call(session, "knowledge_search", query="site A login", top_k="many")
+    assert error and wrong["error"]["status"] == 400 and list(wrong["error"]["fields"]) == ["top_k"]
+    error, nested = await call(session, "knowledge_batch_update", feedback_list=["not an object"])
+    assert error and nested["error"]["status"] == 400 and list(nested["error"]["fields"]) == ["feedback_list.0"]
+    error, absent = await call(session, "knowledge_get")
+    assert error and absent["error"]["status"] == 400 and list(absent["error"]["fields"]) == ["knowledge_id"]
+
 
 def test_stdio_server_runs_every_tool_through_the_same_operations_as_rest():
     raw = token(can_read_secrets=True)
