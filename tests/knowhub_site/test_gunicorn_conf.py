@@ -5,6 +5,7 @@ import os
 import socket
 import subprocess
 import time
+from contextlib import contextmanager
 from urllib.parse import quote
 
 import httpx
@@ -20,13 +21,14 @@ READ_SECONDS = 2  # KNOWHUB_REQUEST_READ_SECONDS for this server: how long a req
 THREADS = 2
 
 
-@pytest.fixture(scope="module")
-def server():
+@contextmanager
+def echo_server(read_seconds: int):
+    """gunicorn as `serve` starts the web server, serving tests/knowhub_site/echo_wsgi.py; its base URL."""
     port = free_port()
     command = [part if part != "knowhub_site.wsgi:application" else "tests.knowhub_site.echo_wsgi:application"
                for part in gunicorn_command("wsgi", bind=f"127.0.0.1:{port}", workers=1, threads=THREADS)]
     assert "tests.knowhub_site.echo_wsgi:application" in command
-    env = {**os.environ, "KNOWHUB_REQUEST_READ_SECONDS": str(READ_SECONDS)}
+    env = {**os.environ, "KNOWHUB_REQUEST_READ_SECONDS": str(read_seconds)}
     process = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{port}"
 
@@ -37,10 +39,48 @@ def server():
             assert process.poll() is None, process.stderr.read().decode()
             return False
 
-    wait_for(up, timeout=60, interval=0.2, message="gunicorn to answer")
-    yield base
-    process.terminate()
-    process.wait(30)
+    try:
+        wait_for(up, timeout=60, interval=0.2, message="gunicorn to answer")
+        yield base
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+@pytest.fixture(scope="module")
+def server():
+    with echo_server(READ_SECONDS) as base:
+        yield base
+
+
+def send(server: str, request: bytes) -> socket.socket:
+    host, port = server.removeprefix("http://").split(":")
+    connection = socket.create_connection((host, int(port)), timeout=30)
+    connection.sendall(request)
+    return connection
+
+
+def answer_of(connection: socket.socket) -> tuple[bytes, dict]:
+    """The head and JSON body of what the server answered on `connection`, read until it closes."""
+    with connection:
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    return head, json.loads(body)
+
+
+def answer_of_first(connection: socket.socket) -> tuple[bytes, dict]:
+    """The first response on a keep-alive `connection` (read up to its Content-Length)."""
+    with connection:
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            answer += connection.recv(65536)
+        head, _, body = answer.partition(b"\r\n\r\n")
+        length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")))
+        while len(body) < length:
+            body += connection.recv(65536)
+    return head, json.loads(body)
 
 
 def test_the_longest_chinese_question_fits_in_a_get_searchs_request_line(server):
@@ -79,42 +119,64 @@ def test_a_malformed_request_is_a_400_in_the_apis_json_error_shape(server):
 
 
 def test_clients_stalled_mid_head_get_a_408_and_no_longer_hold_the_threads_others_need(server):
-    host, port = server.removeprefix("http://").split(":")
-    stalled = []
-    for _ in range(THREADS * 2):  # more half-sent requests than the server has threads
-        connection = socket.create_connection((host, int(port)), timeout=30)
-        connection.sendall(b"GET /api/knowledge/search?q=deploy HTTP/1.1\r\nHost: x\r\n")  # the head never ends
-        stalled.append(connection)
+    stalled = [send(server, b"GET /api/knowledge/search?q=deploy HTTP/1.1\r\nHost: x\r\n")  # the head never ends
+               for _ in range(THREADS * 2)]  # more half-sent requests than the server has threads
     time.sleep(0.5)  # each taken up by a thread, as a slow client's request is
 
-    answered = httpx.get(f"{server}/api/knowledge", timeout=READ_SECONDS * 10)  # before the deadline: never answered
+    answered = httpx.get(f"{server}/api/knowledge", timeout=READ_SECONDS * 10)  # before the bound: never answered
     assert answered.status_code == 200
 
     for connection in stalled:
-        with connection:
-            answer = b""
-            while chunk := connection.recv(65536):
-                answer += chunk
-        head, _, body = answer.partition(b"\r\n\r\n")
+        head, body = answer_of(connection)
         assert head.startswith(b"HTTP/1.1 408 ") and b"Connection: close" in head
-        assert json.loads(body)["error"]["code"] == "request_timeout"
+        assert body["error"]["code"] == "request_timeout" and "head" in body["error"]["message"]
+
+
+def test_a_body_that_stops_coming_fails_the_applications_read_and_frees_the_thread(server):
+    stalled = [send(server, b"POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n" + b"x" * 10)
+               for _ in range(THREADS * 2)]
+    time.sleep(0.5)
+
+    assert httpx.get(f"{server}/", timeout=READ_SECONDS * 10).status_code == 200
+
+    for connection in stalled:
+        head, body = answer_of(connection)
+        assert head.startswith(b"HTTP/1.1 408 ") and "did not arrive" in body["error"]
+
+
+def test_a_body_that_arrived_whole_is_read_however_late_the_application_gets_to_it(server):
+    body = b"y" * 200_000  # more than gunicorn reads with the head
+    late = send(server, f"POST /body?late={READ_SECONDS + 1} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                        f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+    head, answered = answer_of(late)
+    assert head.startswith(b"HTTP/1.1 200 ") and answered == {"body_length": len(body)}
+
+
+def test_a_keep_alive_connections_next_request_may_come_long_after_its_last(server):
+    with httpx.Client(base_url=server, timeout=10) as client:
+        assert client.get("/?a=1").json() == {"query_length": 3}
+        time.sleep(READ_SECONDS + 0.5)  # idle between requests is gunicorn's keep-alive, not a stalled request
+        second = client.get("/?a=12")
+        assert second.json() == {"query_length": 4} and second.headers["connection"] != "close"
+
+
+def test_no_bound_is_applied_when_the_setting_is_zero():
+    with echo_server(0) as base:
+        stalled = send(base, b"GET / HTTP/1.1\r\nHost: x\r\n")
+        time.sleep(READ_SECONDS + 1)
+        stalled.sendall(b"\r\n")  # the head ends late and is still answered
+        head, body = answer_of_first(stalled)
+        assert head.startswith(b"HTTP/1.1 200 ") and body == {"query_length": 0}
 
 
 def test_clients_that_keep_their_socket_after_a_connection_close_answer_do_not_hold_up_the_next_request(server):
-    host, port = server.removeprefix("http://").split(":")
-    kept_open = []
-    for _ in range(10):  # each closed gracefully by gunicorn, lingering until the client closes (2 s at most)
-        connection = socket.create_connection((host, int(port)), timeout=30)
-        connection.sendall(b"GET /?n=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        kept_open.append(connection)
+    kept_open = [send(server, b"GET /?n=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                 for _ in range(10)]  # each closed gracefully: lingering until the client closes, 2 s at most
     time.sleep(0.5)
 
     # the lingering was the worker's event loop's, one connection after another: this waited ~16 s
     assert httpx.get(f"{server}/", timeout=5).status_code == 200
 
     for connection in kept_open:
-        with connection:
-            answer = b""
-            while chunk := connection.recv(65536):
-                answer += chunk
-        assert answer.startswith(b"HTTP/1.1 200 ") and json.loads(answer.partition(b"\r\n\r\n")[2]) == {"query_length": 3}
+        head, body = answer_of(connection)
+        assert head.startswith(b"HTTP/1.1 200 ") and body == {"query_length": 3}
