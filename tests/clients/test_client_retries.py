@@ -3,8 +3,10 @@ import json
 import socket
 import threading
 import time
+from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import httpx
 import pytest
 
 from agents.chain import Continue, Error, Filter, registered_temporarily
@@ -58,10 +60,11 @@ def test_feedback_is_not_idempotent_so_it_is_never_sent_twice(hub):
 
 
 class Flaky:
-    """A loopback HTTP server answering from a script of (status, headers, body)."""
+    """A loopback HTTP server answering from a script of (status, headers, body); `requests` holds each
+    (method, raw path). A callable body writes the reply's body itself (after the headers), e.g. slowly."""
 
     def __init__(self, script):
-        self.script, self.hits = list(script), []
+        self.script, self.hits, self.requests = list(script), [], []
         flaky = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -70,14 +73,26 @@ class Flaky:
 
             def do_GET(self):
                 flaky.hits.append((time.monotonic(), self.headers.get("Authorization")))
+                flaky.requests.append((self.command, self.path))
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 status, headers, body = flaky.script.pop(0) if flaky.script else (200, {}, {"results": [], "count": 0})
-                data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
                 self.send_response(status)
                 for name, value in headers.items():
                     self.send_header(name, value)
+                if callable(body):
+                    self.end_headers()
+                    try:
+                        body(self.wfile)
+                    except OSError:  # the client gave up
+                        pass
+                    return
+                data = body if isinstance(body, bytes) else body.encode() if isinstance(body, str) \
+                    else json.dumps(body).encode()
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
+
+            do_POST = do_PUT = do_PATCH = do_DELETE = do_GET
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
@@ -138,3 +153,105 @@ def test_the_async_client_retries_503_then_gives_up_on_a_closed_port():
         assert len(flaky.hits) == 2
     finally:
         flaky.close()
+
+
+@pytest.mark.parametrize("value", ["-5", "nan", "NaN", "inf", "-inf", "1e999", "soon", "0x10", "", " ",
+                                   "Wed, 99 Foo 2026"])
+def test_junk_retry_after_is_ignored_for_the_clients_own_backoff(value):
+    policy = RetryPolicy(backoff=0.4, max_backoff=8.0)
+    for attempt in range(3):
+        delay = policy.delay(attempt, httpx.Response(503, headers={"Retry-After": value}))
+        assert 0.2 * 2 ** attempt <= delay <= 0.4 * 2 ** attempt
+
+
+def test_retry_after_in_seconds_or_as_an_http_date_is_clamped_and_never_negative():
+    from email.utils import format_datetime
+
+    policy = RetryPolicy(backoff=0.4, max_backoff=8.0)
+
+    def delay(value):
+        return policy.delay(0, httpx.Response(429, headers={"Retry-After": value}))
+
+    assert delay("2") == 2.0 and delay("0") == 0.0 and delay("86400") == delay("9" * 40) == 8.0
+    now = datetime.now(timezone.utc)
+    assert delay(format_datetime(now - timedelta(hours=1), usegmt=True)) == 0.0  # already past: now
+    assert delay(format_datetime(now + timedelta(hours=1), usegmt=True)) == 8.0
+    assert 25 <= RetryPolicy(max_backoff=60).delay(0, httpx.Response(
+        503, headers={"Retry-After": format_datetime(now + timedelta(seconds=30), usegmt=True)})) <= 30
+
+
+def test_a_negative_nan_or_endless_retry_after_neither_crashes_nor_stalls_the_client():
+    flaky = Flaky([(503, {"Retry-After": "-1"}, "busy"), (503, {"Retry-After": "nan"}, "busy"),
+                   (429, {"Retry-After": "1e999"}, "busy")])
+    try:
+        started = time.monotonic()
+        with KnowHub(flaky.url, retry=RetryPolicy(retries=3, backoff=0.01, max_backoff=0.05)) as hub:
+            assert hub.knowledge_list()["count"] == 0
+        assert len(flaky.hits) == 4 and time.monotonic() - started < 1
+    finally:
+        flaky.close()
+
+
+def test_the_deadline_stops_retrying_when_the_next_wait_would_pass_it():
+    flaky = Flaky([(503, {"Retry-After": "1"}, "busy")] * 10)
+    try:
+        started = time.monotonic()
+        with KnowHub(flaky.url, retry=RetryPolicy(retries=10, max_backoff=1), deadline=1.5) as hub, \
+                pytest.raises(ServerError, match="busy"):
+            hub.knowledge_list()
+        assert len(flaky.hits) == 2 and time.monotonic() - started < 1.4  # the third try would start at 2 s
+    finally:
+        flaky.close()
+
+
+def test_the_deadline_bounds_a_closed_ports_retries():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    started = time.monotonic()
+    with KnowHub(f"http://127.0.0.1:{port}", retry=RetryPolicy(retries=50, backoff=0.1, max_backoff=0.1),
+                 deadline=0.5) as hub, pytest.raises(ConnectionFailed):
+        hub.knowledge_search("x")
+    assert time.monotonic() - started < 0.8
+
+
+def trickle(wfile):
+    """A reply body one byte every 0.1 s (of the 1000 its Content-Length promises): no read ever times out."""
+    for _ in range(20):
+        wfile.write(b" ")
+        wfile.flush()
+        time.sleep(0.1)
+
+
+def test_the_deadline_cuts_a_reply_that_trickles_in_sync_and_async():
+    import asyncio
+
+    from knowhub_client import AsyncKnowHub
+
+    flaky = Flaky([(200, {"Content-Length": "1000"}, trickle)] * 4)
+    retry = RetryPolicy(retries=3, backoff=0.01)
+    try:
+        started = time.monotonic()
+        with KnowHub(flaky.url, timeout=5, deadline=0.5, retry=retry) as hub, \
+                pytest.raises(ConnectionFailed, match="deadline"):
+            hub.knowledge_list()
+        assert time.monotonic() - started < 1.2 and len(flaky.hits) == 1
+
+        async def scenario():
+            async with AsyncKnowHub(flaky.url, timeout=5, deadline=0.5, retry=retry) as hub:
+                with pytest.raises(ConnectionFailed, match="deadline"):
+                    await hub.knowledge_list()
+
+        started = time.monotonic()
+        asyncio.run(scenario())
+        assert time.monotonic() - started < 1.2
+    finally:
+        flaky.close()
+
+
+def test_every_client_has_a_deadline_by_default():
+    from knowhub_client import AsyncKnowHub
+
+    with KnowHub("http://127.0.0.1:9") as hub:
+        assert 0 < hub.deadline <= 300
+    assert AsyncKnowHub("http://127.0.0.1:9").deadline == hub.deadline

@@ -9,6 +9,13 @@ from knowhub_client._transport import Call
 from knowhub_client.filters import filter_json
 
 
+def _segment(value: Any) -> str:
+    """`value` as one URL path segment of its endpoint: "/", "?", "#" and "%" percent-encoded, and the dots of
+    "." and ".." too, which an HTTP client would resolve (`knowledge_get("..")` must not GET /api)."""
+    segment = quote(str(value), safe="")
+    return segment.replace(".", "%2E") if segment in (".", "..") else segment
+
+
 def _drop_none(data: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if v is not None}
 
@@ -45,7 +52,7 @@ def _keyed(call: Call, key: str | None) -> Call:
 
 
 def knowledge_get(knowledge_id: str) -> Call:
-    return Call("GET", f"/api/knowledge/{quote(knowledge_id, safe='')}", idempotent=True)
+    return Call("GET", f"/api/knowledge/{_segment(knowledge_id)}", idempotent=True)
 
 
 def knowledge_update(knowledge_id: str, add_helpful_case: dict[str, Any] | None, add_harmful_case: dict[str, Any] | None,
@@ -54,14 +61,14 @@ def knowledge_update(knowledge_id: str, add_helpful_case: dict[str, Any] | None,
                        "update_score": update_score, "evolve_feedback": evolve_feedback,
                        "search_id": None if search_id is None else str(search_id)})
     # Not idempotent: a case is appended each time it is sent.
-    return Call("PUT", f"/api/knowledge/{quote(knowledge_id, safe='')}", json=body)
+    return Call("PUT", f"/api/knowledge/{_segment(knowledge_id)}", json=body)
 
 
 def knowledge_edit(knowledge_id: str, task: str | None, content: str | None, tags: dict[str, str] | None,
                    types: list[str] | None, reason: str) -> Call:
     body = _drop_none({"task": task, "content": content, "tags": tags, "types": types, "reason": reason})
     # Not idempotent: every edit keeps a version.
-    return Call("PATCH", f"/api/knowledge/{quote(knowledge_id, safe='')}", json=body)
+    return Call("PATCH", f"/api/knowledge/{_segment(knowledge_id)}", json=body)
 
 
 def knowledge_batch_update(feedback_list: list[dict[str, Any]], search_id: str | None = None) -> Call:
@@ -100,12 +107,13 @@ def resource_save(*, id: str, title: str, body: str, secure_body: str, content_t
 
 
 def resource_get(resource_id: str, reveal: bool) -> Call:
-    return Call("GET", f"/api/resource/{quote(resource_id, safe='/')}",
+    # One segment even when the id is path-like ("credentials/website_a"): the server decodes %2F back.
+    return Call("GET", f"/api/resource/{_segment(resource_id)}",
                 params={"reveal": "true"} if reveal else None, idempotent=True)
 
 
 def _item_path(knowledge_id: str, action: str) -> str:
-    return f"/api/knowledge/{quote(knowledge_id, safe='')}/{action}"
+    return f"/api/knowledge/{_segment(knowledge_id)}/{action}"
 
 
 def knowledge_versions(knowledge_id: str) -> Call:
@@ -149,7 +157,7 @@ def conflict_reopen(conflict_id: int) -> Call:
 
 def evolve_review(job_id: str, action: str) -> Call:
     """`action` is accept or reject (a job awaiting review)."""
-    return Call("POST", f"/api/jobs/{quote(job_id, safe='')}/{action}")
+    return Call("POST", f"/api/jobs/{_segment(job_id)}/{action}")
 
 
 def merge_proposals(status: str = "pending") -> Call:
@@ -165,11 +173,11 @@ def merge_reject(ids: list[str]) -> Call:
 
 
 def evolve_rollback(job_id: str) -> Call:
-    return Call("POST", f"/api/jobs/{quote(str(job_id), safe='')}/rollback")
+    return Call("POST", f"/api/jobs/{_segment(job_id)}/rollback")
 
 
 def job_get(job_id: str) -> Call:
-    return Call("GET", f"/api/jobs/{quote(str(job_id), safe='')}", idempotent=True)
+    return Call("GET", f"/api/jobs/{_segment(job_id)}", idempotent=True)
 
 
 def job_id_of(job: str | dict[str, Any]) -> str:
@@ -237,11 +245,11 @@ def document_list(status: str | None, limit: int, offset: int) -> Call:
 
 
 def document_get(document_id: str) -> Call:
-    return Call("GET", f"/api/documents/{quote(str(document_id), safe='')}", idempotent=True)
+    return Call("GET", f"/api/documents/{_segment(document_id)}", idempotent=True)
 
 
 def _webhook_path(webhook_id: str, *rest: str) -> str:
-    return "/".join(["/api/webhooks", quote(str(webhook_id), safe=""), *rest])
+    return "/".join(["/api/webhooks", _segment(webhook_id), *rest])
 
 
 def webhook_subscribe(url: str, events: list[str], scopes: list[str] | None, description: str) -> Call:
@@ -269,4 +277,4 @@ def webhook_delete(webhook_id: str) -> Call:
 
 
 def webhook_resend(webhook_id: str, delivery_id: str) -> Call:
-    return Call("POST", _webhook_path(webhook_id, "deliveries", quote(str(delivery_id), safe=""), "resend"))
+    return Call("POST", _webhook_path(webhook_id, "deliveries", _segment(delivery_id), "resend"))

@@ -5,11 +5,20 @@ What may be retried: 429, 5xx and transport errors for idempotent calls (reads,
 searches, saves carrying an Idempotency-Key the server honours); a connect error
 (the request never left) for any call. A non-idempotent write (feedback, slim) is
 never sent twice.
+
+A call's `Deadline` bounds it in all: no retry starts, and no wait ends, after it; an attempt's
+timeouts are cut to what is left, and a reply still arriving then is abandoned. A reply's body is
+read up to a size limit, so a huge or endless one is refused instead of filling memory.
 """
 from __future__ import annotations
 
+import json
+import math
 import random
+import time
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
@@ -17,6 +26,7 @@ import httpx
 from knowhub_client.errors import ConnectionFailed, KnowHubError, error_for
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -33,21 +43,93 @@ class Call:
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """`retries` extra attempts, waiting backoff·2^n (capped, with jitter) or the server's Retry-After."""
+    """`retries` extra attempts, waiting backoff·2^n (capped, with jitter) or the server's Retry-After.
+
+    Retry-After is seconds or an HTTP date, capped at `max_backoff` (a date past is no wait); a value that
+    is neither, or negative, NaN or infinite, is ignored for the backoff. The client's ``deadline`` bounds
+    all attempts and waits together.
+    """
 
     retries: int = 3
     backoff: float = 0.5
     max_backoff: float = 8.0
 
     def delay(self, attempt: int, response: httpx.Response | None) -> float:
-        retry_after: str | None = response.headers.get("Retry-After") if response is not None else None
-        if retry_after:
-            try:
-                return min(float(retry_after), self.max_backoff)
-            except ValueError:
-                pass
+        told = retry_after_seconds(response.headers.get("Retry-After") if response is not None else None)
+        if told is not None:
+            return max(0.0, min(told, self.max_backoff))
         base: float = min(self.backoff * (2 ** attempt), self.max_backoff)
-        return base * (0.5 + random.random() / 2)
+        return max(0.0, base * (0.5 + random.random() / 2))
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """A Retry-After header as seconds from now (0 for a date past), or None when absent or junk."""
+    if not value or not value.strip():
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
+        if when.tzinfo is None:  # "-0000": UTC
+            when = when.replace(tzinfo=timezone.utc)
+        return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
+
+
+class Deadline:
+    """When a call must be over, across its attempts and waits; `seconds` None is never."""
+
+    def __init__(self, seconds: float | None):
+        self.seconds = seconds
+        self.end = None if seconds is None else time.monotonic() + seconds
+
+    def left(self) -> float | None:
+        return None if self.end is None else self.end - time.monotonic()
+
+    def allows(self, wait: float) -> bool:
+        """Whether a retry after waiting `wait` seconds would still start in time."""
+        return self.end is None or time.monotonic() + wait < self.end
+
+    def timeout(self, timeout: Any) -> httpx.Timeout:
+        """The client's timeout for one attempt, each part cut to the time left."""
+        full = httpx.Timeout(timeout)
+        left = self.left()
+        if left is None:
+            return full
+        left = max(left, 0.001)
+
+        def cut(value: float | None) -> float:
+            return left if value is None else min(value, left)
+
+        return httpx.Timeout(connect=cut(full.connect), read=cut(full.read), write=cut(full.write),
+                             pool=cut(full.pool))
+
+
+class Body:
+    """A reply's body read chunk by chunk: refused past `limit` bytes (decoded), abandoned past the deadline."""
+
+    def __init__(self, response: httpx.Response, limit: int, deadline: Deadline):
+        self.response, self.limit, self.deadline, self.data = response, limit, deadline, bytearray()
+        declared = response.headers.get("Content-Length", "")
+        if declared.isdigit() and int(declared) > limit and not response.headers.get("Content-Encoding"):
+            raise too_large(response, limit)
+
+    def add(self, chunk: bytes) -> None:
+        self.data += chunk
+        if len(self.data) > self.limit:
+            raise too_large(self.response, self.limit)
+        left = self.deadline.left()
+        if left is not None and left <= 0:
+            raise httpx.ReadTimeout(f"no complete reply within the {self.deadline.seconds:g} s deadline",
+                                    request=self.response.request)
+
+
+def too_large(response: httpx.Response, limit: int) -> KnowHubError:
+    return KnowHubError(f"the reply from {response.request.url} is over {limit} bytes (max_response_bytes)",
+                        status=response.status_code, code="response_too_large")
 
 
 def headers_for(token: str | None, user_agent: str) -> dict[str, str]:
@@ -82,15 +164,18 @@ def connection_failed(call: Call, exc: httpx.TransportError, base_url: str) -> C
     return ConnectionFailed(f"{call.method} {base_url}{call.path} failed: {type(exc).__name__}: {exc}".strip(": "))
 
 
-def result_of(response: httpx.Response) -> dict[str, Any]:
-    """The JSON body of a 2xx reply, or the typed error for anything else."""
+def result_of(response: httpx.Response, content: bytes | None = None) -> dict[str, Any]:
+    """The JSON body of a 2xx reply, or the typed error for anything else. `content` is the body when it was
+    read by `Body` (else the response's own)."""
+    content = response.content if content is None else content
     try:
-        body = response.json() if response.content else None
-    except ValueError:
+        body = json.loads(content) if content else None
+    except (ValueError, RecursionError):  # not JSON, or nested too deep to parse
         body = None
     if response.is_success:
-        if body is None and response.content:
+        if body is None and content:
             raise KnowHubError(f"expected JSON from {response.request.url}, got {response.headers.get('content-type')}",
                                status=response.status_code)
         return body if isinstance(body, dict) else {"result": body}
-    raise error_for(response.status_code, body, response.text)
+    text = content.decode(response.encoding or "utf-8", errors="replace")
+    raise error_for(response.status_code, body, text, response.headers.get("content-type", ""))

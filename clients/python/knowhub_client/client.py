@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
@@ -16,23 +17,28 @@ import httpx
 
 from knowhub_client import _calls
 from knowhub_client._transport import (
-    Call, RetryPolicy, clean_params, connection_failed, headers_for, result_of, retry_after_error,
-    retry_after_response,
+    MAX_RESPONSE_BYTES, Body, Call, Deadline, RetryPolicy, clean_params, connection_failed, headers_for, result_of,
+    retry_after_error, retry_after_response,
 )
 from knowhub_client.agent_text import build_context_text, goal_knowledge_text
-from knowhub_client.errors import JobFailed, JobTimeout
+from knowhub_client.errors import JobFailed, JobTimeout, KnowHubError
 
 USER_AGENT = "knowhub-client/0.1"
 DEFAULT_TIMEOUT = 30.0
+DEFAULT_DEADLINE = 120.0
 
 Json = dict[str, Any]
 
 
 class _Base:
-    def __init__(self, base_url: str, token: str | None, *, timeout: float, retry: RetryPolicy | None):
+    max_response_bytes: int = MAX_RESPONSE_BYTES  # a longer reply is refused (KnowHubError "response_too_large")
+
+    def __init__(self, base_url: str, token: str | None, *, timeout: float, deadline: float | None,
+                 retry: RetryPolicy | None):
         self.base_url = base_url.rstrip("/")
         self.token = token
         self.timeout = timeout
+        self.deadline = deadline
         self.retry = retry or RetryPolicy()
 
     def _client_kwargs(self) -> dict[str, Any]:
@@ -45,13 +51,20 @@ class KnowHub(_Base):
     Args:
         base_url: where the server runs, e.g. ``http://localhost:8000``.
         token: the agent's Bearer token (``manage.py create_agent_token``).
-        timeout: seconds for one HTTP attempt.
+        timeout: seconds for one HTTP attempt (to connect, and between bytes sent or received).
+        deadline: seconds one call may take in all, its attempts and the waits between them included
+            (default 120; None for no bound). No retry starts, and no wait ends, after it; an attempt's
+            timeout is cut to the time left and a reply still arriving then is abandoned
+            (`ConnectionFailed`). Exports are bounded by ``timeout`` alone. Raise it with ``timeout``.
         retry: how often and how long to back off on 429 / 5xx / connection errors.
+
+    A reply longer than ``max_response_bytes`` (64 MiB; an attribute) is refused, not buffered.
     """
 
     def __init__(self, base_url: str, token: str | None = None, *, timeout: float = DEFAULT_TIMEOUT,
-                 retry: RetryPolicy | None = None, transport: httpx.BaseTransport | None = None):
-        super().__init__(base_url, token, timeout=timeout, retry=retry)
+                 deadline: float | None = DEFAULT_DEADLINE, retry: RetryPolicy | None = None,
+                 transport: httpx.BaseTransport | None = None):
+        super().__init__(base_url, token, timeout=timeout, deadline=deadline, retry=retry)
         self._http = httpx.Client(transport=transport, **self._client_kwargs())
 
     def __enter__(self) -> KnowHub:
@@ -63,20 +76,32 @@ class KnowHub(_Base):
     def close(self) -> None:
         self._http.close()
 
+    def _send(self, method: str, path: str, deadline: Deadline, **kwargs: Any) -> tuple[httpx.Response, bytes]:
+        """One attempt: the reply and its body, read within `max_response_bytes` and the deadline."""
+        request = self._http.build_request(method, path, timeout=deadline.timeout(self.timeout), **kwargs)
+        response = self._http.send(request, stream=True)
+        try:
+            body = Body(response, self.max_response_bytes, deadline)
+            for chunk in response.iter_bytes():
+                body.add(chunk)
+        finally:
+            response.close()
+        return response, bytes(body.data)
+
     def _request(self, call: Call) -> Json:
-        attempt = 0
+        deadline, attempt = Deadline(self.deadline), 0
         while True:
             try:
-                response = self._http.request(call.method, call.path, params=clean_params(call.params),
-                                              json=call.json, headers=call.headers)
+                response, content = self._send(call.method, call.path, deadline, params=clean_params(call.params),
+                                               json=call.json, headers=call.headers)
             except httpx.TransportError as exc:
                 delay = retry_after_error(call, exc, attempt, self.retry)
-                if delay is None:
+                if delay is None or not deadline.allows(delay):
                     raise connection_failed(call, exc, self.base_url) from exc
             else:
                 delay = retry_after_response(call, response, attempt, self.retry)
-                if delay is None:
-                    return result_of(response)  # every endpoint answers an object
+                if delay is None or not deadline.allows(delay):
+                    return result_of(response, content)  # every endpoint answers an object
             time.sleep(delay)
             attempt += 1
 
@@ -194,9 +219,14 @@ class KnowHub(_Base):
         try:
             with self._http.stream("GET", call.path, params=clean_params(call.params), headers=call.headers) as response:
                 if not response.is_success:
-                    response.read()
-                    result_of(response)
-                return _collect(response.iter_lines(), _calls.export_sink(output))
+                    body = Body(response, self.max_response_bytes, Deadline(None))
+                    for chunk in response.iter_bytes():
+                        body.add(chunk)
+                    result_of(response, bytes(body.data))
+                with _Export(response, output) as export:
+                    for line in response.iter_lines():
+                        export.add(line)
+                return export.result()
         except httpx.TransportError as exc:
             raise connection_failed(call, exc, self.base_url) from exc
 
@@ -211,11 +241,11 @@ class KnowHub(_Base):
         """
         name, content = _calls.import_upload(path, data)
         try:
-            response = self._http.post("/api/import", files={"file": (name, content)},
-                                       data=_calls.import_form(scopes, types, passphrase))
+            response, body = self._send("POST", "/api/import", Deadline(self.deadline), files={"file": (name, content)},
+                                        data=_calls.import_form(scopes, types, passphrase))
         except httpx.TransportError as exc:
             raise connection_failed(Call("POST", "/api/import"), exc, self.base_url) from exc
-        return result_of(response)
+        return result_of(response, body)
 
     def document_ingest(self, source: Any, data: bytes | str | None = None, *, scopes: list[str] | None = None,
                         types: list[str] | None = None, chunk_size: int | None = None,
@@ -232,10 +262,10 @@ class KnowHub(_Base):
         request = _calls.document_ingest(source, data, scopes=scopes, types=types, chunk_size=chunk_size,
                                          chunk_overlap=chunk_overlap)
         try:
-            response = self._http.post("/api/documents", **request)
+            response, body = self._send("POST", "/api/documents", Deadline(self.deadline), **request)
         except httpx.TransportError as exc:
             raise connection_failed(Call("POST", "/api/documents"), exc, self.base_url) from exc
-        return result_of(response)
+        return result_of(response, body)
 
     def document_list(self, status: str | None = None, limit: int = 20, offset: int = 0) -> Json:
         """Documents this token may read, newest first (GET /api/documents); ``next_offset`` pages on."""
@@ -437,8 +467,9 @@ class AsyncKnowHub(_Base):
     """
 
     def __init__(self, base_url: str, token: str | None = None, *, timeout: float = DEFAULT_TIMEOUT,
-                 retry: RetryPolicy | None = None, transport: httpx.AsyncBaseTransport | None = None):
-        super().__init__(base_url, token, timeout=timeout, retry=retry)
+                 deadline: float | None = DEFAULT_DEADLINE, retry: RetryPolicy | None = None,
+                 transport: httpx.AsyncBaseTransport | None = None):
+        super().__init__(base_url, token, timeout=timeout, deadline=deadline, retry=retry)
         self._http = httpx.AsyncClient(transport=transport, **self._client_kwargs())
 
     async def __aenter__(self) -> AsyncKnowHub:
@@ -450,20 +481,33 @@ class AsyncKnowHub(_Base):
     async def aclose(self) -> None:
         await self._http.aclose()
 
+    async def _send(self, method: str, path: str, deadline: Deadline, **kwargs: Any) -> tuple[httpx.Response, bytes]:
+        """See `KnowHub._send`."""
+        request = self._http.build_request(method, path, timeout=deadline.timeout(self.timeout), **kwargs)
+        response = await self._http.send(request, stream=True)
+        try:
+            body = Body(response, self.max_response_bytes, deadline)
+            async for chunk in response.aiter_bytes():
+                body.add(chunk)
+        finally:
+            await response.aclose()
+        return response, bytes(body.data)
+
     async def _request(self, call: Call) -> Json:
-        attempt = 0
+        deadline, attempt = Deadline(self.deadline), 0
         while True:
             try:
-                response = await self._http.request(call.method, call.path, params=clean_params(call.params),
-                                                    json=call.json, headers=call.headers)
+                response, content = await self._send(call.method, call.path, deadline,
+                                                     params=clean_params(call.params), json=call.json,
+                                                     headers=call.headers)
             except httpx.TransportError as exc:
                 delay = retry_after_error(call, exc, attempt, self.retry)
-                if delay is None:
+                if delay is None or not deadline.allows(delay):
                     raise connection_failed(call, exc, self.base_url) from exc
             else:
                 delay = retry_after_response(call, response, attempt, self.retry)
-                if delay is None:
-                    return result_of(response)  # every endpoint answers an object
+                if delay is None or not deadline.allows(delay):
+                    return result_of(response, content)  # every endpoint answers an object
             await asyncio.sleep(delay)
             attempt += 1
 
@@ -526,9 +570,14 @@ class AsyncKnowHub(_Base):
             async with self._http.stream("GET", call.path, params=clean_params(call.params),
                                          headers=call.headers) as response:
                 if not response.is_success:
-                    await response.aread()
-                    result_of(response)
-                return _collect([line async for line in response.aiter_lines()], _calls.export_sink(output))
+                    body = Body(response, self.max_response_bytes, Deadline(None))
+                    async for chunk in response.aiter_bytes():
+                        body.add(chunk)
+                    result_of(response, bytes(body.data))
+                with _Export(response, output) as export:
+                    async for line in response.aiter_lines():
+                        export.add(line)
+                return export.result()
         except httpx.TransportError as exc:
             raise connection_failed(call, exc, self.base_url) from exc
 
@@ -537,11 +586,12 @@ class AsyncKnowHub(_Base):
         """See `KnowHub.knowledge_import`."""
         name, content = _calls.import_upload(path, data)
         try:
-            response = await self._http.post("/api/import", files={"file": (name, content)},
-                                             data=_calls.import_form(scopes, types, passphrase))
+            response, body = await self._send("POST", "/api/import", Deadline(self.deadline),
+                                              files={"file": (name, content)},
+                                              data=_calls.import_form(scopes, types, passphrase))
         except httpx.TransportError as exc:
             raise connection_failed(Call("POST", "/api/import"), exc, self.base_url) from exc
-        return result_of(response)
+        return result_of(response, body)
 
     async def document_ingest(self, source: Any, data: bytes | str | None = None, *, scopes: list[str] | None = None,
                               types: list[str] | None = None, chunk_size: int | None = None,
@@ -550,10 +600,10 @@ class AsyncKnowHub(_Base):
         request = _calls.document_ingest(source, data, scopes=scopes, types=types, chunk_size=chunk_size,
                                          chunk_overlap=chunk_overlap)
         try:
-            response = await self._http.post("/api/documents", **request)
+            response, body = await self._send("POST", "/api/documents", Deadline(self.deadline), **request)
         except httpx.TransportError as exc:
             raise connection_failed(Call("POST", "/api/documents"), exc, self.base_url) from exc
-        return result_of(response)
+        return result_of(response, body)
 
     async def document_list(self, status: str | None = None, limit: int = 20, offset: int = 0) -> Json:
         """See `KnowHub.document_list`."""
@@ -714,19 +764,37 @@ def _job_done(state: Json) -> bool:
     return bool(state["status"] == "succeeded")
 
 
-def _collect(lines: Any, sink: tuple[Any, Any] | None) -> Any:
-    """An export's lines: written to `sink` (returns the count), or parsed into records."""
-    import json
+class _Export:
+    """An export's lines as they arrive: written to `output` (the result is their count), or parsed into records.
+    An HTML page (a login or proxy page answering 200) is refused before anything is written."""
 
-    if sink is None:
-        return [json.loads(line) for line in lines if line.strip()]
-    write, close = sink
-    count = 0
-    try:
-        for line in lines:
-            if line.strip():
-                write(line + "\n")
-                count += 1
-    finally:
-        close()
-    return {"records": count}
+    def __init__(self, response: httpx.Response, output: Any):
+        kind = response.headers.get("content-type", "")
+        if "html" in kind.lower():
+            raise KnowHubError(f"expected JSON Lines from {response.request.url}, got {kind}",
+                               status=response.status_code)
+        self.url, self.count = response.request.url, 0
+        self.records: list[Any] = []
+        self.sink = _calls.export_sink(output)
+
+    def __enter__(self) -> _Export:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.sink is not None:
+            self.sink[1]()
+
+    def add(self, line: str) -> None:
+        if not line.strip():
+            return
+        self.count += 1
+        if self.sink is not None:
+            self.sink[0](line + "\n")
+            return
+        try:
+            self.records.append(json.loads(line))
+        except ValueError as exc:
+            raise KnowHubError(f"line {self.count} of the export from {self.url} is not JSON: {exc}") from exc
+
+    def result(self) -> Any:
+        return self.records if self.sink is None else {"records": self.count}

@@ -1,6 +1,8 @@
 """Typed errors carrying the server's `{"error": {"code", "message", "fields"}}`."""
 from __future__ import annotations
 
+import html
+import re
 from typing import Any
 
 
@@ -98,12 +100,31 @@ _BY_STATUS: dict[int, type[KnowHubError]] = {
 }
 
 
-def error_for(status: int, body: Any, fallback_text: str = "") -> KnowHubError:
-    """The typed error for a non-2xx reply, with the server's message, code and fields."""
+def error_for(status: int, body: Any, fallback_text: str = "", content_type: str = "") -> KnowHubError:
+    """The typed error for a non-2xx reply, with the server's message, code and fields.
+
+    Other shapes (``{"detail": ...}``, ``{"error": "..."}``, a proxy's HTML page, plain text) keep a
+    readable message: the string given, or the page's text without its markup, at most 500 characters.
+    """
     error = body.get("error") if isinstance(body, dict) else None
+    message, code, fields = "", "error", {}  # type: str, str, dict[str, Any]
     if isinstance(error, dict):
-        message, code, fields = str(error.get("message", "")), str(error.get("code", "error")), error.get("fields") or {}
-    else:
-        message, code, fields = (fallback_text.strip()[:500] or f"HTTP {status}"), "error", {}
+        message, code = str(error.get("message") or ""), str(error.get("code") or "error")
+        given = error.get("fields")
+        fields = given if isinstance(given, dict) else {}
+    elif isinstance(body, dict):
+        said = next((body[key] for key in ("error", "detail", "message") if isinstance(body.get(key), str)), "")
+        message = said.strip()[:500]
+    if not message and not isinstance(error, dict):
+        message = _plain(fallback_text, content_type)[:500]
     cls = _BY_STATUS.get(status) or (ServerError if status >= 500 else KnowHubError)
-    return cls(message, status=status, code=code, fields=fields)
+    return cls(message or f"HTTP {status}", status=status, code=code, fields=fields)
+
+
+def _plain(text: str, content_type: str) -> str:
+    """A reply's text for a message: an HTML page's words without tags, scripts or styles; whitespace collapsed."""
+    text = text[:100_000]
+    if "html" in content_type.lower() or re.match(r"\s*<(!doctype|html|head|body)\b", text, re.IGNORECASE):
+        text = re.sub(r"<(script|style)\b.*?</\1\s*>", " ", text, flags=re.IGNORECASE | re.DOTALL)
+        text = html.unescape(re.sub(r"<[^>]*>", " ", text))
+    return " ".join(text.split())
