@@ -48,9 +48,9 @@ def items_of(uri: str, kind: str, scopes: list[str] | None = None):
     return items if scopes is None else items.filter(scopes=list(scopes))
 
 
-def _lock_document(kind: str, uri: str, scopes: list[str]) -> None:
-    """Serialise the readings of one document (two runs of a job, two uploads at once): until this transaction
-    ends, another reading of the same document waits here, then sees what this one stored."""
+def lock_document(kind: str, uri: str, scopes: list[str]) -> None:
+    """Serialise the readings of one document (two runs of a job, two uploads at once, two imports of one CSV file):
+    until this transaction ends, another reading of the same document waits here, then sees what this one stored."""
     from django.db import connection
 
     with connection.cursor() as cursor:
@@ -64,7 +64,7 @@ def apply_chunks(caller, *, kind: str, uri: str, content_hash: str, chunks, scop
     each item's `source.document`; it is part of what makes a reading "unchanged" (the chunk size, say)."""
     outcome = ChunkOutcome()
     scopes = sorted(set(scopes))
-    _lock_document(kind, uri, scopes)
+    lock_document(kind, uri, scopes)
     in_document = list(items_of(uri, kind, scopes).select_for_update().order_by("created_at", "id"))
     # an item slim merged away keeps its chunk: matched by its text it is neither re-created nor archived
     merged_hashes = {k.source[DOCUMENT].get("chunk_hash") for k in in_document if k.status == KnowledgeStatus.MERGED}

@@ -29,7 +29,7 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 
 from core.errors import DomainError, invalid_fields
 from ingest import chunking, extract, passphrase as sealed
-from ingest.chunks import apply_chunks, items_of, sha256
+from ingest.chunks import apply_chunks, items_of, lock_document, sha256
 from ingest.readers.archives import ArchiveRefused, open_bounded
 from ingest.export import FORMAT, VERSION
 from knowledge import restore, services
@@ -225,6 +225,11 @@ def _csv(caller, name: str, data: bytes, *, scopes, progress) -> ImportReport:
             data_["scopes"] = sorted(set(caller.scopes_to_write(data_.pop("scopes", None) or scopes)))
             seen = known.setdefault(tuple(data_["scopes"]), set(restore_hashes(caller, name, "csv", data_["scopes"])))
             if row_hash in seen:
+                return "skipped"
+            # another import of this file may have stored the row since `seen` was read: look again, alone
+            lock_document("csv", name, data_["scopes"])
+            if restore_hashes(caller, name, "csv", data_["scopes"]).filter(source__document__content_hash=row_hash).exists():
+                seen.add(row_hash)
                 return "skipped"
             data_["source"] = {**data_.get("source", {}), "document": {"kind": "csv", "uri": name, "row": line,
                                                                        "content_hash": row_hash}}

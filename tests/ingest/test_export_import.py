@@ -367,3 +367,24 @@ def test_a_csv_read_by_one_team_is_imported_again_by_another():
     first = import_file(IMPORTER, name="tips.csv", data=CSV.encode(), scopes=["team:ops"])
     other = import_file(IMPORTER, name="tips.csv", data=CSV.replace(",team:a,", ",,").encode(), scopes=["team:dev"])
     assert first.imported == 2 and other.imported >= 1 and other.skipped == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_same_csv_imported_by_several_callers_at_once_stores_each_row_once():
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connections
+
+    rows = "".join(f"Step {n},Do thing {n} then check it,tool,,team:a,,\n" for n in range(30))
+    data = ("task,content,types,tags,scopes,score,urls\n" + rows).encode()
+
+    def run(_):
+        try:
+            return import_file(IMPORTER, name="steps.csv", data=data, scopes=["team:ops"])
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(4) as pool:
+        reports = list(pool.map(run, range(4)))
+    assert sum(r.imported for r in reports) == 30 and sum(r.skipped for r in reports) == 90
+    assert Knowledge.objects.filter(source__document__uri="steps.csv").count() == 30
