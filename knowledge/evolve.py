@@ -21,6 +21,7 @@ from knowledge.errors import KnowledgeStateError
 from knowledge.models import Knowledge, KnowledgeVersion
 
 RECENT_CASES = 10
+EDITED_WHILE_WRITING = 2  # rewrites of a text edited meanwhile before the job gives up
 SYSTEM = (
     "You maintain a knowledge base for AI agents. Rewrite the knowledge item so that it is more useful, "
     "taking the feedback and the reported cases into account. Keep what is right, fix what the feedback "
@@ -75,30 +76,42 @@ def _secrets_of(item: Knowledge) -> list[str]:
 
 
 def evolve_run(*, job_id: str, worker: str = "") -> Job:
-    """Do the job as worker instance `worker`. Raises llm.LLMError (the task retries or fails the job)."""
+    """Do the job as worker instance `worker`. Raises llm.LLMError (the task retries or fails the job).
+
+    The rewrite goes live only if the item's text is still the one the LLM was given: an edit that landed while
+    the LLM wrote (a curator's, an agent's) is never overwritten by a rewrite of the text before it. The job then
+    rewrites the new text, EDITED_WHILE_WRITING times at most, and fails saying why if the item kept changing."""
     claimed = job_claim(job_id=job_id, worker=worker)
     job = Job.objects.get(pk=job_id)
     if not claimed:
         return job  # already finished: a redelivered message does nothing
-    item = Knowledge.objects.get(pk=job.subject)
-    reply = llm.chat_json(system=SYSTEM, user=_prompt(item, job.params["feedback"]), schema=SCHEMA,
-                          schema_name="evolved_knowledge", secrets=_secrets_of(item))
-    with transaction.atomic():
-        if not job_holds_claim(job_id, claimed):
-            return Job.objects.get(pk=job_id)  # finished, or re-sent and claimed again since: the later claim writes
-        if job.params.get("review"):  # under review: the rewrite waits for a curator, the item is unchanged
+    for _ in range(EDITED_WHILE_WRITING + 1):
+        item = Knowledge.objects.get(pk=job.subject)
+        based_on = _text_hash(item.task, item.content)
+        reply = llm.chat_json(system=SYSTEM, user=_prompt(item, job.params["feedback"]), schema=SCHEMA,
+                              schema_name="evolved_knowledge", secrets=_secrets_of(item))
+        with transaction.atomic():
+            if not job_holds_claim(job_id, claimed):
+                return Job.objects.get(pk=job_id)  # finished, or re-sent and claimed again since: the later claim writes
+            if job.params.get("review"):  # under review: the rewrite waits for a curator, the item is unchanged
+                job_succeed(job_id=job.id, attempt=claimed, result={
+                    "knowledge_id": item.id, "model": job.params.get("model"),
+                    "summary_of_changes": reply["summary_of_changes"], "review": "pending",
+                    "proposal": {"task": reply["task"], "content": reply["content"]}, "based_on": based_on})
+                return Job.objects.get(pk=job_id)
+            current = Knowledge.objects.select_for_update().only("task", "content").get(pk=item.id)
+            if _text_hash(current.task, current.content) != based_on:
+                continue  # edited while the LLM wrote: rewrite the text as it is now
+            services.knowledge_edit(
+                Caller.system(f"job:evolve:{job.id}"), knowledge_id=item.id, task=reply["task"], content=reply["content"],
+                reason=f"evolve with {job.params.get('model')} ({job.params['feedback'][:200]}): {reply['summary_of_changes']}",
+                job=job,
+            )
             job_succeed(job_id=job.id, attempt=claimed, result={
-                "knowledge_id": item.id, "model": job.params.get("model"), "summary_of_changes": reply["summary_of_changes"],
-                "review": "pending", "proposal": {"task": reply["task"], "content": reply["content"]},
-                "based_on": _text_hash(item.task, item.content)})
+                "knowledge_id": item.id, "model": job.params.get("model"), "summary_of_changes": reply["summary_of_changes"]})
             return Job.objects.get(pk=job_id)
-        services.knowledge_edit(
-            Caller.system(f"job:evolve:{job.id}"), knowledge_id=item.id, task=reply["task"], content=reply["content"],
-            reason=f"evolve with {job.params.get('model')} ({job.params['feedback'][:200]}): {reply['summary_of_changes']}",
-            job=job,
-        )
-        job_succeed(job_id=job.id, attempt=claimed, result={
-            "knowledge_id": item.id, "model": job.params.get("model"), "summary_of_changes": reply["summary_of_changes"]})
+    job_fail(job_id=job.id, attempt=claimed, error="the item was edited each time while its rewrite was being written: nothing was "
+                                  "applied; evolve it again")
     return Job.objects.get(pk=job_id)
 
 

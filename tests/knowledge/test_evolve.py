@@ -46,6 +46,29 @@ def test_evolve_rewrites_the_item_and_keeps_the_old_version(acme, fake_openai, l
 
 
 @pytest.mark.django_db(transaction=True)
+def test_an_edit_made_while_the_llm_writes_is_rewritten_not_overwritten(acme, fake_openai, llm_worker):
+    created = acme.post("/api/knowledge", {"task": "Deploy the API", "content": "Run the deploy script.",
+                                           "types": ["tool"]}, format="json").json()
+    fake_openai.slow_json(3, {"task": "Deploy the API", "content": "Run the deploy script, then smoke-test it.",
+                              "summary_of_changes": "smoke test"})  # written from the text before the edit
+    fake_openai.reply_json({"task": "Deploy the API", "content": "Run deploy.sh from the release tag, then smoke-test it.",
+                            "summary_of_changes": "smoke test"})
+    job = acme.put(f"/api/knowledge/{created['id']}", {"evolve_feedback": "add a smoke test"}, format="json").json()["job"]
+    wait_for(lambda: fake_openai.requests, timeout=60, message="the worker to ask the LLM")
+    edited = acme.patch(f"/api/knowledge/{created['id']}", {"content": "Run deploy.sh from the release tag.",
+                                                             "reason": "the script moved"}, format="json")
+    assert edited.status_code == 200
+
+    done = wait_for(lambda: finished(acme, job["url"]), timeout=90, message="the evolve job")
+    assert done["status"] == "succeeded"
+    assert Knowledge.objects.get(pk=created["id"]).content == "Run deploy.sh from the release tag, then smoke-test it."
+    assert len(fake_openai.requests) == 2 and "release tag" in str(fake_openai.requests[1]["body"]["messages"])
+    contents = list(KnowledgeVersion.objects.filter(knowledge_id=created["id"]).order_by("number")
+                    .values_list("content", flat=True))
+    assert contents == ["Run the deploy script.", "Run deploy.sh from the release tag."]  # the edit kept, nothing lost
+
+
+@pytest.mark.django_db(transaction=True)
 def test_secrets_of_linked_resources_and_their_earlier_versions_never_reach_the_llm(acme, fake_openai, llm_worker):
     old_secret = "hunter2-rotated-away-last-week"
     for secret in (old_secret, SECRET):  # the second save keeps the first secret in an earlier version
