@@ -39,6 +39,10 @@ class ErrorOutput(serializers.Serializer):
 
 
 DATABASE_DOWN = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout)
+# PostgreSQL rolled the transaction back because it collided with another (two requests locking the same rows in
+# opposite orders): nothing of it was written, so repeating the request is safe, even a feedback report's
+WRITE_COLLISIONS = (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)
+WRITE_COLLISION_RETRY_SECONDS = 1
 RETRY_AFTER_SECONDS = 5
 RATE_LIMIT_RETRY_SECONDS = 1  # a 429 from a filter that did not say when to come back
 
@@ -130,6 +134,13 @@ def first_message(value) -> str:
 def api_exception_handler(exc, context):
     from rest_framework.views import exception_handler  # here: importing DRF's views loads the auth classes
 
+    if isinstance(exc, WRITE_COLLISIONS) or isinstance(exc.__cause__, WRITE_COLLISIONS):  # Django wraps psycopg's
+        logger.warning("a write collided with another and was rolled back: %s", exc)
+        response = error_response(status.HTTP_503_SERVICE_UNAVAILABLE, "write_conflict",
+                                  _("another request changed the same items at the same moment; nothing was written: "
+                                    "retry"))
+        response["Retry-After"] = str(WRITE_COLLISION_RETRY_SECONDS)
+        return response
     if isinstance(exc, DATABASE_DOWN):
         logger.warning("database unavailable: %s: %s", type(exc).__name__, exc)
         return unavailable_response()

@@ -76,3 +76,25 @@ def test_the_mcp_bearer_gate_answers_503_with_retry_after():
     start, body = sent
     headers = {k.decode(): v.decode() for k, v in start["headers"]}
     assert_unavailable(start["status"], headers, json.loads(body["body"]))
+
+
+def test_a_write_rolled_back_as_a_collision_is_a_retryable_503_and_leaves_nothing_written():
+    """PostgreSQL's deadlock_detected (40P01), raised here by a trigger as it would be by two requests locking the
+    same rows in opposite orders: not "the database is unavailable", and the report is not half-stored."""
+    client = client_with(token())
+    item = client.post("/api/knowledge", {"task": "t", "content": "c", "types": ["tool"]}, format="json").json()
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE FUNCTION collide() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                       "RAISE EXCEPTION 'deadlock detected' USING ERRCODE = 'deadlock_detected'; END $$")
+        cursor.execute("CREATE TRIGGER collide BEFORE INSERT ON knowledge_feedbackcase "
+                       "FOR EACH ROW EXECUTE FUNCTION collide()")
+    try:
+        collided = client.put(f"/api/knowledge/{item['id']}", {"add_helpful_case": {"outcome": "ok"}}, format="json")
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("DROP TRIGGER collide ON knowledge_feedbackcase")
+            cursor.execute("DROP FUNCTION collide()")
+    assert collided.status_code == 503 and collided["Retry-After"] == "1"
+    assert collided.json()["error"]["code"] == "write_conflict" and "nothing was written" in collided.json()["error"]["message"]
+    reported = client.put(f"/api/knowledge/{item['id']}", {"add_helpful_case": {"outcome": "ok"}}, format="json")
+    assert reported.status_code == 200 and reported.json()["eval"]["helpful"] == 1  # the collided one counted nowhere

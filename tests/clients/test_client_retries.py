@@ -255,3 +255,20 @@ def test_every_client_has_a_deadline_by_default():
     with KnowHub("http://127.0.0.1:9") as hub:
         assert 0 < hub.deadline <= 300
     assert AsyncKnowHub("http://127.0.0.1:9").deadline == hub.deadline
+
+
+def test_a_write_the_server_rolled_back_as_a_collision_is_retried_even_when_not_idempotent():
+    collided = (503, {"Retry-After": "0"}, {"error": {"code": "write_conflict", "message": "nothing was written: retry",
+                                                      "fields": {}}})
+    flaky = Flaky([collided, (200, {}, {"id": "k1", "eval": {"helpful": 1}})])
+    try:
+        with KnowHub(flaky.url, retry=RetryPolicy(retries=2, backoff=0.01)) as hub:
+            assert hub.knowledge_update("k1", add_helpful_case={"outcome": "ok"})["eval"]["helpful"] == 1
+        assert [method for method, _ in flaky.requests] == ["PUT", "PUT"]
+
+        flaky.script, flaky.requests = [(503, {}, {"error": {"code": "unavailable", "message": "down", "fields": {}}})], []
+        with KnowHub(flaky.url, retry=RetryPolicy(retries=2, backoff=0.01)) as hub, pytest.raises(ServerError):
+            hub.knowledge_update("k1", add_helpful_case={"outcome": "ok"})  # it may have been written: never twice
+        assert len(flaky.requests) == 1
+    finally:
+        flaky.close()

@@ -146,11 +146,22 @@ def clean_params(params: dict[str, Any] | None) -> dict[str, Any] | None:
     return {k: ",".join(v) if isinstance(v, (list, tuple)) else v for k, v in params.items() if v is not None}
 
 
-def retry_after_response(call: Call, response: httpx.Response, attempt: int, policy: RetryPolicy) -> float | None:
-    """Seconds to wait before the next attempt, or None to stop and return/raise."""
-    if response.status_code in RETRY_STATUSES and call.idempotent and attempt < policy.retries:
+def retry_after_response(call: Call, response: httpx.Response, attempt: int, policy: RetryPolicy,
+                         content: bytes = b"") -> float | None:
+    """Seconds to wait before the next attempt, or None to stop and return/raise. A write the server rolled back
+    because it collided with another (503 `write_conflict`: nothing was written) is retried whatever the call."""
+    retryable = call.idempotent or (response.status_code == 503 and _code_of(content) == "write_conflict")
+    if response.status_code in RETRY_STATUSES and retryable and attempt < policy.retries:
         return policy.delay(attempt, response)
     return None
+
+
+def _code_of(content: bytes) -> str | None:
+    try:
+        error = json.loads(content).get("error")
+    except (ValueError, RecursionError, AttributeError):
+        return None
+    return error.get("code") if isinstance(error, dict) else None
 
 
 def retry_after_error(call: Call, exc: httpx.TransportError, attempt: int, policy: RetryPolicy) -> float | None:

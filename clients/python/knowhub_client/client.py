@@ -99,7 +99,7 @@ class KnowHub(_Base):
                 if delay is None or not deadline.allows(delay):
                     raise connection_failed(call, exc, self.base_url) from exc
             else:
-                delay = retry_after_response(call, response, attempt, self.retry)
+                delay = retry_after_response(call, response, attempt, self.retry, content)
                 if delay is None or not deadline.allows(delay):
                     return result_of(response, content)  # every endpoint answers an object
             time.sleep(delay)
@@ -505,7 +505,7 @@ class AsyncKnowHub(_Base):
                 if delay is None or not deadline.allows(delay):
                     raise connection_failed(call, exc, self.base_url) from exc
             else:
-                delay = retry_after_response(call, response, attempt, self.retry)
+                delay = retry_after_response(call, response, attempt, self.retry, content)
                 if delay is None or not deadline.allows(delay):
                     return result_of(response, content)  # every endpoint answers an object
             await asyncio.sleep(delay)
