@@ -102,8 +102,8 @@ def feedback_record_batch(caller, reports: list[dict]) -> list[bool]:
     if not cases:
         return []
     try:
-        with transaction.atomic():
-            FeedbackCase.objects.bulk_create(cases)
+        with transaction.atomic():  # inserted in item id order too: each insert share-locks its item (the foreign key)
+            FeedbackCase.objects.bulk_create(sorted(cases, key=lambda case: case.knowledge_id))
         landed = [True] * len(cases)
     except (DataError, IntegrityError):
         landed = [_stored_alone(case) for case in cases]

@@ -148,7 +148,10 @@ def propose_merge(items: list[Knowledge], *, model: str | None) -> dict:
 @transaction.atomic
 def merge_group(caller, ids: list[str], *, text: dict) -> Knowledge:
     """Merge the active items `ids` into a new item with `text`, as `caller`; the originals are kept, merged."""
-    items = list(Knowledge.objects.select_for_update().filter(pk__in=ids, status=KnowledgeStatus.ACTIVE).order_by("created_at", "id"))
+    # locked in id order, as every writer of several items locks them (feedback batches, supersede): opposite orders
+    # deadlocked; then merged oldest first
+    items = list(Knowledge.objects.select_for_update().filter(pk__in=ids, status=KnowledgeStatus.ACTIVE).order_by("id"))
+    items.sort(key=lambda k: (k.created_at, k.id))
     if len(items) != len(ids):
         raise ValueError(_("some items of the group are no longer active"))
     tags, resource_ids, urls, types = {}, [], [], []
