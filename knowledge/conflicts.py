@@ -21,7 +21,7 @@ from django.utils.translation import gettext as _
 
 from core import events
 from core.safe_json import UNSAFE_CHARACTERS
-from knowledge import llm, slim
+from knowledge import llm, services, slim
 from knowledge.relation import judge
 from knowledge.errors import KnowledgeStateError
 from knowledge.models import Conflict, Knowledge, KnowledgeStatus, MergeProposal, SlimRejection
@@ -152,11 +152,13 @@ def conflict_resolve(caller, *, conflict_id: int, action: str, successor_id: str
     merge: one new item with `task`/`content`, or the pair's pending proposal's text.
     Raises KnowledgeStateError when the conflict is not open or the items are no longer active.
     """
+    conflict = Conflict.objects.get(pk=conflict_id)
+    pair = [conflict.first_id, conflict.second_id]
+    locked = services.lock_items(pair)  # the items first, as every writer of several items takes them; then the conflict
     conflict = Conflict.objects.select_for_update().get(pk=conflict_id)
     if conflict.status != Conflict.Status.OPEN:
         raise KnowledgeStateError(_("conflict %(id)s is already %(status)s; reopen it first")
                                   % {"id": conflict.id, "status": conflict.status}, field="action")
-    pair = [conflict.first_id, conflict.second_id]
     resolution = {}
     if action == "supersede":
         items = Knowledge.objects.in_bulk(pair)
@@ -185,6 +187,10 @@ def conflict_resolve(caller, *, conflict_id: int, action: str, successor_id: str
         resolution = {"merged_id": merged.id}
         status = Conflict.Status.MERGED
     elif action in ("keep_both", "dismiss"):
+        merged = [k.id for k in locked.values() if k.status == KnowledgeStatus.MERGED]
+        if merged:  # merged meanwhile (the merge review approved the pair): keeping both would contradict it
+            raise KnowledgeStateError(_("%(ids)s merged meanwhile: unmerge first to keep both")
+                                      % {"ids": ", ".join(merged)}, field="action")
         status = Conflict.Status.KEPT_BOTH if action == "keep_both" else Conflict.Status.DISMISSED
         if not SlimRejection.objects.filter(first_id=pair[0], second_id=pair[1]).exists():
             slim.slim_reject(caller, first_id=pair[0], second_id=pair[1])  # nor is the pair proposed for a merge
@@ -207,6 +213,9 @@ def conflict_resolve(caller, *, conflict_id: int, action: str, successor_id: str
 def conflict_reopen(caller, *, conflict_id: int) -> Conflict:
     """Reverse a conflict's resolution and make it open again: a superseded item is active again, a merge is
     undone (its originals active, the merged item archived)."""
+    conflict = Conflict.objects.get(pk=conflict_id)
+    merged_id = (conflict.resolution or {}).get("merged_id")
+    services.lock_items([conflict.first_id, conflict.second_id, *([merged_id] if merged_id else [])])  # items first
     conflict = Conflict.objects.select_for_update().get(pk=conflict_id)
     if conflict.status == Conflict.Status.OPEN:
         raise KnowledgeStateError(_("conflict %(id)s is open already") % {"id": conflict.id}, field="conflict_id")

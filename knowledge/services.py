@@ -249,6 +249,13 @@ def knowledge_restore_version(caller, *, knowledge_id: str, number: int) -> Know
 STATUS_CHANGES = {Knowledge.Status.ARCHIVED: {Knowledge.Status.ACTIVE}, Knowledge.Status.ACTIVE: {Knowledge.Status.ARCHIVED}}
 
 
+def lock_items(ids: Iterable[str]) -> dict[str, Knowledge]:
+    """The items `ids` (those that exist), locked FOR UPDATE until the transaction ends, in id order: the order
+    every writer of several items takes them in (merges, supersede, unmerge, conflicts, feedback batches), so two
+    writers never each hold one and wait for the other's (PostgreSQL then rolls one back: a deadlock)."""
+    return {k.id: k for k in Knowledge.objects.select_for_update().filter(pk__in=sorted(set(ids))).order_by("id")}
+
+
 def require_write_any(caller, item: Knowledge) -> None:
     """PermissionDenied unless `caller` may write one of the item's scopes (a change to an existing item)."""
     if not caller.may_write_any(item.scopes):

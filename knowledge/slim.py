@@ -148,10 +148,8 @@ def propose_merge(items: list[Knowledge], *, model: str | None) -> dict:
 @transaction.atomic
 def merge_group(caller, ids: list[str], *, text: dict) -> Knowledge:
     """Merge the active items `ids` into a new item with `text`, as `caller`; the originals are kept, merged."""
-    # locked in id order, as every writer of several items locks them (feedback batches, supersede): opposite orders
-    # deadlocked; then merged oldest first
-    items = list(Knowledge.objects.select_for_update().filter(pk__in=ids, status=KnowledgeStatus.ACTIVE).order_by("id"))
-    items.sort(key=lambda k: (k.created_at, k.id))
+    items = sorted((k for k in services.lock_items(ids).values() if k.status == KnowledgeStatus.ACTIVE),
+                   key=lambda k: (k.created_at, k.id))  # locked in id order (lock_items), merged oldest first
     if len(items) != len(ids):
         raise ValueError(_("some items of the group are no longer active"))
     tags, resource_ids, urls, types = {}, [], [], []
@@ -183,7 +181,9 @@ def merge_group(caller, ids: list[str], *, text: dict) -> Knowledge:
 def knowledge_unmerge(caller, *, merged_id: str) -> list[str]:
     """Restore the originals of a merged item and archive it. Returns the restored ids. PermissionDenied unless
     `caller` may write one of its scopes."""
-    merged = Knowledge.objects.select_for_update().get(pk=merged_id)
+    merged = Knowledge.objects.get(pk=merged_id)  # raises DoesNotExist before anything is locked
+    locked = services.lock_items([merged_id, *Knowledge.objects.filter(merged_into=merged).values_list("id", flat=True)])
+    merged = locked[merged_id]
     services.require_write_any(caller, merged)
     originals = list(Knowledge.objects.filter(merged_into=merged).values_list("id", flat=True))
     if not originals:
@@ -213,10 +213,11 @@ def slim_approve(caller, *, ids: list[str], task: str, content: str) -> Knowledg
                            else MergeProposal.Status.EDITED)  # the proposal's text stays as proposed
     proposal.merged_id, proposal.decided_by, proposal.decided_at = merged.id, caller.principal, timezone.now()
     proposal.save()
-    if proposal.conflict_id:  # settled by this merge, unless a person settled it some other way already
-        Conflict.objects.filter(pk=proposal.conflict_id, status=Conflict.Status.OPEN).update(
-            status=Conflict.Status.MERGED, resolution={"merged_id": merged.id}, resolved_by=caller.principal,
-            resolved_at=timezone.now(), updated_at=timezone.now())
+    # an open conflict between items of the group is settled by this merge (its proposal's, or any other: keeping
+    # both of two merged items would contradict the merge), unless a person settled it some other way already
+    Conflict.objects.filter(status=Conflict.Status.OPEN, first_id__in=ids, second_id__in=ids).update(
+        status=Conflict.Status.MERGED, resolution={"merged_id": merged.id}, resolved_by=caller.principal,
+        resolved_at=timezone.now(), updated_at=timezone.now())
     return merged
 
 

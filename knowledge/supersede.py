@@ -11,7 +11,7 @@ from django.utils.translation import gettext as _
 from core import events
 from knowledge.errors import KnowledgeStateError
 from knowledge.models import Knowledge, KnowledgeStatus
-from knowledge.services import require_write_any
+from knowledge.services import lock_items, require_write_any
 
 
 @transaction.atomic
@@ -20,8 +20,7 @@ def knowledge_supersede(caller, *, knowledge_id: str, successor_id: str) -> Know
     (PermissionDenied); KnowledgeStateError otherwise."""
     if knowledge_id == successor_id:
         raise KnowledgeStateError(_("an item cannot supersede itself"), field="successor_id")
-    locked = {k.id: k for k in Knowledge.objects.select_for_update().filter(pk__in=[knowledge_id, successor_id])
-              .order_by("id")}  # in id order, as every writer of several items locks them
+    locked = lock_items([knowledge_id, successor_id])
     item, successor = locked[knowledge_id], locked[successor_id]  # KeyError: the caller checked both exist
     require_write_any(caller, item)
     require_write_any(caller, successor)

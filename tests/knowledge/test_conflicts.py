@@ -399,3 +399,56 @@ def test_two_workers_detecting_the_same_pair_at_once_record_it_once(settings):
     for t in threads:
         t.join(timeout=60)
     assert errors == [] and Conflict.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_a_pair_merged_through_the_merge_review_settles_its_conflict_and_cannot_then_be_kept_both(detection, fake_openai,
+                                                                                                  curator):
+    no, yes, conflict = _open_conflict(fake_openai)  # a contradiction: no merge proposal links the conflict
+    merged = curator.post("/api/merges/approve", {"ids": [no.id, yes.id], "task": "Probe", "content": "Check the process."},
+                          format="json")
+    assert merged.status_code in (200, 201), merged.json()
+    settled = Conflict.objects.get(pk=conflict.id)
+    assert settled.status == "merged" and settled.resolution == {"merged_id": merged.json()["id"]}
+    kept = curator.post(f"/api/conflicts/{conflict.id}/resolve", {"action": "keep_both"}, format="json")
+    assert kept.status_code == 409 and not SlimRejection.objects.exists()  # no contradictory "never merge them"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_reopening_a_merge_and_unmerging_it_at_once_never_deadlock(detection, fake_openai, curator):
+    """Reopen locked the conflict, then the items; unmerge the items, then the conflict (3 of 6 rounds answered 503).
+    Both take the items first now: one undoes the merge, the other finds it undone."""
+    import threading
+
+    from django.db import connections
+
+    from knowledge.conflicts import conflict_reopen
+    from knowledge.slim import knowledge_unmerge
+    from tests.callers import acting
+
+    errors = []
+    for round_ in range(6):
+        no, yes, conflict = _open_conflict(fake_openai)
+        merged = curator.post(f"/api/conflicts/{conflict.id}/resolve",
+                              {"action": "merge", "task": f"Probe {round_}", "content": "Check the process only."},
+                              format="json").json()["resolution"]["merged_id"]
+        start = threading.Barrier(2)
+
+        def run(work):
+            try:
+                start.wait()
+                work()
+            except Exception as exc:  # noqa: BLE001 - the undone merge's loser: a state error, never a deadlock
+                errors.append(exc)
+            finally:
+                connections.close_all()
+
+        threads = [threading.Thread(target=run, args=(lambda: conflict_reopen(acting("user:carl"), conflict_id=conflict.id),)),
+                   threading.Thread(target=run, args=(lambda: knowledge_unmerge(acting("user:carl"), merged_id=merged),))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert Knowledge.objects.get(pk=merged).status == "archived" and Conflict.objects.get(pk=conflict.id).status == "open"
+        Knowledge.objects.filter(pk__in=[no.id, yes.id, merged]).delete()
+    assert not [e for e in errors if "deadlock" in str(e)], errors
