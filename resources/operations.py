@@ -20,17 +20,24 @@ class Gone(APIException):
 
 @operation("resource_save", input=ResourceInput, output=ResourceOutput, writes=True, permission="write", status=201)
 def resource_save(caller: Caller, **data) -> Resource:
-    """Create, or save a new version of an id the caller may write (the old one is kept)."""
-    existing = Resource.objects.filter(pk=data["id"]).first()
+    """Create, or save a new version of an id the caller may write (the old one is kept). Of two first saves of an
+    id at once, the later becomes its second version, as it would a moment later (it was a 409)."""
+    resource_id, scopes = data.pop("id"), data.pop("scopes", None)
+    try:
+        return _save(caller, resource_id, scopes, data)
+    except ResourceExistsError:  # created by another save since this one looked: look again
+        return _save(caller, resource_id, scopes, data)
+
+
+def _save(caller: Caller, resource_id: str, scopes, data: dict) -> Resource:
+    existing = Resource.objects.filter(pk=resource_id).first()
     if existing is not None:
         if not may_read(caller.readable_scopes, existing.scopes):
-            raise ResourceExistsError(data["id"])  # the id is taken; say no more about it
+            raise ResourceExistsError(resource_id)  # the id is taken; say no more about it
         if not caller.may_write_any(existing.scopes):
             raise PermissionDenied(_("this caller may not write to the scopes of %(ids)s") % {"ids": existing.pk})
-        data.pop("scopes", None)  # a new version keeps who may see it
-        return resource_save_version(caller, resource_id=data.pop("id"), **data)
-    scopes = caller.scopes_to_write(data.pop("scopes", None))
-    return resource_create(caller, resource_id=data.pop("id"), scopes=scopes, **data)
+        return resource_save_version(caller, resource_id=resource_id, **data)  # a new version keeps who may see it
+    return resource_create(caller, resource_id=resource_id, scopes=caller.scopes_to_write(scopes), **data)
 
 
 @operation("resource_get", input=ResourceGetInput, output=ResourceOutput)

@@ -158,3 +158,36 @@ def test_the_expiry_check_flags_expired_resources_and_lists_what_depends_on_them
     assert mark_expired_resources() == ["cookies/website_a"]
     assert mark_expired_resources() == []  # flagged once
     assert [(r["id"], r["knowledge_ids"]) for r in resources_needing_refresh()] == [("cookies/website_a", [item["id"]])]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_first_saves_of_one_id_at_once_each_land_as_a_version_not_a_409():
+    import threading
+
+    from django.db import connections
+
+    from agents import operations
+    from resources.models import Resource, ResourceVersion
+    from tests.callers import acting
+
+    start, outcomes = threading.Barrier(8), []
+
+    def save(n):
+        try:
+            start.wait()
+            operations.call("resource_save", acting(f"agent:a{n}"), data={
+                "id": "code/deploy", "title": f"deploy {n}", "body": f"v{n}", "scopes": ["org:acme"]})
+            outcomes.append("saved")
+        except Exception as exc:  # noqa: BLE001 - collected: the assertion names it
+            outcomes.append(repr(exc))
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=save, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert outcomes == ["saved"] * 8
+    assert Resource.objects.count() == 1 and ResourceVersion.objects.count() == 7
+    assert sorted(ResourceVersion.objects.values_list("number", flat=True)) == list(range(1, 8))
