@@ -14,7 +14,7 @@ from django.utils.translation import gettext as _
 from agents.caller import Caller
 from core.errors import DomainError
 from ingest import chunking, extract
-from ingest.chunks import apply_chunks, sha256
+from ingest.chunks import apply_chunks, lock_document, sha256
 from ingest.fetch import FetchRefused, check_url, fetch
 from ingest.models import Document
 from jobs.models import Job
@@ -61,23 +61,31 @@ def document_ingest(caller: Caller, *, scopes=None, types=None, name: str | None
         if len(data) > settings.KNOWHUB_DOCUMENT_MAX_BYTES:
             raise DocumentRefused(_("%(name)s is larger than %(limit)s bytes") % {"name": name, "limit": f"{settings.KNOWHUB_DOCUMENT_MAX_BYTES:,}"}, field="file",
                                   status=413)
-        digest = sha256(data)
-        # the latest reading of this file into these scopes: the same bytes, read the same way, change nothing
-        # (an older reading of the same bytes does not count: a version in between may have replaced them)
-        latest = (Document.objects.filter(uri=name, kind=kind, scopes=scopes).exclude(status=Document.Status.FAILED)
-                  .order_by("-created_at").first())
-        if latest is not None and (latest.content_hash, list(latest.types), latest.chunk_size, latest.chunk_overlap) \
-                == (digest, types, chunk_size, chunk_overlap):
-            return latest, False
-        document = Document(origin=Document.Origin.UPLOAD, uri=name, kind=kind, content_hash=digest, size=len(data),
-                            data=data, **fields)
+        document = Document(origin=Document.Origin.UPLOAD, uri=name, kind=kind, content_hash=sha256(data),
+                            size=len(data), data=data, **fields)
     with transaction.atomic():
+        if document.origin == Document.Origin.UPLOAD:
+            lock_document("upload", document.uri, scopes)  # two uploads of one file at once: the later finds the earlier
+            latest = _latest_reading(document)
+            if latest is not None:
+                return latest, False
         document.save()
         job = job_create(kind="ingest", subject=str(document.id), requested_by=caller.principal,
                          params={"document": str(document.id)})
         Document.objects.filter(pk=document.pk).update(job=job.id)
         document.job = job.id
     return document, True
+
+
+def _latest_reading(document: Document) -> Document | None:
+    """The latest reading of this file into these scopes when it read the same bytes the same way (reading them
+    again would change nothing); an older reading of the same bytes does not count: a version in between may have
+    replaced them."""
+    latest = (Document.objects.filter(uri=document.uri, kind=document.kind, scopes=document.scopes)
+              .exclude(status=Document.Status.FAILED).order_by("-created_at").first())
+    same = latest is not None and (latest.content_hash, list(latest.types), latest.chunk_size, latest.chunk_overlap) \
+        == (document.content_hash, list(document.types), document.chunk_size, document.chunk_overlap)
+    return latest if same else None
 
 
 def _stage(document: Document, attempt: int, **progress) -> None:

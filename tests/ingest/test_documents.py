@@ -274,3 +274,33 @@ def test_hostile_form_fields_are_a_400_naming_the_field(writer, field, value):
 def test_list_parameters_past_their_bounds_are_a_400_naming_them(writer, params):
     reply = writer.get("/api/documents", params)
     assert reply.status_code == 400 and set(params) <= set(reply.json()["error"]["fields"]), reply.content
+
+
+@pytest.mark.django_db(transaction=True)
+def test_one_file_uploaded_several_times_at_once_is_one_document_and_one_job():
+    import threading
+
+    from django.db import connections
+
+    from ingest.documents import document_ingest
+    from jobs.models import Job
+    from tests.callers import acting
+
+    start, outcomes = threading.Barrier(6), []
+
+    def send():
+        try:
+            start.wait()
+            document, new = document_ingest(acting("agent:writer"), scopes=["team:a"], name="runbook.md",
+                                            data=RUNBOOK.encode())
+            outcomes.append((str(document.id), new))
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=send) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert len({document for document, _ in outcomes}) == 1 and sorted(new for _, new in outcomes) == [False] * 5 + [True]
+    assert Document.objects.count() == 1 and Job.objects.filter(kind="ingest").count() == 1
