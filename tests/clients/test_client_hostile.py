@@ -8,7 +8,7 @@ from urllib.parse import unquote
 import pytest
 
 from knowhub_client import (
-    AsyncKnowHub, BadRequest, KnowHub, KnowHubError, NotFound, RetryPolicy, ServerError, tools,
+    AsyncKnowHub, KnowHub, KnowHubError, NotFound, RetryPolicy, ServerError, tools,
 )
 from tests.clients.test_client_retries import Flaky
 
