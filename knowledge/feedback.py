@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from core import events
 from core.compiled import insert_row
-from knowledge.models import FeedbackCase, Knowledge
+from knowledge.models import FeedbackCase, Knowledge, KnowledgeStatus
 
 MAX_CASE_KEYS = 20
 
@@ -30,6 +30,7 @@ class Tally:
     score: int
     scopes: list[str]
     updated_at: datetime
+    merged_into: str | None = None  # the item this one was merged into, when it was
 
 
 def normalize_case(case: dict | None, *, reported_by: str) -> dict:
@@ -56,14 +57,14 @@ def _counter_update_sql() -> str:
     return (f"UPDATE {quote(Knowledge._meta.db_table)} SET {helpful} = {helpful} + %s, {harmful} = {harmful} + %s, "
             f"{quote(fields['updated_at'])} = %s WHERE {quote(fields['id'])} = %s "
             f"RETURNING {helpful}, {harmful}, {quote(fields['score'])}, {quote(fields['scopes'])}, "
-            f"{quote(fields['updated_at'])}")
+            f"{quote(fields['updated_at'])}, CASE WHEN {quote(fields['status'])} = %s THEN {quote(fields['merged_into'])} END")
 
 
 def counters_add(*, knowledge_id: str, helpful: int = 0, harmful: int = 0) -> Tally:
     """Add to the item's counters in one UPDATE, which holds the row's lock until the transaction ends: call it
     last. Raises Knowledge.DoesNotExist when there is no such item."""
     with connection.cursor() as cursor:
-        cursor.execute(_counter_update_sql(), [helpful, harmful, timezone.now(), knowledge_id])
+        cursor.execute(_counter_update_sql(), [helpful, harmful, timezone.now(), knowledge_id, KnowledgeStatus.MERGED])
         row = cursor.fetchone()
     if row is None:
         raise Knowledge.DoesNotExist(knowledge_id)
@@ -87,8 +88,25 @@ def feedback_record(caller, *, knowledge_id: str, helpful: bool, case: dict | No
     """
     stored = insert_row(case_new(caller, knowledge_id=knowledge_id, helpful=helpful, case=case, search_id=search_id))
     tally = counters_add(knowledge_id=knowledge_id, **{stored.kind: 1})
-    events.emit_all([feedback_event(stored, tally.scopes)])
+    events.emit_all([feedback_event(stored, tally.scopes), *_forwarded(stored, tally)])
     return stored, tally
+
+
+MERGES_FOLLOWED = 10  # an item merged into one merged in turn...: how far a report follows
+
+
+def _forwarded(case: FeedbackCase, tally: Tally, depth: int = 0) -> list[events.Event]:
+    """A report on an item merged away counts for the item it became too, as the merge counted the reports before
+    it (their cases copied, the counters summed): the agent found the original before the merge, and its verdict
+    is about the text the merged item now holds. The original keeps its own (unmerging gives it back as it was).
+    The counters' UPDATE waits for a merge's lock on the row, so a report that arrives while a merge commits is
+    either counted by the merge or forwarded here, never lost. Returns the events of the copies."""
+    if tally.merged_into is None or depth >= MERGES_FOLLOWED:
+        return []
+    copy = insert_row(FeedbackCase(knowledge_id=tally.merged_into, kind=case.kind, reported_by=case.reported_by,
+                                   case=case.case, search_id=case.search_id))
+    target = counters_add(knowledge_id=copy.knowledge_id, **{copy.kind: 1})
+    return [feedback_event(copy, target.scopes), *_forwarded(copy, target, depth + 1)]
 
 
 def feedback_record_batch(caller, reports: list[dict]) -> list[bool]:
@@ -111,9 +129,11 @@ def feedback_record_batch(caller, reports: list[dict]) -> list[bool]:
     for case, ok in zip(cases, landed):
         if ok:
             counts[case.knowledge_id][case.kind] += 1
-    scopes = {knowledge_id: counters_add(knowledge_id=knowledge_id, **counts[knowledge_id]).scopes
-              for knowledge_id in sorted(counts)}
-    events.emit_all([feedback_event(case, scopes[case.knowledge_id]) for case, ok in zip(cases, landed) if ok])
+    tallies = {knowledge_id: counters_add(knowledge_id=knowledge_id, **counts[knowledge_id])
+               for knowledge_id in sorted(counts)}
+    stored = [case for case, ok in zip(cases, landed) if ok]
+    events.emit_all([feedback_event(case, tallies[case.knowledge_id].scopes) for case in stored]
+                    + [event for case in stored for event in _forwarded(case, tallies[case.knowledge_id])])
     return landed
 
 

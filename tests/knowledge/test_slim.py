@@ -201,3 +201,29 @@ def test_merges_and_feedback_batches_on_the_same_items_at_once_never_deadlock():
         for thread in threads:
             thread.join(60)
     assert errors == []
+
+
+@pytest.mark.django_db
+def test_a_report_on_an_item_merged_away_counts_for_the_item_it_became_and_unmerging_gives_it_back():
+    from knowledge.models import FeedbackCase
+    from knowledge.slim import knowledge_unmerge, slim_approve
+
+    ids = seed(rows=TABS)
+    merged = slim_approve(acting("user:alice"), ids=ids, task="Tabs", content="Tabs and type hints")
+    agent = client_for("research_agent", ["org:acme"])
+    single = agent.put(f"/api/knowledge/{ids[0]}", {"add_helpful_case": {"outcome": "tabs it was"}}, format="json")
+    assert single.status_code == 200 and single.json()["eval"]["helpful"] == 1  # the original's own count
+    batch = agent.post("/api/knowledge/batch_update", {"feedback_list": [
+        {"knowledge_id": ids[1], "is_helpful": False, "case": {"outcome": "wrong"}},
+        {"knowledge_id": ids[0], "is_helpful": True}]}, format="json")
+    assert batch.status_code == 200 and batch.json()["succeeded"] == 2
+
+    item = Knowledge.objects.get(pk=merged.id)  # what search ranks now: every report counted, each case kept
+    assert (item.helpful, item.harmful) == (2, 1)
+    assert FeedbackCase.objects.filter(knowledge_id=merged.id).count() == 3
+    assert [c["outcome"] for c in FeedbackCase.objects.filter(knowledge_id=merged.id, kind="harmful")
+            .values_list("case", flat=True)] == ["wrong"]
+
+    knowledge_unmerge(acting("user:alice"), merged_id=merged.id)
+    first, second = Knowledge.objects.get(pk=ids[0]), Knowledge.objects.get(pk=ids[1])
+    assert (first.status, first.helpful, second.harmful) == ("active", 2, 1)  # the originals keep their own reports
