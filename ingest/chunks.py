@@ -65,7 +65,8 @@ def apply_chunks(caller, *, kind: str, uri: str, content_hash: str, chunks, scop
     outcome = ChunkOutcome()
     scopes = sorted(set(scopes))
     lock_document(kind, uri, scopes)
-    in_document = list(items_of(uri, kind, scopes).select_for_update().order_by("created_at", "id"))
+    in_document = list(items_of(uri, kind, scopes).select_for_update().order_by("id"))  # locked in id order, as
+    in_document.sort(key=lambda k: (k.created_at, k.id))  # every writer of several items takes them; then oldest first
     # an item slim merged away keeps its chunk: matched by its text it is neither re-created nor archived
     merged_hashes = {k.source[DOCUMENT].get("chunk_hash") for k in in_document if k.status == KnowledgeStatus.MERGED}
     existing = [k for k in in_document if k.status != KnowledgeStatus.MERGED]

@@ -187,10 +187,10 @@ def conflict_resolve(caller, *, conflict_id: int, action: str, successor_id: str
         resolution = {"merged_id": merged.id}
         status = Conflict.Status.MERGED
     elif action in ("keep_both", "dismiss"):
-        merged = [k.id for k in locked.values() if k.status == KnowledgeStatus.MERGED]
-        if merged:  # merged meanwhile (the merge review approved the pair): keeping both would contradict it
+        into = {k.merged_into_id if k.status == KnowledgeStatus.MERGED else None for k in locked.values()}
+        if len(locked) == 2 and len(into) == 1 and None not in into:  # the pair merged into one item meanwhile
             raise KnowledgeStateError(_("%(ids)s merged meanwhile: unmerge first to keep both")
-                                      % {"ids": ", ".join(merged)}, field="action")
+                                      % {"ids": ", ".join(sorted(locked))}, field="action")
         status = Conflict.Status.KEPT_BOTH if action == "keep_both" else Conflict.Status.DISMISSED
         if not SlimRejection.objects.filter(first_id=pair[0], second_id=pair[1]).exists():
             slim.slim_reject(caller, first_id=pair[0], second_id=pair[1])  # nor is the pair proposed for a merge
@@ -215,7 +215,9 @@ def conflict_reopen(caller, *, conflict_id: int) -> Conflict:
     undone (its originals active, the merged item archived)."""
     conflict = Conflict.objects.get(pk=conflict_id)
     merged_id = (conflict.resolution or {}).get("merged_id")
-    services.lock_items([conflict.first_id, conflict.second_id, *([merged_id] if merged_id else [])])  # items first
+    group = list(Knowledge.objects.filter(merged_into_id=merged_id).values_list("id", flat=True)) if merged_id else []
+    # the items first, as every writer of several items takes them: the pair, and a merge's item and whole group
+    services.lock_items([conflict.first_id, conflict.second_id, *([merged_id] if merged_id else []), *group])
     conflict = Conflict.objects.select_for_update().get(pk=conflict_id)
     if conflict.status == Conflict.Status.OPEN:
         raise KnowledgeStateError(_("conflict %(id)s is open already") % {"id": conflict.id}, field="conflict_id")

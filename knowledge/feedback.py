@@ -71,11 +71,13 @@ def counters_add(*, knowledge_id: str, helpful: int = 0, harmful: int = 0) -> Ta
     return Tally(*row)
 
 
-def feedback_event(case: FeedbackCase, scopes: list[str]) -> events.Event:
+def feedback_event(case: FeedbackCase, scopes: list[str], *, forwarded_from: str | None = None) -> events.Event:
     # the case itself is the reporter's free text: the event names the item and the verdict only
-    return events.event_new(events.FEEDBACK_RECEIVED, scopes=scopes, data={
-        "knowledge_id": case.knowledge_id, "kind": case.kind, "reported_by": case.reported_by,
-        "search_id": None if case.search_id is None else str(case.search_id)})
+    data = {"knowledge_id": case.knowledge_id, "kind": case.kind, "reported_by": case.reported_by,
+            "search_id": None if case.search_id is None else str(case.search_id)}
+    if forwarded_from:  # a report on `forwarded_from`, merged into this item: not a second report
+        data["forwarded_from"] = forwarded_from
+    return events.event_new(events.FEEDBACK_RECEIVED, scopes=scopes, data=data)
 
 
 @transaction.atomic(savepoint=False)  # all or nothing; inside a caller's transaction, no savepoint of its own
@@ -88,25 +90,41 @@ def feedback_record(caller, *, knowledge_id: str, helpful: bool, case: dict | No
     """
     stored = insert_row(case_new(caller, knowledge_id=knowledge_id, helpful=helpful, case=case, search_id=search_id))
     tally = counters_add(knowledge_id=knowledge_id, **{stored.kind: 1})
-    events.emit_all([feedback_event(stored, tally.scopes), *_forwarded(stored, tally)])
+    events.emit_all([feedback_event(stored, tally.scopes), *_forward([stored], {knowledge_id: tally})])
     return stored, tally
 
 
 MERGES_FOLLOWED = 10  # an item merged into one merged in turn...: how far a report follows
 
 
-def _forwarded(case: FeedbackCase, tally: Tally, depth: int = 0) -> list[events.Event]:
-    """A report on an item merged away counts for the item it became too, as the merge counted the reports before
+def _forward(cases: list[FeedbackCase], tallies: dict[str, Tally]) -> list[events.Event]:
+    """Reports on items merged away count for the items they became too, as the merge counted the reports before
     it (their cases copied, the counters summed): the agent found the original before the merge, and its verdict
     is about the text the merged item now holds. The original keeps its own (unmerging gives it back as it was).
-    The counters' UPDATE waits for a merge's lock on the row, so a report that arrives while a merge commits is
-    either counted by the merge or forwarded here, never lost. Returns the events of the copies."""
-    if tally.merged_into is None or depth >= MERGES_FOLLOWED:
-        return []
-    copy = insert_row(FeedbackCase(knowledge_id=tally.merged_into, kind=case.kind, reported_by=case.reported_by,
-                                   case=case.case, search_id=case.search_id))
-    target = counters_add(knowledge_id=copy.knowledge_id, **{copy.kind: 1})
-    return [feedback_event(copy, target.scopes), *_forwarded(copy, target, depth + 1)]
+    A copy carries no `search_id`: the search returned the original, and its judgment is the original's (the
+    merge's copies carry none either). The counters' UPDATE waited for a merge's lock on the original's row, so a
+    report arriving while a merge commits is counted by the merge or here, never lost, never twice.
+
+    The merged items are locked after every original, in id order, one INSERT and one UPDATE each. (A merged item
+    whose id sorts before its original's, unmerged at that very moment, can still collide with this: PostgreSQL
+    then rolls one back and the API answers 503 write_conflict, retried.) Returns the copies' events."""
+    events_: list[events.Event] = []
+    for _ in range(MERGES_FOLLOWED):
+        onward = [(case, tallies[case.knowledge_id].merged_into) for case in cases
+                  if tallies[case.knowledge_id].merged_into is not None]
+        if not onward:
+            break
+        copies = [(FeedbackCase(knowledge_id=target, kind=case.kind, reported_by=case.reported_by, case=case.case),
+                   case.knowledge_id) for case, target in sorted(onward, key=lambda pair: pair[1])]
+        FeedbackCase.objects.bulk_create([copy for copy, _ in copies])
+        counts: dict[str, Counter] = defaultdict(Counter)
+        for copy, _ in copies:
+            counts[copy.knowledge_id][copy.kind] += 1
+        tallies = {target: counters_add(knowledge_id=target, **counts[target]) for target in sorted(counts)}
+        events_ += [feedback_event(copy, tallies[copy.knowledge_id].scopes, forwarded_from=original)
+                    for copy, original in copies]
+        cases = [copy for copy, _ in copies]
+    return events_
 
 
 def feedback_record_batch(caller, reports: list[dict]) -> list[bool]:
@@ -119,22 +137,22 @@ def feedback_record_batch(caller, reports: list[dict]) -> list[bool]:
     cases = [case_new(caller, **report) for report in reports]
     if not cases:
         return []
+    in_id_order = sorted(cases, key=lambda case: case.knowledge_id)  # each insert share-locks its item (foreign key)
     try:
-        with transaction.atomic():  # inserted in item id order too: each insert share-locks its item (the foreign key)
-            FeedbackCase.objects.bulk_create(sorted(cases, key=lambda case: case.knowledge_id))
-        landed = [True] * len(cases)
+        with transaction.atomic():
+            FeedbackCase.objects.bulk_create(in_id_order)
+        landed = {id(case) for case in cases}
     except (DataError, IntegrityError):
-        landed = [_stored_alone(case) for case in cases]
+        landed = {id(case) for case in in_id_order if _stored_alone(case)}
+    stored = [case for case in cases if id(case) in landed]
     counts: dict[str, Counter] = defaultdict(Counter)
-    for case, ok in zip(cases, landed):
-        if ok:
-            counts[case.knowledge_id][case.kind] += 1
+    for case in stored:
+        counts[case.knowledge_id][case.kind] += 1
     tallies = {knowledge_id: counters_add(knowledge_id=knowledge_id, **counts[knowledge_id])
                for knowledge_id in sorted(counts)}
-    stored = [case for case, ok in zip(cases, landed) if ok]
     events.emit_all([feedback_event(case, tallies[case.knowledge_id].scopes) for case in stored]
-                    + [event for case in stored for event in _forwarded(case, tallies[case.knowledge_id])])
-    return landed
+                    + _forward(stored, tallies))
+    return [id(case) in landed for case in cases]
 
 
 def _stored_alone(case: FeedbackCase) -> bool:

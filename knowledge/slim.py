@@ -172,6 +172,11 @@ def merge_group(caller, ids: list[str], *, text: dict) -> Knowledge:
         harmful_history=[c.case for c in cases if c.kind == "harmful"],
     )
     Knowledge.objects.filter(pk__in=ids).update(status=KnowledgeStatus.MERGED, merged_into=merged, updated_at=timezone.now())
+    # an open conflict between items of the group is settled by this merge (a slim job's, a reviewed proposal's, a
+    # conflict's own: keeping both of two merged items would contradict it), unless a person settled it already
+    Conflict.objects.filter(status=Conflict.Status.OPEN, first_id__in=ids, second_id__in=ids).update(
+        status=Conflict.Status.MERGED, resolution={"merged_id": merged.id}, resolved_by=caller.principal,
+        resolved_at=timezone.now(), updated_at=timezone.now())
     events.emit(events.KNOWLEDGE_MERGED, scopes=merged.scopes,
                 data=events.knowledge_data(merged, merged_ids=[k.id for k in items], by=caller.principal))
     return merged
@@ -213,11 +218,6 @@ def slim_approve(caller, *, ids: list[str], task: str, content: str) -> Knowledg
                            else MergeProposal.Status.EDITED)  # the proposal's text stays as proposed
     proposal.merged_id, proposal.decided_by, proposal.decided_at = merged.id, caller.principal, timezone.now()
     proposal.save()
-    # an open conflict between items of the group is settled by this merge (its proposal's, or any other: keeping
-    # both of two merged items would contradict the merge), unless a person settled it some other way already
-    Conflict.objects.filter(status=Conflict.Status.OPEN, first_id__in=ids, second_id__in=ids).update(
-        status=Conflict.Status.MERGED, resolution={"merged_id": merged.id}, resolved_by=caller.principal,
-        resolved_at=timezone.now(), updated_at=timezone.now())
     return merged
 
 

@@ -452,3 +452,67 @@ def test_reopening_a_merge_and_unmerging_it_at_once_never_deadlock(detection, fa
         assert Knowledge.objects.get(pk=merged).status == "archived" and Conflict.objects.get(pk=conflict.id).status == "open"
         Knowledge.objects.filter(pk__in=[no.id, yes.id, merged]).delete()
     assert not [e for e in errors if "deadlock" in str(e)], errors
+
+
+@pytest.mark.django_db
+def test_a_slim_jobs_merge_settles_the_conflict_between_its_items(detection, fake_openai):
+    from knowledge.slim import merge_group
+    from tests.callers import acting
+
+    no, yes, conflict = _open_conflict(fake_openai)
+    merged = merge_group(acting("job:slim:1"), sorted([no.id, yes.id]), text={"task": "Probe", "content": "Check."})
+    settled = Conflict.objects.get(pk=conflict.id)
+    assert settled.status == "merged" and settled.resolution == {"merged_id": merged.id}  # not left open for good
+
+
+@pytest.mark.django_db
+def test_a_pair_whose_items_went_into_different_merges_can_still_be_dismissed(detection, fake_openai, curator):
+    from knowledge.slim import merge_group
+    from tests.callers import acting
+
+    no, yes, conflict = _open_conflict(fake_openai)
+    [other] = saved(UNRELATED)
+    merge_group(acting("user:carl"), sorted([no.id, other.id]), text={"task": "t", "content": "c"})
+    dismissed = curator.post(f"/api/conflicts/{conflict.id}/resolve", {"action": "dismiss"}, format="json")
+    assert dismissed.status_code == 200 and dismissed.json()["status"] == "dismissed"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_reopening_two_conflicts_of_one_group_merge_at_once_never_deadlock():
+    """A merge of three items settles each conflict among them; reopening two of them at once unmerges the group
+    once. Reopen locked its pair and the merged item, then the unmerge the rest of the group: two reopens (or a
+    reopen and an unmerge) held parts of the group each and waited for the other's."""
+    import threading
+
+    from django.db import connections
+
+    from knowledge.conflicts import conflict_reopen
+    from knowledge.slim import slim_approve
+    from tests.callers import acting
+
+    errors = []
+    for round_ in range(6):
+        a, b, c = (make_knowledge(task=f"Probe {round_} {n}", embed=False) for n in "abc")
+        conflicts = [Conflict.objects.create(first_id=min(x.id, y.id), second_id=max(x.id, y.id), kind="duplicate",
+                                             detected_for=y.id) for x, y in ((a, b), (b, c))]
+        merged = slim_approve(acting("user:carl"), ids=[a.id, b.id, c.id], task="Probe", content="One probe.")
+        assert set(Conflict.objects.filter(pk__in=[k.pk for k in conflicts]).values_list("status", flat=True)) == {"merged"}
+        start = threading.Barrier(2)
+
+        def run(conflict_id):
+            try:
+                start.wait()
+                conflict_reopen(acting("user:carl"), conflict_id=conflict_id)
+            except Exception as exc:  # noqa: BLE001 - collected: the assertion below names it
+                errors.append(exc)
+            finally:
+                connections.close_all()
+
+        threads = [threading.Thread(target=run, args=(k.pk,)) for k in conflicts]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert Knowledge.objects.get(pk=merged.id).status == "archived"
+        assert set(Knowledge.objects.filter(pk__in=[a.id, b.id, c.id]).values_list("status", flat=True)) == {"active"}
+    assert not [e for e in errors if "deadlock" in str(e)], errors

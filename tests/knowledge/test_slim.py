@@ -209,9 +209,11 @@ def test_a_report_on_an_item_merged_away_counts_for_the_item_it_became_and_unmer
     from knowledge.slim import knowledge_unmerge, slim_approve
 
     ids = seed(rows=TABS)
-    merged = slim_approve(acting("user:alice"), ids=ids, task="Tabs", content="Tabs and type hints")
     agent = client_for("research_agent", ["org:acme"])
-    single = agent.put(f"/api/knowledge/{ids[0]}", {"add_helpful_case": {"outcome": "tabs it was"}}, format="json")
+    search_id = agent.get("/api/knowledge/search", {"q": "tabs for indentation", "min_score": 1}).json()["search_id"]
+    merged = slim_approve(acting("user:alice"), ids=ids, task="Tabs", content="Tabs and type hints")
+    single = agent.put(f"/api/knowledge/{ids[0]}", {"add_helpful_case": {"outcome": "tabs it was"},
+                                                    "search_id": search_id}, format="json")
     assert single.status_code == 200 and single.json()["eval"]["helpful"] == 1  # the original's own count
     batch = agent.post("/api/knowledge/batch_update", {"feedback_list": [
         {"knowledge_id": ids[1], "is_helpful": False, "case": {"outcome": "wrong"}},
@@ -221,6 +223,9 @@ def test_a_report_on_an_item_merged_away_counts_for_the_item_it_became_and_unmer
     item = Knowledge.objects.get(pk=merged.id)  # what search ranks now: every report counted, each case kept
     assert (item.helpful, item.harmful) == (2, 1)
     assert FeedbackCase.objects.filter(knowledge_id=merged.id).count() == 3
+    assert FeedbackCase.objects.get(knowledge_id=ids[0], kind="helpful", case__outcome="tabs it was").search_id
+    # the search returned the original, not the merged item: its judgment is not copied (it would lower the nDCG)
+    assert not FeedbackCase.objects.filter(knowledge_id=merged.id, search_id__isnull=False).exists()
     assert [c["outcome"] for c in FeedbackCase.objects.filter(knowledge_id=merged.id, kind="harmful")
             .values_list("case", flat=True)] == ["wrong"]
 

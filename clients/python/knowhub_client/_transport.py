@@ -4,7 +4,8 @@ Sync and async clients share everything here but the sending and the sleeping.
 What may be retried: 429, 5xx and transport errors for idempotent calls (reads,
 searches, saves carrying an Idempotency-Key the server honours); a connect error
 (the request never left) for any call. A non-idempotent write (feedback, slim) is
-never sent twice.
+never sent twice, unless the server rolled it back as a collision with another write
+(503 `write_conflict`: nothing was written).
 
 A call's `Deadline` bounds it in all: no retry starts, and no wait ends, after it; an attempt's
 timeouts are cut to what is left, and a reply still arriving then is abandoned. A reply's body is
