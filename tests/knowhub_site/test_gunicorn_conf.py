@@ -70,16 +70,16 @@ def answer_of(connection: socket.socket) -> tuple[bytes, dict]:
     return head, json.loads(body)
 
 
-def answer_of_first(connection: socket.socket) -> tuple[bytes, dict]:
-    """The first response on a keep-alive `connection` (read up to its Content-Length)."""
-    with connection:
-        answer = b""
-        while b"\r\n\r\n" not in answer:
-            answer += connection.recv(65536)
-        head, _, body = answer.partition(b"\r\n\r\n")
-        length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")))
-        while len(body) < length:
-            body += connection.recv(65536)
+def next_answer(connection: socket.socket) -> tuple[bytes, dict]:
+    """The head and JSON body of the next response on a keep-alive `connection` (read up to its Content-Length; the
+    connection stays open)."""
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        answer += connection.recv(65536)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")))
+    while len(body) < length:
+        body += connection.recv(65536)
     return head, json.loads(body)
 
 
@@ -91,21 +91,8 @@ def test_the_longest_chinese_question_fits_in_a_get_searchs_request_line(server)
         assert reply.json() == {"query_length": len(query)}
 
 
-def raw_request(server: str, request: bytes) -> tuple[bytes, dict]:
-    """What the server answers `request` sent as it is (no client library refuses or mends it): the response's
-    head and its JSON body."""
-    host, port = server.removeprefix("http://").split(":")
-    with socket.create_connection((host, int(port)), timeout=10) as connection:
-        connection.sendall(request)
-        answer = b""
-        while chunk := connection.recv(65536):
-            answer += chunk
-    head, _, body = answer.partition(b"\r\n\r\n")
-    return head, json.loads(body)
-
-
 def test_a_request_line_past_the_limit_is_a_414_in_the_apis_json_error_shape(server):
-    head, body = raw_request(server, b"GET /api/knowledge/search?q=" + b"x" * REQUEST_LINE_MAX + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    head, body = answer_of(send(server, b"GET /api/knowledge/search?q=" + b"x" * REQUEST_LINE_MAX + b" HTTP/1.1\r\nHost: x\r\n\r\n"))
     assert head.startswith(b"HTTP/1.1 414 ")
     assert b"Content-Type: application/json" in head and b"Connection: close" in head
     assert body["error"]["code"] == "uri_too_long" and body["error"]["fields"] == {}
@@ -113,7 +100,7 @@ def test_a_request_line_past_the_limit_is_a_414_in_the_apis_json_error_shape(ser
 
 
 def test_a_malformed_request_is_a_400_in_the_apis_json_error_shape(server):
-    head, body = raw_request(server, b"GET /api/knowledge HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n")
+    head, body = answer_of(send(server, b"GET /api/knowledge HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n"))
     assert head.startswith(b"HTTP/1.1 400 ") and b"Content-Type: application/json" in head
     assert body["error"]["code"] == "bad_request"
 
@@ -153,26 +140,16 @@ def test_a_body_that_arrived_whole_is_read_however_late_the_application_gets_to_
 
 
 def test_each_request_on_a_keep_alive_connection_gets_a_deadline_of_its_own(server):
-    def response(connection) -> tuple[bytes, dict]:
-        answer = b""
-        while b"\r\n\r\n" not in answer:
-            answer += connection.recv(65536)
-        head, _, body = answer.partition(b"\r\n\r\n")
-        length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")))
-        while len(body) < length:
-            body += connection.recv(65536)
-        return head, json.loads(body)
-
     # the first request outlasts the bound (its view reads the body late); the next, on the same connection, is
     # read against a deadline of its own, not the first one's
     with send(server, f"POST /body?late={READ_SECONDS + 1} HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc".encode()) \
             as connection:
-        head, body = response(connection)
+        head, body = next_answer(connection)
         assert head.startswith(b"HTTP/1.1 200 ") and body == {"body_length": 3} and b"close" not in head.lower()
         connection.sendall(b"POST /body HTTP/1.1\r\nHost: x\r\n")
         time.sleep(0.5)  # its head comes in two parts: past the first request's deadline, within its own
         connection.sendall(b"Content-Length: 5\r\n\r\nhello")
-        head, body = response(connection)
+        head, body = next_answer(connection)
         assert head.startswith(b"HTTP/1.1 200 ") and body == {"body_length": 5}
 
 
@@ -181,7 +158,8 @@ def test_no_bound_is_applied_when_the_setting_is_zero():
         stalled = send(base, b"GET / HTTP/1.1\r\nHost: x\r\n")
         time.sleep(READ_SECONDS + 1)
         stalled.sendall(b"\r\n")  # the head ends late and is still answered
-        head, body = answer_of_first(stalled)
+        with stalled:
+            head, body = next_answer(stalled)
         assert head.startswith(b"HTTP/1.1 200 ") and body == {"query_length": 0}
 
 
