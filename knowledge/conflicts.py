@@ -215,9 +215,8 @@ def conflict_reopen(caller, *, conflict_id: int) -> Conflict:
     undone (its originals active, the merged item archived)."""
     conflict = Conflict.objects.get(pk=conflict_id)
     merged_id = (conflict.resolution or {}).get("merged_id")
-    group = list(Knowledge.objects.filter(merged_into_id=merged_id).values_list("id", flat=True)) if merged_id else []
     # the items first, as every writer of several items takes them: the pair, and a merge's item and whole group
-    services.lock_items([conflict.first_id, conflict.second_id, *([merged_id] if merged_id else []), *group])
+    services.lock_items([conflict.first_id, conflict.second_id, *(slim.merge_and_originals(merged_id) if merged_id else [])])
     conflict = Conflict.objects.select_for_update().get(pk=conflict_id)
     if conflict.status == Conflict.Status.OPEN:
         raise KnowledgeStateError(_("conflict %(id)s is open already") % {"id": conflict.id}, field="conflict_id")

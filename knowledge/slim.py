@@ -182,15 +182,21 @@ def merge_group(caller, ids: list[str], *, text: dict) -> Knowledge:
     return merged
 
 
+def merge_and_originals(merged_id: str) -> list[str]:
+    """The ids of a merged item and of its originals: what undoing the merge locks (`services.lock_items`)."""
+    return [merged_id, *Knowledge.objects.filter(merged_into_id=merged_id).values_list("id", flat=True)]
+
+
 @transaction.atomic
 def knowledge_unmerge(caller, *, merged_id: str) -> list[str]:
     """Restore the originals of a merged item and archive it. Returns the restored ids. PermissionDenied unless
     `caller` may write one of its scopes."""
-    merged = Knowledge.objects.get(pk=merged_id)  # raises DoesNotExist before anything is locked
-    locked = services.lock_items([merged_id, *Knowledge.objects.filter(merged_into=merged).values_list("id", flat=True)])
+    locked = services.lock_items(merge_and_originals(merged_id))
+    if merged_id not in locked:
+        raise Knowledge.DoesNotExist(merged_id)
     merged = locked[merged_id]
     services.require_write_any(caller, merged)
-    originals = list(Knowledge.objects.filter(merged_into=merged).values_list("id", flat=True))
+    originals = [item_id for item_id, item in locked.items() if item.merged_into_id == merged_id]  # read once locked
     if not originals:
         raise ValueError(_("%(id)s is not the result of a merge") % {"id": merged_id})
     Knowledge.objects.filter(pk__in=originals).update(status=KnowledgeStatus.ACTIVE, merged_into=None, updated_at=timezone.now())
