@@ -117,10 +117,7 @@ def _forward(cases: list[FeedbackCase], tallies: dict[str, Tally]) -> list[event
         copies = [(FeedbackCase(knowledge_id=target, kind=case.kind, reported_by=case.reported_by, case=case.case),
                    case.knowledge_id) for case, target in sorted(onward, key=lambda pair: pair[1])]
         FeedbackCase.objects.bulk_create([copy for copy, _ in copies])
-        counts: dict[str, Counter] = defaultdict(Counter)
-        for copy, _ in copies:
-            counts[copy.knowledge_id][copy.kind] += 1
-        tallies = {target: counters_add(knowledge_id=target, **counts[target]) for target in sorted(counts)}
+        tallies = _counted([copy for copy, _ in copies])
         events_ += [feedback_event(copy, tallies[copy.knowledge_id].scopes, forwarded_from=original)
                     for copy, original in copies]
         cases = [copy for copy, _ in copies]
@@ -145,14 +142,19 @@ def feedback_record_batch(caller, reports: list[dict]) -> list[bool]:
     except (DataError, IntegrityError):
         landed = {id(case) for case in in_id_order if _stored_alone(case)}
     stored = [case for case in cases if id(case) in landed]
-    counts: dict[str, Counter] = defaultdict(Counter)
-    for case in stored:
-        counts[case.knowledge_id][case.kind] += 1
-    tallies = {knowledge_id: counters_add(knowledge_id=knowledge_id, **counts[knowledge_id])
-               for knowledge_id in sorted(counts)}
+    tallies = _counted(stored)
     events.emit_all([feedback_event(case, tallies[case.knowledge_id].scopes) for case in stored]
                     + _forward(stored, tallies))
     return [id(case) in landed for case in cases]
+
+
+def _counted(cases: list[FeedbackCase]) -> dict[str, Tally]:
+    """Each item's counters moved by its stored `cases` in one UPDATE, items in id order (the order every writer of
+    several items locks them in): item id -> its tally."""
+    counts: dict[str, Counter] = defaultdict(Counter)
+    for case in cases:
+        counts[case.knowledge_id][case.kind] += 1
+    return {knowledge_id: counters_add(knowledge_id=knowledge_id, **counts[knowledge_id]) for knowledge_id in sorted(counts)}
 
 
 def _stored_alone(case: FeedbackCase) -> bool:
