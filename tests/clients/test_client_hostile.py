@@ -134,3 +134,29 @@ def test_an_export_that_is_not_json_lines_is_an_error_not_a_backup(flaky, tmp_pa
         assert not (tmp_path / "backup.jsonl").exists()
         with pytest.raises(KnowHubError, match="line 2"):
             hub.knowledge_export()
+
+
+@pytest.mark.parametrize("value", ["abc", "1.5", 1.5, None, True, "", "1; DROP"])
+def test_a_conflict_id_that_is_not_an_integer_is_refused_by_name_before_any_request(flaky, value):
+    with KnowHub(flaky.url, token="kh_x", retry=RetryPolicy(retries=0)) as hub:
+        for call in (hub.conflict_get, hub.conflict_reopen, lambda v: hub.conflict_resolve(v, "dismiss")):
+            with pytest.raises(ValueError, match="conflict_id must be an integer"):
+                call(value)
+    assert flaky.requests == []
+
+
+def test_a_conflict_id_given_as_digits_reaches_its_endpoint(flaky):
+    flaky.script.append((200, {}, {"id": 7}))
+    with KnowHub(flaky.url, token="kh_x", retry=RetryPolicy(retries=0)) as hub:
+        hub.conflict_get("7")
+    assert flaky.requests == [("GET", "/api/conflicts/7")]
+
+
+@pytest.mark.parametrize("reply", [{}, {"job": None}, {"job": {}}, {"job": {"id": ""}}, {"status": "queued"}])
+def test_waiting_on_something_that_is_not_a_job_names_the_mistake_before_any_request(flaky, reply):
+    with KnowHub(flaky.url, token="kh_x", retry=RetryPolicy(retries=0)) as hub:
+        with pytest.raises(ValueError, match="not a job"):
+            hub.wait_for_job(reply, timeout=1)
+        with pytest.raises(ValueError, match="not a job"):
+            hub.job_get(reply)
+    assert flaky.requests == []

@@ -16,6 +16,16 @@ def _segment(value: Any) -> str:
     return segment.replace(".", "%2E") if segment in (".", "..") else segment
 
 
+def _conflict_id(value: Any) -> int:
+    """A conflict's id (an integer, or its digits as text); anything else is the caller's mistake, named."""
+    try:
+        if isinstance(value, bool) or int(value) != float(value):
+            raise ValueError
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"conflict_id must be an integer, not {value!r}") from None
+
+
 def _drop_none(data: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if v is not None}
 
@@ -143,16 +153,16 @@ def conflict_list(status: str, kind: str | None, knowledge_id: str | None, limit
 
 
 def conflict_get(conflict_id: int) -> Call:
-    return Call("GET", f"/api/conflicts/{int(conflict_id)}", idempotent=True)
+    return Call("GET", f"/api/conflicts/{_conflict_id(conflict_id)}", idempotent=True)
 
 
 def conflict_resolve(conflict_id: int, action: str, successor_id: str | None, task: str | None, content: str | None) -> Call:
-    return Call("POST", f"/api/conflicts/{int(conflict_id)}/resolve",
+    return Call("POST", f"/api/conflicts/{_conflict_id(conflict_id)}/resolve",
                 json=_drop_none({"action": action, "successor_id": successor_id, "task": task, "content": content}))
 
 
 def conflict_reopen(conflict_id: int) -> Call:
-    return Call("POST", f"/api/conflicts/{int(conflict_id)}/reopen")
+    return Call("POST", f"/api/conflicts/{_conflict_id(conflict_id)}/reopen")
 
 
 def evolve_review(job_id: str, action: str) -> Call:
@@ -183,8 +193,10 @@ def job_get(job_id: str) -> Call:
 def job_id_of(job: str | dict[str, Any]) -> str:
     """A job id from an id, a job, or a reply holding {"job": {...}}."""
     if isinstance(job, dict):
-        job = job.get("job", job)
-        return str(job["id"])  # type: ignore[index]
+        inner = job.get("job", job)
+        if not isinstance(inner, dict) or inner.get("id") in (None, ""):
+            raise ValueError(f"not a job: expected a job id, a job, or a reply holding one under 'job'; got keys {sorted(job)}")
+        return str(inner["id"])
     return str(job)
 
 
