@@ -174,7 +174,7 @@ def search(
         fused += [row for row in _fuse(lists, fusion=fusion, rrf_k=rrf_k, weights=weights) if row[0] not in seen]
     routed = False
     if query.strip() and routing.routing_enabled():
-        fused, routed = _route(query, fused, top_k=top_k, notes=notes)
+        fused, routed = _route(query, fused, base, top_k=top_k, notes=notes)
         degraded = degraded or not routed  # the LLM failed: the fused order stood in for its choice
     if routed:
         fused_total = sum(score for _, score in fused) or 1.0
@@ -182,14 +182,19 @@ def search(
     # was fitted on them), so a relevance does not change with the number of results asked for; the rows read are
     # those and the 2*top_k candidates.
     judged = fused[: max(2 * top_k, ANSWER_POOL)] if not routed else fused[: 2 * top_k]
-    fused = fused[: 2 * top_k]
 
     stage_two_started = time.perf_counter()  # the rerank stage: evidence, relevance, the gate and quality
-    # the vectors and keyword documents stay in the database: it gives stage 2 their cosines with the query
-    rows = Knowledge.objects.defer("embedding", "search_document")
+    # The rows are read through the caller's base, as stage 1 was: an item edited meanwhile out of what the caller
+    # may read or asked for (moved to another scope, archived, merged away) is left out, never returned as it now is.
+    # The vectors and keyword documents stay in the database: it gives stage 2 their cosines with the query.
+    rows = base.defer("embedding", "search_document")
     if embedder is not None:
         rows = rows.annotate(**cosine_columns(embedder, query_vector))
     items = rows.in_bulk([item_id for item_id, _ in judged])
+    if len(items) < len(judged):
+        judged = [row for row in judged if row[0] in items]
+        fused = [row for row in fused[: max(2 * top_k, ANSWER_POOL)] if row[0] in items]
+    fused = fused[: 2 * top_k]
     ranks = _ranks(lists)
     # the evidence is what a list of POOL holds (the relevance was fitted on them): beyond a list's POOL best, an item
     # is absent from it, as it would be at top_k 10
@@ -292,10 +297,12 @@ def _evidence(query, fused, total, items, ranks, *, embedder) -> dict[str, Evide
     return evidence
 
 
-def _route(query: str, fused: list[tuple[str, float]], *, top_k: int, notes: list[str]) -> tuple[list[tuple[str, float]], bool]:
-    """Let the LLM choose 2*top_k of the wider pool; its order becomes the fused order. (fused, whether it chose.)"""
+def _route(query: str, fused: list[tuple[str, float]], base: QuerySet[Knowledge], *, top_k: int,
+           notes: list[str]) -> tuple[list[tuple[str, float]], bool]:
+    """Let the LLM choose 2*top_k of the wider pool (read through the caller's `base`, as stage 1 was); its order
+    becomes the fused order. (fused, whether it chose.)"""
     pool = fused[: routing.ROUTING_POOL_PER_RESULT * top_k]
-    texts = dict((row[0], row[1:]) for row in Knowledge.objects.filter(pk__in=[i for i, _ in pool]).values_list("id", "task", "content"))
+    texts = dict((row[0], row[1:]) for row in base.filter(pk__in=[i for i, _ in pool]).values_list("id", "task", "content"))
     try:
         chosen = routing.route(query=query, candidates=[(i, *texts[i]) for i, _ in pool if i in texts], pick=2 * top_k)
     except llm.LLMError as exc:

@@ -6,6 +6,7 @@ from django.db import connection, transaction
 from knowledge.models import Knowledge
 from knowledge.search import engine
 from knowledge.search.indexing import embed_items, store_embeddings
+from knowledge.search.rerank import Gate
 from knowledge.search.vector import ensure_index, vector_candidates
 from tests.factories import make_knowledge
 
@@ -82,6 +83,27 @@ def test_scopes_the_caller_cannot_read_are_never_returned(corpus):
     or_filter = {"op": "OR", "conditions": [{"op": "EQ", "key": "scopes", "value": "org:other"}, {"op": "GTE", "key": "score", "value": 1}]}
     assert secret.id not in top("selenium", readable_scopes=mine, filters=or_filter, top_k=10)
     assert secret.id in top("selenium undetected_chromedriver", readable_scopes=["org:other"])
+
+
+@pytest.mark.parametrize("change", [{"scopes": ["org:other"]}, {"status": "archived"}])
+def test_an_item_edited_out_of_reach_between_the_stages_is_not_returned_as_it_now_is(corpus, monkeypatch, change):
+    """Stage 1 found the item; before stage 2 read its row it moved to a scope the caller cannot read (or was
+    archived): the search leaves it out and still fills its list from the rest."""
+    found_by_vector = engine.calibrated_vector_candidates
+
+    def and_then_edited(*args, **kwargs):
+        found = found_by_vector(*args, **kwargs)
+        Knowledge.objects.filter(pk=corpus["reset"]).update(**change)
+        return found
+
+    mine = ["org:acme"]
+    Knowledge.objects.update(scopes=mine)
+    assert top("ERR_CONNECTION_RESET retry backoff", readable_scopes=mine)[0] == corpus["reset"]
+    monkeypatch.setattr(engine, "calibrated_vector_candidates", and_then_edited)
+    result = engine.search(query="ERR_CONNECTION_RESET retry backoff", readable_scopes=mine, top_k=3, min_score=0,
+                           gate=Gate(answer=0.0, floor=0.0, relative=0.0))
+    assert corpus["reset"] not in [c.id for c in result.candidates] and corpus["reset"] not in result.items
+    assert len(result.hits) == 3
 
 
 def test_types_tags_and_filters_narrow_results(corpus):
