@@ -32,6 +32,8 @@ MAX_QUERY_LEXEMES = 64
 BM25_K1 = 1.2
 BM25_B = 0.75
 TITLE_BOOST = 2
+# ts_rank_cd's weights {D, C, B, A}, scaled back by TITLE_BOOST: an occurrence of weight A counts TITLE_BOOST, another 1
+_TF_WEIGHTS = [1 / TITLE_BOOST] * 3 + [1.0]
 
 logger = logging.getLogger(__name__)
 
@@ -150,27 +152,27 @@ def keyword_candidates(queryset, *, text: str, limit: int, statistics=None, leav
     matching = queryset.filter(TsMatch(F("search_document"), RawSQL("%s::tsquery", [matched])))
     # .order_by(): the model's default ordering would sort every matching row inside the subquery for nothing
     inner_sql, inner_params = matching.order_by().values_list("id", "search_document").query.sql_with_params()
+    # Each candidate's document is read once (`|| ''`: detoasted into the row, and kept there by OFFSET 0; most are
+    # stored compressed or out of line, and were read again at each use). A matched word's term frequency is
+    # ts_rank_cd's cover density for the word alone: the sum of its occurrences' weights, weight A counted
+    # TITLE_BOOST times as much as the others (its weight array is {D, C, B, A}, each at most 1, hence the scale);
+    # an identifier stored without positions counts once. Computed in C, it replaces unnesting the document.
     sql = f"""
         SELECT c.id,
-               SUM(q.idf * (t.tf * %s::float8) / (t.tf + %s::float8 * (1 - %s::float8 + %s::float8 * length(c.doc) / %s::float8))) AS score
-        FROM ({inner_sql}) AS c(id, doc)
+               SUM(q.idf * (t.tf * %s::float8) / (t.tf + %s::float8 * (1 - %s::float8 + %s::float8 * c.length / %s::float8))) AS score
+        FROM (SELECT m.id, m.doc || ''::tsvector, length(m.doc) FROM ({inner_sql}) AS m(id, doc) OFFSET 0) AS c(id, doc, length)
+        JOIN unnest(%s::tsquery[], %s::float8[]) AS q(word, idf) ON c.doc @@ q.word
         CROSS JOIN LATERAL (
-            SELECT u.lexeme,
-                   GREATEST(cardinality(u.positions), 1)
-                   + %s * (SELECT count(*) FROM unnest(u.weights) w WHERE w = 'A') AS tf
-            -- the document cut down to the query's words (everything but them deleted) before it is unnested: the
-            -- same rows as unnesting it whole and keeping the query's words, without a row per word of the document
-            FROM unnest(ts_delete(c.doc, tsvector_to_array(ts_delete(c.doc, %s::text[])))) AS u
-            OFFSET 0  -- stays a subquery: each matched word's tf computed once, not once per use in SUM
+            SELECT GREATEST(%s::float8 * ts_rank_cd(%s::float4[], c.doc, q.word, 0), 1) AS tf
+            OFFSET 0  -- stays a subquery: computed once, not once per use in SUM
         ) AS t
-        JOIN unnest(%s::text[], %s::float8[]) AS q(lex, idf) ON q.lex = t.lexeme
         GROUP BY c.id
         ORDER BY score DESC, c.id
         LIMIT %s
     """
     params = [
         BM25_K1 + 1, BM25_K1, BM25_B, BM25_B, max(avg_length, 1.0), *inner_params,
-        TITLE_BOOST - 1, list(idf), list(idf), list(idf.values()), limit,
+        [_quote(lex) for lex in idf], list(idf.values()), TITLE_BOOST, _TF_WEIGHTS, limit,
     ]
     ceiling = information * (BM25_K1 + 1) * TITLE_BOOST
     with connection.cursor() as cursor:
