@@ -49,3 +49,16 @@ def json_problem(value: Any, *, path: str = "", max_depth: int = MAX_DEPTH) -> t
             children.append((child, name, depth + 1))
         stack.extend(reversed(children))  # report the first problem in document order
     return None
+
+
+def storable(value: Any) -> Any:
+    """`value` with every NUL and lone surrogate in its strings (keys included) replaced by U+FFFD: what an outside
+    service's reply (an LLM's) may hold and PostgreSQL could not store. For values of bounded depth (a reply already
+    validated against a shallow schema)."""
+    if isinstance(value, str):
+        return UNSAFE_CHARACTERS.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {storable(key): storable(child) for key, child in value.items()}
+    if isinstance(value, list):
+        return [storable(child) for child in value]
+    return value

@@ -10,6 +10,7 @@ import jsonschema
 from django.conf import settings
 
 from core import metrics
+from core.safe_json import storable
 from core.errors import DomainError
 
 
@@ -86,10 +87,12 @@ def chat_json(
             text = response.choices[0].message.content or ""
             data = json.loads(text)
             jsonschema.validate(data, schema)
-        except (IndexError, AttributeError, json.JSONDecodeError, jsonschema.ValidationError) as exc:
+        except (IndexError, AttributeError, json.JSONDecodeError, jsonschema.ValidationError, RecursionError) as exc:
             raise LLMError(f"LLM reply did not match the {schema_name} schema: {str(exc)[:300]}") from exc
         outcome = "ok"
-        return data
+        # A NUL or a lone surrogate (JSON's `\u0000`, `\ud800`) is valid JSON that PostgreSQL cannot store: every
+        # caller would fail writing it (a job left running, a slim run or conflict detection stopped halfway)
+        return storable(data)
     finally:
         metrics.LLM_CALLS.labels(purpose=schema_name, outcome=outcome).inc()
 

@@ -47,6 +47,9 @@ def run_evolve(self, job_id: str) -> None:
             evolve.evolve_fail(job_id=job_id, error=f"gave up after {self.request.retries + 1} attempts: {exc}")
             return
         raise self.retry(exc=exc, countdown=2 ** self.request.retries * _backoff_base())
+    except Exception as exc:  # noqa: BLE001 - a crashed job must say why, not stay "running" (as run_slim's)
+        evolve.evolve_fail(job_id=job_id, error=f"{type(exc).__name__}: {exc}")
+        raise
 
 
 def _backoff_base() -> float:
