@@ -3,7 +3,7 @@ import uuid
 from django.db import models
 from django.utils import timezone
 
-from jobs.kinds import subject_readers
+from jobs.kinds import scopes_params, subject_readers
 
 
 class WorkerHeartbeat(models.Model):
@@ -33,11 +33,17 @@ class WorkerHeartbeat(models.Model):
 
 class JobQuerySet(models.QuerySet):
     def visible_to(self, caller):
-        """Jobs `caller` asked for, or whose subject it can read (through its kind, see jobs.kinds)."""
+        """Jobs whose subject `caller` can read (through its kind, see jobs.kinds); a job without a subject, to
+        whoever asked for it while it may read every scope the job works over. Asking is not enough for a job about
+        a subject: another token of the same agent, or the same token once the item moved, may not read it."""
         if caller.readable_scopes is None:
             return self
-        visible = models.Q(requested_by=caller.principal)
-        for kind, readable_subjects in subject_readers().items():
+        readers, scoped = subject_readers(), scopes_params()
+        readable = list(caller.readable_scopes)
+        visible = models.Q(requested_by=caller.principal) & ~models.Q(kind__in=list(readers))
+        for kind, key in scoped.items():  # its scopes all readable (None, every scope: never, for such a caller)
+            visible &= ~models.Q(kind=kind) | models.Q(**{f"params__{key}__contained_by": readable})
+        for kind, readable_subjects in readers.items():
             visible |= models.Q(kind=kind, subject__in=readable_subjects(caller.readable_scopes))
         return self.filter(visible)
 

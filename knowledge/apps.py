@@ -20,7 +20,7 @@ class KnowledgeConfig(AppConfig):
 
         install_parser(parse_filter)  # tokens' static filters are knowledge's filter expressions
         register_job_kind("evolve", tasks.run_evolve, readable_subjects=_readable_items)
-        register_job_kind("slim", tasks.run_slim)
+        register_job_kind("slim", tasks.run_slim, scopes_param="writable_scopes")
 
 
 def _readable_items(readable_scopes):

@@ -19,10 +19,13 @@ def new_secret() -> str:
 
 class SubscriptionQuerySet(models.QuerySet):
     def visible_to(self, caller):
-        """A person with a role sees every subscription; a (curator) token sees the ones it made."""
+        """A person with a role sees every subscription; a (curator) token, the ones its agent made whose scopes it
+        may all read. The agent id is shared by every token of the agent: another token of it, with other scopes,
+        neither reads nor changes (its URL, its secret) a subscription to events it could not read itself."""
         if caller.readable_scopes is None:
             return self
-        return self.filter(created_by=caller.principal)
+        return self.filter(created_by=caller.principal, scopes__contained_by=list(caller.readable_scopes)).exclude(
+            scopes=[])  # no scopes: every scope's events
 
 
 class Subscription(models.Model):

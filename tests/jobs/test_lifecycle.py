@@ -85,15 +85,20 @@ def agent(readable, principal="agent:other") -> Caller:
     return Caller(principal=principal, agent_id=principal.split(":")[1], readable_scopes=readable, writable_scopes=readable)
 
 
-def test_a_job_about_an_item_is_visible_to_its_readers_and_its_requester_only():
+def test_a_job_about_an_item_is_visible_to_the_items_readers_only_and_one_about_none_to_its_requester_reading_its_scopes():
     item = make_knowledge(embed=False, scopes=["team:a"])
     about = Job.objects.create(kind="evolve", subject=item.id, requested_by="agent:asker")
-    unrelated = job(requested_by="agent:asker")  # a slim job is about no item: only its requester sees it
+    # a slim job is about no item: its requester sees it while it may read every scope the job works over
+    slim = job(requested_by="agent:asker", params={"writable_scopes": ["team:a"]})
+    everywhere = job(requested_by="agent:asker", params={"writable_scopes": None})
 
     def visible(caller):
         return set(Job.objects.visible_to(caller).values_list("pk", flat=True))
 
     assert visible(agent(("team:a",))) == {about.pk}
     assert visible(agent(("team:b",))) == set()
-    assert visible(agent(("team:b",), principal="agent:asker")) == {about.pk, unrelated.pk}
-    assert visible(agent(None)) >= {about.pk, unrelated.pk}
+    # another token of the asking agent, with other scopes: asking is not enough
+    assert visible(agent(("team:b",), principal="agent:asker")) == set()
+    assert visible(agent(("team:a",), principal="agent:asker")) == {about.pk, slim.pk}
+    assert visible(agent(("team:a", "team:b"), principal="agent:asker")) == {about.pk, slim.pk}
+    assert visible(agent(None)) >= {about.pk, slim.pk, everywhere.pk}

@@ -99,3 +99,19 @@ def test_webhook_writes_are_audited_with_the_subscription_as_target(receiver, dj
     assert carl.delete(f"/api/webhooks/{hook['id']}").status_code == 200
     targets = dict(AuditEvent.objects.filter(operation__startswith="webhook_").values_list("operation", "target"))
     assert targets == {"webhook_subscribe": hook["id"], "webhook_change": hook["id"], "webhook_delete": hook["id"]}
+
+
+def test_another_token_of_the_making_agent_with_other_scopes_neither_reads_nor_redirects_its_subscription(receiver):
+    maker = agent_client("curbot", ["org:acme"], can_curate=True)
+    hook = subscribe(maker, receiver.url)
+    elsewhere = agent_client("curbot", ["org:zeta"], can_curate=True)  # the same agent id, another scope
+
+    assert elsewhere.get("/api/webhooks").json()["results"] == []
+    assert elsewhere.get(f"/api/webhooks/{hook['id']}?reveal=true").status_code == 404
+    moved = elsewhere.patch(f"/api/webhooks/{hook['id']}", {"url": receiver.url + "/hijack"}, format="json")
+    assert moved.status_code == 404 and Subscription.objects.get(pk=hook["id"]).url == hook["url"]
+    assert elsewhere.delete(f"/api/webhooks/{hook['id']}").status_code == 404
+    # a token of the agent reading every scope of the subscription still manages it
+    both = agent_client("curbot", ["org:acme", "org:zeta"], can_curate=True)
+    assert both.get(f"/api/webhooks/{hook['id']}").status_code == 200
+    assert [h["id"] for h in maker.get("/api/webhooks").json()["results"]] == [hook["id"]]
