@@ -20,12 +20,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import certifi
+import httpcore
 import httpx
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 USER_AGENT = "KnowHub-ingest/1"
+GRACE_SECONDS = 0.5  # once the deadline has passed, how long the caller waits for the aborted request's thread to end
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -38,6 +40,10 @@ class FetchRefused(ValueError):
     def __init__(self, message: str, field: str = "url"):
         super().__init__(message)
         self.field = field
+
+
+class _TimedOut(FetchRefused):
+    """The deadline passed inside the work: the caller is told so in `_within_deadline`'s words."""
 
 
 @dataclass(frozen=True)
@@ -57,38 +63,151 @@ def fetch(url: str, *, max_bytes: int, timeout: float, max_redirects: int = 5, a
     if max_bytes <= 0 or timeout <= 0 or max_redirects < 0:
         raise ValueError("max_bytes and timeout must be positive and max_redirects at least 0")
     hosts, networks = _parse_allow([allow] if isinstance(allow, str) else list(allow))
-    return _within_deadline(
-        lambda deadline, cancelled: _fetch(url, max_bytes, deadline, max_redirects, hosts, networks, cancelled),
-        timeout, f"fetching {url}")
+    return _within_deadline(lambda limit: _fetch(url, max_bytes, limit, max_redirects, hosts, networks),
+                            timeout, f"fetching {url}")
 
 
 def _within_deadline(work, timeout: float, what: str):
-    """`work(deadline, cancelled)`'s result, or FetchRefused once `timeout` seconds have passed.
+    """`work(limit)`'s result, or FetchRefused once `timeout` seconds have passed.
 
-    The deadline holds whatever the server does: the work runs in a daemon thread the caller waits for
-    at most `timeout` seconds. httpx's own timeouts apply per operation (a server trickling one byte a
-    second never trips them) and getaddrinfo has none; the thread, abandoned at the deadline, stops at its
-    next chunk (`cancelled`) or when its own per-operation timeout, set to the time that was left, expires.
+    The deadline holds whatever the server does. httpx's own timeouts apply per operation (a server trickling
+    one byte a second never trips them), so the work's connections come from `_client(limit)`, whose every socket
+    operation may take no longer than the time left. The work runs in a daemon thread the caller waits for at
+    most `timeout` seconds; should it still run then, its connections are shut down (`_Limit.abort`), which
+    wakes it wherever it waits on one, and the caller waits up to GRACE_SECONDS more for it to end. Only
+    getaddrinfo, which has no timeout, can keep the thread (never a connection) longer.
     """
-    cancelled = threading.Event()
+    limit = _Limit(timeout)
     outcome: dict[str, object] = {}
-    deadline = time.monotonic() + timeout
 
     def run() -> None:
         try:
-            outcome["done"] = work(deadline, cancelled)
+            outcome["done"] = work(limit)
         except BaseException as exc:  # handed to the caller below
             outcome["error"] = exc
 
     worker = threading.Thread(target=run, name="ingest-fetch", daemon=True)
     worker.start()
-    worker.join(max(deadline - time.monotonic(), 0))
-    if worker.is_alive():
-        cancelled.set()
+    try:
+        worker.join(max(limit.deadline - time.monotonic(), 0))
+        given_up = worker.is_alive()
+        if given_up:
+            limit.abort()
+            worker.join(GRACE_SECONDS)
+    finally:
+        limit.abort()  # what the work left open (nothing, when it ended on its own)
+    if given_up or isinstance(outcome.get("error"), _TimedOut):  # whatever the aborted work raised on its way out
         raise FetchRefused(_("%(what)s timed out after %(seconds)g seconds") % {"what": what, "seconds": timeout})
     if "error" in outcome:
         raise outcome["error"]  # type: ignore[misc]
     return outcome["done"]
+
+
+class _Limit:
+    """One call's deadline, shared by the thread that waits for the work and the one that does it: how long each
+    socket operation may still take, and the connections to shut down when the waiting thread gives up."""
+
+    def __init__(self, timeout: float):
+        self.deadline = time.monotonic() + timeout
+        self.cancelled = threading.Event()
+        self._lock = threading.Lock()
+        self._watched: set[socket.socket] = set()
+
+    def left(self, timeout: float | None, error: type[Exception]) -> float:
+        """`timeout` cut to the time left; `error` (an httpcore timeout) when none is left or the call was given up."""
+        left = self.deadline - time.monotonic()
+        if left <= 0 or self.cancelled.is_set():
+            raise error("the deadline has passed")
+        return left if timeout is None else min(timeout, left)
+
+    def watch(self, sock: socket.socket) -> socket.socket:
+        """A duplicate of `sock`'s descriptor, kept to shut its connection down from the waiting thread: a shutdown
+        (unlike a close) wakes a thread blocked on the socket, under TLS too, and sends the server our FIN."""
+        duplicate = sock.dup()
+        with self._lock:
+            if not self.cancelled.is_set():
+                self._watched.add(duplicate)
+                return duplicate
+        _shut(duplicate)
+        raise httpcore.ConnectTimeout("the deadline has passed")
+
+    def forget(self, duplicate: socket.socket) -> None:
+        """The connection was closed: its duplicate is closed too (else the connection would stay open)."""
+        with self._lock:
+            self._watched.discard(duplicate)
+        duplicate.close()
+
+    def abort(self) -> None:
+        """Give up: every socket operation from now on fails, every connection still open is shut down."""
+        with self._lock:
+            self.cancelled.set()
+            watched, self._watched = self._watched, set()
+        for duplicate in watched:
+            _shut(duplicate)
+
+
+def _shut(duplicate: socket.socket) -> None:
+    try:
+        duplicate.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # not connected (any more)
+    finally:
+        duplicate.close()
+
+
+class _Backend(httpcore.NetworkBackend):
+    """httpcore's own sockets, each operation's timeout cut to the time left and each connection watched (`_Limit`)."""
+
+    def __init__(self, limit: _Limit):
+        self._limit = limit
+        self._sockets = httpcore.SyncBackend()
+
+    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None) -> httpcore.NetworkStream:
+        stream = self._sockets.connect_tcp(host, port, self._limit.left(timeout, httpcore.ConnectTimeout),
+                                           local_address, socket_options)
+        try:
+            return _Stream(stream, self._limit, self._limit.watch(stream.get_extra_info("socket")))
+        except BaseException:
+            stream.close()
+            raise
+
+
+class _Stream(httpcore.NetworkStream):
+    def __init__(self, stream: httpcore.NetworkStream, limit: _Limit, duplicate: socket.socket):
+        self._stream, self._limit, self._duplicate = stream, limit, duplicate
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._stream.read(max_bytes, self._limit.left(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._stream.write(buffer, self._limit.left(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        try:
+            self._stream.close()
+        finally:
+            self._limit.forget(self._duplicate)
+
+    def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
+                  timeout: float | None = None) -> httpcore.NetworkStream:
+        # The same connection (the TLS socket keeps the descriptor): the same duplicate shuts it down.
+        return _Stream(self._stream.start_tls(ssl_context, server_hostname,
+                                              self._limit.left(timeout, httpcore.ConnectTimeout)),
+                       self._limit, self._duplicate)
+
+    def get_extra_info(self, info: str):
+        return self._stream.get_extra_info(info)
+
+
+def _client(limit: _Limit) -> httpx.Client:
+    """An httpx client whose connections are held to `limit`. httpx has no option for httpcore's network backend:
+    its transport's connection pool is replaced by one with ours (what `HTTPTransport` itself builds, for a
+    client that sends one request at a time, through no proxy)."""
+    context = _ssl_context(os.environ.get("SSL_CERT_FILE") or certifi.where())
+    transport = httpx.HTTPTransport(verify=context, trust_env=False)
+    assert isinstance(transport._pool, httpcore.ConnectionPool), "httpx's HTTPTransport changed: see _client"
+    transport._pool = httpcore.ConnectionPool(ssl_context=context, network_backend=_Backend(limit))
+    return httpx.Client(transport=transport, trust_env=False, follow_redirects=False)
 
 
 def _parse_allow(entries: list[str]) -> tuple[set[str], list[Network]]:
@@ -103,17 +222,16 @@ def _parse_allow(entries: list[str]) -> tuple[set[str], list[Network]]:
     return hosts, networks
 
 
-def _fetch(url: str, max_bytes: int, deadline: float, max_redirects: int, hosts: set[str],
-           networks: list[Network], cancelled: threading.Event) -> Fetched:
+def _fetch(url: str, max_bytes: int, limit: _Limit, max_redirects: int, hosts: set[str],
+           networks: list[Network]) -> Fetched:
     current = _checked_url(url)
     redirects = 0
-    with httpx.Client(verify=_ssl_context(os.environ.get("SSL_CERT_FILE") or certifi.where()),
-                      trust_env=False, follow_redirects=False) as client:
+    with _client(limit) as client:
         while True:
             host = current.raw_host.decode("ascii")
             port = current.port or (443 if current.scheme == "https" else 80)
             addresses = _resolve(host, port, networks, checked=host.lower().rstrip(".") not in hosts)
-            response = _send(client, current, addresses, deadline)
+            response = _send(client, current, addresses, limit.deadline)
             try:
                 location = response.headers.get("location")
                 if response.status_code in REDIRECT_STATUSES and location:
@@ -129,7 +247,7 @@ def _fetch(url: str, max_bytes: int, deadline: float, max_redirects: int, hosts:
                 if not 200 <= response.status_code < 300:
                     status = f"{response.status_code} {response.reason_phrase}".rstrip()
                     raise FetchRefused(_("%(url)s answered HTTP %(status)s") % {"url": current, "status": status})
-                data = _read(response, current, max_bytes, deadline, cancelled)
+                data = _read(response, current, max_bytes, limit)
                 return Fetched(url=str(current), data=data, content_type=response.headers.get("content-type"),
                                filename=_filename(response.headers.get("content-disposition"), current))
             finally:
@@ -148,6 +266,8 @@ def _checked_url(url: str | httpx.URL) -> httpx.URL:
         raise FetchRefused(_("a URL with credentials (user:password@) cannot be fetched"))
     if not parsed.raw_host:
         raise FetchRefused(_("%(url)s has no host") % {"url": url})
+    if parsed.port is not None and not 1 <= parsed.port <= 65535:
+        raise FetchRefused(_("%(url)s has port %(port)s: ports are numbered 1 to 65535") % {"url": url, "port": parsed.port})
     return parsed
 
 
@@ -255,7 +375,7 @@ def _send(client: httpx.Client, url: httpx.URL, addresses: list[Address], deadli
             raise FetchRefused(_("fetching %(url)s failed: %(error)s") % {"url": url, "error": exc or type(exc).__name__}) from None
     if last_error is not None and deadline > time.monotonic():
         raise FetchRefused(_("cannot connect to %(host)s: %(error)s") % {"host": url.netloc.decode("ascii"), "error": last_error})
-    raise FetchRefused(_("fetching %(url)s timed out") % {"url": url})
+    raise _TimedOut(_("fetching %(url)s timed out") % {"url": url})
 
 
 def _headers(url: httpx.URL, given: dict[str, str] | None) -> httpx.Headers:
@@ -266,8 +386,7 @@ def _headers(url: httpx.URL, given: dict[str, str] | None) -> httpx.Headers:
     return headers
 
 
-def _read(response: httpx.Response, url: httpx.URL, max_bytes: int, deadline: float,
-          cancelled: threading.Event) -> bytes:
+def _read(response: httpx.Response, url: httpx.URL, max_bytes: int, limit: _Limit) -> bytes:
     declared = response.headers.get("content-length", "").strip()
     if declared.isdigit() and int(declared) > max_bytes:
         raise FetchRefused(_("%(url)s is %(size)s bytes, larger than the limit of %(limit)s bytes")
@@ -278,11 +397,11 @@ def _read(response: httpx.Response, url: httpx.URL, max_bytes: int, deadline: fl
             total += len(part)
             if total > max_bytes:
                 raise FetchRefused(_("%(url)s is larger than the limit of %(limit)s bytes") % {"url": url, "limit": max_bytes})
-            if cancelled.is_set() or time.monotonic() > deadline:
-                raise FetchRefused(_("fetching %(url)s timed out") % {"url": url})
+            if limit.cancelled.is_set() or time.monotonic() > limit.deadline:
+                raise _TimedOut(_("fetching %(url)s timed out") % {"url": url})
             parts.append(part)
     except httpx.TimeoutException:
-        raise FetchRefused(_("fetching %(url)s timed out") % {"url": url}) from None
+        raise _TimedOut(_("fetching %(url)s timed out") % {"url": url}) from None
     except httpx.HTTPError as exc:
         raise FetchRefused(_("reading %(url)s failed: %(error)s") % {"url": url, "error": exc or type(exc).__name__}) from None
     return b"".join(parts)
@@ -327,19 +446,19 @@ def post(url: str, *, content: bytes, headers: dict[str, str], timeout: float, a
         raise ValueError("timeout must be positive and max_response_bytes at least 0")
     hosts, networks = _parse_allow([allow] if isinstance(allow, str) else list(allow))
 
-    def send(deadline: float, cancelled: threading.Event) -> Posted:
+    def send(limit: _Limit) -> Posted:
         target = _checked_url(url)
         host = target.raw_host.decode("ascii")
         addresses = _resolve(host, target.port or (443 if target.scheme == "https" else 80), networks,
                              checked=host.lower().rstrip(".") not in hosts)
-        with httpx.Client(verify=_ssl_context(os.environ.get("SSL_CERT_FILE") or certifi.where()),
-                          trust_env=False, follow_redirects=False) as client:
-            response = _send(client, target, addresses, deadline, method="POST", content=content, headers=headers)
+        with _client(limit) as client:
+            response = _send(client, target, addresses, limit.deadline, method="POST", content=content,
+                             headers=headers)
             try:
                 body = b""
                 for part in response.iter_bytes():
                     body += part
-                    if len(body) >= max_response_bytes or cancelled.is_set() or time.monotonic() > deadline:
+                    if len(body) >= max_response_bytes or limit.cancelled.is_set() or time.monotonic() > limit.deadline:
                         break
             except httpx.HTTPError:
                 pass  # the status is the answer; a body cut short is only a shorter log line

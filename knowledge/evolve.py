@@ -18,6 +18,7 @@ from jobs.models import Job
 from jobs.services import job_annotate, job_claim, job_create, job_fail, job_holds_claim, job_succeed
 from knowledge import llm, services
 from knowledge.errors import KnowledgeStateError
+from knowledge.limits import CONTENT_MAX, TASK_MAX
 from knowledge.models import Knowledge, KnowledgeVersion
 
 RECENT_CASES = 10
@@ -30,8 +31,8 @@ SYSTEM = (
 SCHEMA = {
     "type": "object",
     "properties": {
-        "task": {"type": "string", "minLength": 1, "maxLength": 10000},
-        "content": {"type": "string", "minLength": 1, "maxLength": 100000},
+        "task": {"type": "string", "minLength": 1, "maxLength": TASK_MAX},
+        "content": {"type": "string", "minLength": 1, "maxLength": CONTENT_MAX},
         "summary_of_changes": {"type": "string", "maxLength": 2000},
     },
     "required": ["task", "content", "summary_of_changes"],
@@ -132,14 +133,27 @@ def evolve_outcome(job: Job) -> dict | None:
     return {"before": before, "after": after, "rolled_back": rolled_back}
 
 
+@transaction.atomic
 def evolve_rollback(caller, *, job: Job) -> Knowledge:
-    """Put back the text an evolve job replaced (itself kept as a new version). KnowledgeStateError when the
-    job changed nothing that could be rolled back."""
-    outcome = evolve_outcome(job) if job.kind == "evolve" else None
+    """Put back the task/content an evolve job replaced (the evolved text is kept as a new version), only while the
+    item still has the text the job wrote: a rollback never reverts a later edit. KnowledgeStateError when the job
+    changed nothing that could be rolled back, was rolled back already, or the item's text changed since (restore a
+    version instead). The item is locked first (`services.lock_items`) and the job's outcome read once locked, so of
+    two rollbacks of one job at once one puts the text back and the other is refused."""
+    item = services.lock_items([job.subject]).get(job.subject) if job.kind == "evolve" and job.subject else None
+    outcome = evolve_outcome(job) if item is not None else None
     if outcome is None:
         raise KnowledgeStateError("this job changed nothing that could be rolled back", field="job_id")
-    return services.knowledge_restore_version(caller, knowledge_id=job.subject, number=outcome["before"].number)
-
+    if outcome["rolled_back"]:
+        raise KnowledgeStateError("this job was rolled back already", field="job_id")
+    written = outcome["after"]  # the text the job left: the next version's, or the item's when it is still current
+    if (written.task, written.content) != (item.task, item.content):
+        raise KnowledgeStateError("the item's text changed after this job rewrote it: restore a version instead",
+                                  field="job_id")
+    before = outcome["before"]
+    # task and content only: evolve changes nothing else, so a later change of the tags stays
+    return services.knowledge_edit(caller, knowledge_id=item.id, reason=f"restored version {before.number}",
+                                   task=before.task, content=before.content)
 
 
 def _pending_review(job: Job) -> dict:

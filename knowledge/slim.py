@@ -40,6 +40,7 @@ from jobs.models import Job
 from jobs.services import job_claim, job_create, job_progress, job_succeed
 from core.safe_json import UNSAFE_CHARACTERS
 from knowledge import llm, relation, services
+from knowledge.limits import CONTENT_MAX, TASK_MAX
 from knowledge.models import Conflict, FeedbackCase, Knowledge, KnowledgeStatus, MergeProposal, SlimRejection
 from knowledge.neighbours import DUPLICATE_SAME_SCRIPT, NEIGHBOURS, close_pairs_among
 
@@ -51,7 +52,8 @@ SYSTEM = (
 )
 SCHEMA = {
     "type": "object",
-    "properties": {"task": {"type": "string", "minLength": 1}, "content": {"type": "string", "minLength": 1}},
+    "properties": {"task": {"type": "string", "minLength": 1, "maxLength": TASK_MAX},
+                   "content": {"type": "string", "minLength": 1, "maxLength": CONTENT_MAX}},
     "required": ["task", "content"],
     "additionalProperties": False,
 }
@@ -141,13 +143,27 @@ def propose_merge(items: list[Knowledge], *, model: str | None) -> dict:
     from resources.selectors import secrets_of
 
     secrets = secrets_of(r for k in items for r in k.resources.all())
-    return llm.chat_json(system=SYSTEM, user=f"Merge these items into one:\n\n{listing}", schema=SCHEMA,
+    text = llm.chat_json(system=SYSTEM, user=f"Merge these items into one:\n\n{listing}", schema=SCHEMA,
                          schema_name="merged_knowledge", model=model, secrets=secrets)
+    if problem := text_too_long(text):  # checked here too: a server (or a filter) may not hold to the schema
+        raise llm.LLMError(f"LLM reply did not fit the merged_knowledge limits: {problem}")
+    return text
+
+
+def text_too_long(text: dict) -> str | None:
+    """Why a merged task/content cannot be stored (longer than TASK_MAX / CONTENT_MAX, as any item's), or None."""
+    for field, limit in (("task", TASK_MAX), ("content", CONTENT_MAX)):
+        if len(text.get(field) or "") > limit:
+            return f"the {field} is {len(text[field])} characters, more than {limit}"
+    return None
 
 
 @transaction.atomic
 def merge_group(caller, ids: list[str], *, text: dict) -> Knowledge:
-    """Merge the active items `ids` into a new item with `text`, as `caller`; the originals are kept, merged."""
+    """Merge the active items `ids` into a new item with `text`, as `caller`; the originals are kept, merged.
+    ValueError when the text is too long (`text_too_long`) or an item is no longer active: nothing is merged."""
+    if problem := text_too_long(text):  # a proposal stored before the limits, approved as it is
+        raise ValueError(problem)
     items = sorted((k for k in services.lock_items(ids).values() if k.status == KnowledgeStatus.ACTIVE),
                    key=lambda k: (k.created_at, k.id))  # locked in id order (lock_items), merged oldest first
     if len(items) != len(ids):

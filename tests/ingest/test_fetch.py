@@ -6,7 +6,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from ingest.fetch import Fetched, FetchRefused, fetch
+from ingest.fetch import Fetched, FetchRefused, check_url, fetch
+from tests.ingest.trickle import Trickler, fetch_threads
 
 PAGE = b"<html><head><title>Runbook</title></head><body><h1>Deploy</h1><p>Steps.</p></body></html>"
 LOOPBACK = ["127.0.0.1"]
@@ -78,6 +79,8 @@ class Handler(BaseHTTPRequestHandler):
                 self.reply(404, b"no such page")
             elif path == "/to-metadata":
                 self.reply(302, headers=[("Location", "http://169.254.169.254/latest/meta-data/")])
+            elif path == "/to-bad-port":
+                self.reply(302, headers=[("Location", "http://127.0.0.1:99999/page.html")])
             elif path == "/to-private":
                 self.reply(302, headers=[("Location", "http://10.0.0.1/admin")])
             elif path == "/download":
@@ -182,6 +185,21 @@ def test_a_slow_body_is_refused_at_the_overall_deadline(base):
     assert time.monotonic() - started < 0.6
 
 
+def test_a_server_trickling_its_headers_is_cut_off_at_the_deadline_and_its_connection_closed():
+    """A header line every 0.3 s never trips a per-read timeout: the deadline must close the connection and end the
+    request's thread, not abandon them while the server goes on for 10 s."""
+    before = set(fetch_threads())
+    with Trickler(every=0.3, duration=10) as server:
+        started = time.monotonic()
+        with pytest.raises(FetchRefused, match="timed out after 1 seconds"):
+            get(f"{server.url}/page.html", timeout=1.0)
+        assert time.monotonic() - started < 1.5
+        assert set(fetch_threads()) <= before  # finished, not left running
+        assert server.closed.wait(max(started + 2.5 - time.monotonic(), 0)), "the connection is still open"
+        [closed_after] = server.closed_after
+        assert closed_after is not None and closed_after < 2.5
+
+
 # --- Addresses --------------------------------------------------------------------------------------------
 
 def test_loopback_is_refused_unless_allowed(base):
@@ -235,6 +253,21 @@ def test_a_redirect_from_an_allowed_server_to_a_private_address_is_refused(base,
 def test_schemes_other_than_http_and_https_are_refused(url):
     with pytest.raises(FetchRefused, match="only http and https"):
         get(url)
+
+
+@pytest.mark.parametrize("port, refusal", [("0", "port 0: ports are numbered 1 to 65535"),
+                                           ("65536", "port 65536: ports"), ("99999", "port 99999: ports"),
+                                           ("-1", "port -1: ports"), ("8o", "Invalid port: '8o'")])
+def test_a_port_outside_1_to_65535_or_an_unparseable_one_is_refused_before_connecting(port, refusal):
+    for refuse in (get, lambda url: check_url(url, allow=LOOPBACK)):
+        with pytest.raises(FetchRefused, match=refusal) as raised:
+            refuse(f"http://127.0.0.1:{port}/page.html")
+        assert raised.value.field == "url"
+
+
+def test_a_redirect_to_an_invalid_port_is_refused(base):
+    with pytest.raises(FetchRefused, match="port 99999: ports are numbered 1 to 65535"):
+        get(f"{base}/to-bad-port")
 
 
 @pytest.mark.parametrize("userinfo", ["user:pass@", "user@", ":pass@"])

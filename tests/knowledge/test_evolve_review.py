@@ -106,3 +106,116 @@ def test_the_item_page_shows_the_proposal_and_accepting_there_puts_it_live(setti
     done = browser.post(f"/jobs/{job.id}/accept/", HTTP_HX_REQUEST="true").content.decode()
     assert "Accepted (now live)" in done and 'id="content"' in done and REWRITE["content"] in done
     assert "Under review" not in done
+
+
+# Roll back (applied at once, the default): it puts back the text the job replaced only while the item still has the
+# text the job wrote, once.
+
+def rolled_back_text(item_id) -> tuple[str, str]:
+    item = Knowledge.objects.get(pk=item_id)
+    return item.task, item.content
+
+
+@pytest.mark.django_db
+def test_a_second_rollback_after_an_edit_is_409_and_keeps_the_edit(fake_openai, curator):
+    item = make_knowledge(task="Log in to site A", content="Use the stored password.", embed=False)
+    job = evolved(item, fake_openai)
+    assert curator.post(f"/api/jobs/{job.id}/rollback").status_code == 200
+    owner = agent_client("research_agent", ["org:acme"])
+    assert owner.patch(f"/api/knowledge/{item.id}", {"content": "OWNER's newer fix"}, format="json").status_code == 200
+    versions = KnowledgeVersion.objects.filter(knowledge_id=item.id).count()
+
+    again = curator.post(f"/api/jobs/{job.id}/rollback")
+    assert again.status_code == 409 and "rolled back already" in again.json()["error"]["message"]
+    assert rolled_back_text(item.id) == ("Log in to site A", "OWNER's newer fix")
+    assert KnowledgeVersion.objects.filter(knowledge_id=item.id).count() == versions  # nothing written
+
+
+@pytest.mark.django_db
+def test_rolling_back_twice_without_an_edit_is_409_the_second_time_and_changes_nothing(fake_openai, curator):
+    item = make_knowledge(task="Log in to site A", content="Use the stored password.", embed=False)
+    job = evolved(item, fake_openai)
+    assert curator.post(f"/api/jobs/{job.id}/rollback").status_code == 200
+    before = list(KnowledgeVersion.objects.filter(knowledge_id=item.id).values_list("number", "content"))
+    assert curator.post(f"/api/jobs/{job.id}/rollback").status_code == 409
+    assert rolled_back_text(item.id) == ("Log in to site A", "Use the stored password.")
+    assert list(KnowledgeVersion.objects.filter(knowledge_id=item.id).values_list("number", "content")) == before
+
+
+@pytest.mark.django_db
+def test_a_rollback_after_a_later_edit_or_evolve_is_409_and_reverts_neither(fake_openai, curator):
+    item = make_knowledge(task="Log in to site A", content="Use the stored password.", embed=False)
+    job = evolved(item, fake_openai)
+    curator.patch(f"/api/knowledge/{item.id}", {"content": "Solve the captcha, then use the vault."}, format="json")
+    refused = curator.post(f"/api/jobs/{job.id}/rollback")
+    assert refused.status_code == 409 and "changed" in refused.json()["error"]["message"]
+    assert rolled_back_text(item.id) == (REWRITE["task"], "Solve the captcha, then use the vault.")
+
+    later = evolve.evolve_request(agent_caller(), knowledge_id=item.id, feedback="shorter")
+    fake_openai.reply_json({"task": "Log in to site A", "content": "Captcha, then vault.", "summary_of_changes": "short"})
+    evolve.evolve_run(job_id=str(later.id), worker="test")
+    assert curator.post(f"/api/jobs/{job.id}/rollback").status_code == 409  # the earlier job: the later one's text stays
+    assert rolled_back_text(item.id) == ("Log in to site A", "Captcha, then vault.")
+    assert curator.post(f"/api/jobs/{later.id}/rollback").status_code == 200  # the latest job rolls back
+    assert rolled_back_text(item.id) == (REWRITE["task"], "Solve the captcha, then use the vault.")
+
+
+@pytest.mark.django_db
+def test_a_rollback_puts_back_the_text_only_and_keeps_tags_changed_since(fake_openai, curator):
+    item = make_knowledge(task="Log in to site A", content="Use the stored password.", tags={"site": "a"}, embed=False)
+    job = evolved(item, fake_openai)
+    curator.patch(f"/api/knowledge/{item.id}", {"tags": {"site": "a", "auth": "captcha"}}, format="json")
+    rolled = curator.post(f"/api/jobs/{job.id}/rollback")
+    assert rolled.status_code == 200 and rolled.json()["content"] == "Use the stored password."
+    assert Knowledge.objects.get(pk=item.id).tags == {"site": "a", "auth": "captcha"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_of_two_rollbacks_of_one_job_at_once_exactly_one_succeeds(fake_openai, monkeypatch):
+    """Both requests read the job's outcome before either writes (the barrier holds the first writer back for as
+    long as it takes the other to get there): only the item's lock, taken before the outcome is read, keeps the
+    second from rolling back too."""
+    import threading
+
+    from django.db import connections
+
+    from knowledge import services
+    from knowledge.errors import KnowledgeStateError
+    from tests.callers import acting
+
+    item = make_knowledge(task="Log in to site A", content="Use the stored password.", embed=False)
+    job = Job.objects.create(kind="evolve", subject=item.id, requested_by="agent:research_agent",
+                             params={"feedback": "mention the captcha", "model": "fake-model"})  # not sent to a broker
+    fake_openai.reply_json(REWRITE)
+    assert evolve.evolve_run(job_id=str(job.id), worker="test").status == "succeeded"
+    ready = threading.Barrier(2, timeout=3)
+    edit = services.knowledge_edit
+
+    def edit_when_both_are_ready(*args, **kwargs):
+        try:
+            ready.wait()
+        except threading.BrokenBarrierError:
+            pass  # the other is waiting for the item's lock
+        return edit(*args, **kwargs)
+
+    monkeypatch.setattr(services, "knowledge_edit", edit_when_both_are_ready)
+    outcomes = []
+
+    def roll_back():
+        try:
+            evolve.evolve_rollback(acting("user:carl", curates=True), job=Job.objects.get(pk=job.id))
+            outcomes.append("rolled back")
+        except KnowledgeStateError:
+            outcomes.append("refused")
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=roll_back) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert sorted(outcomes) == ["refused", "rolled back"]
+    assert rolled_back_text(item.id) == ("Log in to site A", "Use the stored password.")
+    restores = KnowledgeVersion.objects.filter(knowledge_id=item.id, reason__startswith="restored version")
+    assert restores.count() == 1

@@ -232,3 +232,35 @@ def test_a_report_on_an_item_merged_away_counts_for_the_item_it_became_and_unmer
     knowledge_unmerge(acting("user:alice"), merged_id=merged.id)
     first, second = Knowledge.objects.get(pk=ids[0]), Knowledge.objects.get(pk=ids[1])
     assert (first.status, first.helpful, second.harmful) == ("active", 2, 1)  # the originals keep their own reports
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_a_merged_text_over_the_limits_is_not_applied_and_the_job_reports_the_group(fake_openai, dry_run):
+    from jobs.services import job_create
+    from knowledge.limits import CONTENT_MAX
+    from knowledge.slim import slim_run
+
+    ids = seed(rows=TABS)
+    before = {k.id: (k.task, k.content, k.status) for k in Knowledge.objects.all()}
+    fake_openai.by_schema["knowledge_relation"] = {"relation": "duplicate", "explanation": "same preference"}
+    fake_openai.by_schema["merged_knowledge"] = {"task": "Tabs", "content": "x" * (30 * CONTENT_MAX)}
+    job = job_create(kind="slim", requested_by="agent:a", params={"model": None, "dry_run": dry_run, "writable_scopes": None})
+    done = slim_run(job_id=str(job.id), worker="test")
+
+    assert done.status == "succeeded" and (done.progress["merged"], done.progress["proposed"], done.progress["failed"]) == (0, 0, 1)
+    [group] = done.result["groups"]
+    assert group["ids"] == sorted(ids) and "merged_knowledge" in group["error"] and "merged_id" not in group
+    assert {k.id: (k.task, k.content, k.status) for k in Knowledge.objects.all()} == before  # nothing stored
+    assert not MergeProposal.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_stored_proposal_over_the_limits_is_not_merged_when_approved():
+    from knowledge.limits import TASK_MAX
+    from knowledge.slim import slim_approve
+
+    ids = seed(rows=TABS)
+    with pytest.raises(ValueError, match="task"):
+        slim_approve(acting("user:alice"), ids=ids, task="t" * (TASK_MAX + 1), content="Tabs and type hints")
+    assert set(Knowledge.objects.values_list("status", flat=True)) == {"active"} and Knowledge.objects.count() == 2

@@ -1,5 +1,6 @@
 """Webhooks end to end in-process: real services emit events, deliveries are signed and POSTed to a receiver on
 loopback, retried, logged, paused after repeated failures, re-sent; URLs and scopes are checked."""
+import time
 from datetime import timedelta
 
 import pytest
@@ -11,6 +12,7 @@ from jobs.models import Job
 from resources.tasks import announce_expiring_resources
 from tests.callers import acting, agent_client, person_in, session_client
 from tests.factories import make_knowledge, make_resource
+from tests.ingest.trickle import Trickler, fetch_threads
 from tests.webhooks.receiver import Receiver, signature_valid
 from webhooks.models import Delivery, Subscription
 
@@ -110,6 +112,42 @@ def test_private_and_unsafe_urls_are_refused_with_a_400_naming_url(carl, webhook
     assert response.status_code == 400, response.content
     assert "url" in response.json()["error"]["fields"]
     assert not Subscription.objects.exists()
+
+
+@pytest.mark.parametrize("url, refusal", [("http://127.0.0.2:99999/", "port 99999: ports are numbered 1 to 65535"),
+                                          ("http://host:0/", "port 0: ports"), ("http://127.0.0.1:0/hook", "port 0: "),
+                                          ("http://127.0.0.1:65536/hook", "port 65536: "),
+                                          ("http://127.0.0.1:-1/hook", "port -1: "),
+                                          ("http://127.0.0.1:8o/hook", "Invalid port: '8o'")])
+def test_urls_with_a_port_outside_1_to_65535_or_an_unparseable_one_are_refused_with_a_400_naming_url(
+        carl, webhook_settings, url, refusal):
+    webhook_settings.KNOWHUB_WEBHOOK_ALLOW = ["127.0.0.0/8", "host"]
+    response = carl.post("/api/webhooks", {"url": url, "events": ["knowledge.created"]}, format="json")
+    assert response.status_code == 400, response.content
+    error = response.json()["error"]
+    assert "url" in error["fields"] and refusal in error["fields"]["url"][0], error
+    assert not Subscription.objects.exists()
+    hook = subscribe(carl, "http://127.0.0.1:65535/hook")  # the ports at either end are fine
+    changed = carl.patch(f"/api/webhooks/{hook['id']}", {"url": url}, format="json")
+    assert changed.status_code == 400 and "url" in changed.json()["error"]["fields"]
+    assert carl.patch(f"/api/webhooks/{hook['id']}", {"url": "http://127.0.0.2:1/"}, format="json").status_code == 200
+
+
+def test_a_receiver_trickling_its_headers_times_out_and_its_connection_is_closed_at_the_deadline(carl, committed,
+                                                                                                 webhook_settings):
+    webhook_settings.KNOWHUB_WEBHOOK_TIMEOUT_SECONDS = 1
+    webhook_settings.KNOWHUB_WEBHOOK_RETRY_DELAYS = []
+    before = set(fetch_threads())
+    with Trickler(every=0.3, duration=10) as server:
+        subscribe(carl, f"{server.url}/hook")
+        with committed():
+            services.knowledge_create(acting(), task="t", content="c", types=["tool"], scopes=["org:acme"])
+        delivery = Delivery.objects.get()
+        assert delivery.status == "failed" and "timed out after 1 seconds" in delivery.error
+        assert set(fetch_threads()) <= before  # the sending thread is finished, not left running
+        assert server.closed.wait(1.5), "the connection is still open"
+        [closed_after] = server.closed_after  # seconds from the connection's accept to its close
+        assert closed_after is not None and closed_after < 2.5
 
 
 def test_an_allow_listed_url_that_is_no_longer_allowed_is_refused_again_when_sending(carl, receiver, committed,
