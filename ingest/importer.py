@@ -181,7 +181,10 @@ def _tags(cell: str) -> dict:
     if not cell:
         return {}
     if cell.startswith("{"):
-        return json.loads(cell)
+        try:
+            return json.loads(cell)
+        except RecursionError:  # not a JSONDecodeError (a ValueError): the row would stop the whole import
+            raise ValueError("tags: the JSON object nests too deep") from None
     pairs = [part.split("=", 1) for part in cell.split(";") if part.strip()]
     if any(len(pair) != 2 for pair in pairs):
         raise ValueError("tags: write key=value; key=value, or a JSON object")

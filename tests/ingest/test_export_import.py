@@ -203,6 +203,17 @@ def test_a_csv_imports_its_good_rows_reports_the_bad_ones_by_line_and_is_idempot
     assert (again.imported, again.skipped) == (0, 2) and Knowledge.objects.count() == 2
 
 
+def test_a_csv_row_whose_tags_nest_past_the_recursion_limit_is_reported_and_the_rest_imported():
+    deep = '{""a"": ' + "[" * 5000 + "]" * 5000 + "}"
+    data = f'task,content,types,tags\nDeep tags,x,tool,"{deep}"\nPlain row,y,tool,domain=ops\n'.encode()
+
+    report = import_file(IMPORTER, name="deep.csv", data=data, scopes=["team:ops"])
+
+    assert report.imported == 1 and [f["line"] for f in report.failed] == [2]
+    assert report.failed[0]["reason"].endswith("tags: the JSON object nests too deep")
+    assert list(Knowledge.objects.values_list("task", flat=True)) == ["Plain row"]
+
+
 RUNBOOK = "# Deploy\n\nBuild the image first.\n\n## Rollback\n\nRedeploy the previous tag.\n"
 PREFERENCES = "# 偏好\n\n## 代码风格\n\n用制表符缩进。\n"
 
