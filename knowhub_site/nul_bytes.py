@@ -1,4 +1,4 @@
-"""Pages refuse a NUL character anywhere in their request: 400, before any view reads it.
+"""Pages refuse a NUL character anywhere in their request, and a form they cannot read: 400, before any view reads it.
 
 PostgreSQL's text cannot hold NUL (psycopg raises DataError), and a page passes what it is given to the database in
 many places: a path's id (`/knowledge/%00/`), a query parameter read outside a form (`?status=`, `?page=`), a form
@@ -8,9 +8,26 @@ checked by its parser (core/parsers.py) and every operation's input, query param
 (any request, the API's included: a session may call it) is dropped for a new session instead of being looked up.
 """
 from django.conf import settings
+from django.core.exceptions import BadRequest
+from django.http.multipartparser import MultiPartParserError
 from django.views.defaults import bad_request
 
 NUL = "\x00"
+
+
+def _unreadable_form(request) -> Exception | None:
+    """Why a page's posted form cannot be read (a urlencoded form in a charset other than UTF-8, a broken multipart
+    body), None when it can or there is none. Read here, before CSRF's check: Django raises BadRequest from the
+    check, and its own 400 and 500 views read the form again and raised again, out of Django (gunicorn's bare 500).
+    After a failure the form reads as empty (Django's own mark for a body it could not parse)."""
+    if request.path_info.startswith("/api/") or request.method in ("GET", "HEAD", "OPTIONS", "TRACE"):
+        return None
+    try:
+        request.POST  # noqa: B018 - parsed now, kept on the request for the view
+    except (BadRequest, MultiPartParserError, UnicodeDecodeError) as exc:
+        request._mark_post_parse_error()
+        return exc
+    return None
 
 
 def _holds_nul(values) -> bool:
@@ -24,6 +41,8 @@ class RefuseNulMiddleware:
     def __call__(self, request):
         if NUL in request.COOKIES.get(settings.SESSION_COOKIE_NAME, ""):  # Django's cookie parser decodes `\000`
             request.session = request.session.__class__()  # a new session: the key is never looked up (no 500)
+        if unreadable := _unreadable_form(request):
+            return bad_request(request, unreadable)
         return self.get_response(request)
 
     def process_view(self, request, view, args, kwargs):
