@@ -222,7 +222,8 @@ def conflict_reopen(caller, *, conflict_id: int) -> Conflict:
         raise KnowledgeStateError(_("conflict %(id)s is open already") % {"id": conflict.id}, field="conflict_id")
     if conflict.status == Conflict.Status.SUPERSEDED:
         older = Knowledge.objects.get(pk=conflict.resolution["superseded"])
-        if older.status == KnowledgeStatus.SUPERSEDED:
+        # only the decision this conflict made: superseded since by another item (a later conflict's), it stays so
+        if older.status == KnowledgeStatus.SUPERSEDED and older.superseded_by_id == conflict.resolution.get("successor"):
             knowledge_unsupersede(caller, knowledge_id=older.id)
     elif conflict.status == Conflict.Status.MERGED:
         merged = Knowledge.objects.filter(pk=conflict.resolution.get("merged_id")).first()

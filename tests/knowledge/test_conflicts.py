@@ -138,6 +138,22 @@ def test_supersede_takes_the_older_item_out_of_search_and_reopening_brings_it_ba
 
 
 @pytest.mark.django_db
+def test_reopening_a_supersede_leaves_an_item_superseded_since_by_another_as_it_is(detection, fake_openai, curator):
+    no, yes, conflict = _open_conflict(fake_openai)
+    [other] = saved(PROBE_IN_OTHER_WORDS)
+    curator.post(f"/api/conflicts/{conflict.id}/resolve", {"action": "supersede", "successor_id": no.id}, format="json")
+    assert curator.post(f"/api/knowledge/{yes.id}/activate").status_code == 200
+    later = curator.post(f"/api/knowledge/{yes.id}/supersede", {"successor_id": other.id}, format="json")
+    assert later.status_code == 200, later.content
+
+    reopened = curator.post(f"/api/conflicts/{conflict.id}/reopen").json()
+
+    assert reopened["status"] == "open"
+    kept = Knowledge.objects.get(pk=yes.id)
+    assert (kept.status, kept.superseded_by_id) == ("superseded", other.id)
+
+
+@pytest.mark.django_db
 def test_supersede_by_default_keeps_the_newer_item(detection, fake_openai, curator):
     no, yes, conflict = _open_conflict(fake_openai)
     curator.post(f"/api/conflicts/{conflict.id}/resolve", {"action": "supersede"}, format="json")
