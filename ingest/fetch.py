@@ -133,17 +133,17 @@ class _Limit:
 
     def forget(self, duplicate: socket.socket) -> None:
         """The connection was closed: its duplicate is closed too (else the connection would stay open)."""
-        with self._lock:
+        with self._lock:  # never while `abort` shuts it down: a closed descriptor's number may be reused at once
             self._watched.discard(duplicate)
-        duplicate.close()
+            duplicate.close()
 
     def abort(self) -> None:
         """Give up: every socket operation from now on fails, every connection still open is shut down."""
         with self._lock:
             self.cancelled.set()
-            watched, self._watched = self._watched, set()
-        for duplicate in watched:
-            _shut(duplicate)
+            for duplicate in self._watched:
+                _shut(duplicate)
+            self._watched.clear()
 
 
 def _shut(duplicate: socket.socket) -> None:
@@ -205,7 +205,8 @@ def _client(limit: _Limit) -> httpx.Client:
     client that sends one request at a time, through no proxy)."""
     context = _ssl_context(os.environ.get("SSL_CERT_FILE") or certifi.where())
     transport = httpx.HTTPTransport(verify=context, trust_env=False)
-    assert isinstance(transport._pool, httpcore.ConnectionPool), "httpx's HTTPTransport changed: see _client"
+    if not isinstance(getattr(transport, "_pool", None), httpcore.ConnectionPool):
+        raise RuntimeError("httpx's HTTPTransport no longer keeps its pool in `_pool`: see ingest.fetch._client")
     transport._pool = httpcore.ConnectionPool(ssl_context=context, network_backend=_Backend(limit))
     return httpx.Client(transport=transport, trust_env=False, follow_redirects=False)
 
@@ -266,8 +267,9 @@ def _checked_url(url: str | httpx.URL) -> httpx.URL:
         raise FetchRefused(_("a URL with credentials (user:password@) cannot be fetched"))
     if not parsed.raw_host:
         raise FetchRefused(_("%(url)s has no host") % {"url": url})
-    if parsed.port is not None and not 1 <= parsed.port <= 65535:
-        raise FetchRefused(_("%(url)s has port %(port)s: ports are numbered 1 to 65535") % {"url": url, "port": parsed.port})
+    if parsed.port is not None and not 1 <= parsed.port <= 65535:  # httpx takes any integer
+        raise FetchRefused(_("%(url)r is not a valid URL: %(error)s")
+                           % {"url": str(url), "error": f"Invalid port: {parsed.port} (a port is 1 to 65535)"})
     return parsed
 
 
