@@ -7,8 +7,9 @@ from django.utils.translation import gettext_lazy as _
 from core.events import EVENT_TYPES
 from curation.labels import choices
 from core.safe_json import MAX_DEPTH, json_problem
-from knowledge.limits import CONTENT_MAX, EVOLVE_FEEDBACK_MAX, NOTE_MAX, REASON_MAX, TASK_MAX
+from knowledge.limits import CONTENT_MAX, EVOLVE_FEEDBACK_MAX, NOTE_MAX, REASON_MAX, TAG_VALUE_MAX, TASK_MAX
 from knowledge.models import KNOWLEDGE_TYPES
+from knowledge.operations.curators import MERGE_ID_MAX, MERGE_IDS_MAX, merge_ids_problem
 from knowledge.serializers import tags_problem
 from knowledge.search.filters import FilterError, parse_filter
 from knowledge.search.rerank import RANK_MODES
@@ -96,6 +97,10 @@ class EditForm(forms.Form):
         problem = tags_problem(tags, kept=self.kept_tags)
         if problem:
             raise forms.ValidationError(problem)
+        long = next((name for name, value in tags.items() if len(value) > TAG_VALUE_MAX), None)
+        if long is not None:  # as the API's TagsField refuses it
+            raise forms.ValidationError(_("tag %(name)s: a value has at most %(most)d characters")
+                                        % {"name": long[:100], "most": TAG_VALUE_MAX})
         return tags
 
     @staticmethod
@@ -124,9 +129,20 @@ class MergeForm(forms.Form):
     content = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 6}), max_length=CONTENT_MAX)
 
     def clean_ids(self):
+        """The merge operations' rule (`MergeIdsInput`): 2 to MERGE_IDS_MAX ids of at most MERGE_ID_MAX characters,
+        each item once."""
         ids = split_list(self.cleaned_data["ids"])
         if len(ids) < 2:
             raise forms.ValidationError(_("a merge needs at least two items"))
+        if len(ids) > MERGE_IDS_MAX:
+            raise forms.ValidationError(_("at most %(most)d items in one merge") % {"most": MERGE_IDS_MAX})
+        long = next((i for i in ids if len(i) > MERGE_ID_MAX), None)
+        if long is not None:
+            raise forms.ValidationError(_("“%(id)s…” is not an item id (at most %(most)d characters)")
+                                        % {"id": long[:MERGE_ID_MAX], "most": MERGE_ID_MAX})
+        problem = merge_ids_problem(ids)
+        if problem:
+            raise forms.ValidationError(problem)
         return ids
 
 

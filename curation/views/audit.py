@@ -1,6 +1,6 @@
 """Audit (admins): API writes and secret reveals, newest first."""
 from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from agents.models import AuditEvent
 from curation import permissions
@@ -10,7 +10,7 @@ from resources.models import RevealEvent
 
 
 @permissions.require(permissions.AUDIT)
-@require_GET
+@require_safe
 def audit(request):
     page = bounded_page(AuditEvent.objects.all(), request.GET.get("page"))  # every API write: a long table
     return render(request, "curation/audit.html", {

@@ -6,7 +6,7 @@ from django.shortcuts import redirect, render
 from django.utils.text import capfirst
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from agents import operations
 from curation import permissions
@@ -31,7 +31,7 @@ def _row(conflict: Conflict, **extra) -> dict:
 
 
 @permissions.require(permissions.VIEW)
-@require_GET
+@require_safe
 def conflicts(request):
     status = request.GET.get("status", "open")
     if status not in dict(STATUSES):

@@ -1,7 +1,7 @@
 """Dashboard: counts, what needs attention, recent activity, feedback over time; the ranking on agents' searches
 follows in its own request (`dashboard_ranking`), asked for once the page has loaded."""
 from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from curation import dashboard as data
 from curation import permissions
@@ -11,7 +11,7 @@ RANKING = "curation/ranking.html"
 
 
 @permissions.require(permissions.VIEW)
-@require_GET
+@require_safe
 def dashboard(request):
     return render(request, "curation/dashboard.html", {
         "counts": data.counts(), "attention": data.attention(), "activity": data.recent_activity(),
@@ -21,7 +21,7 @@ def dashboard(request):
 
 
 @permissions.require(permissions.VIEW)
-@require_GET
+@require_safe
 def dashboard_ranking(request):
     """The ranking panel: swapped into the dashboard by htmx, or a page of its own for a browser without JavaScript."""
     weeks = data.ranking_per_week()

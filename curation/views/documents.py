@@ -1,7 +1,7 @@
 """Documents: upload a file or a URL to be read into knowledge items, follow it while it is read; import a file
 (an export, CSV, Markdown, zip) and link to the export. The views call the registered operations, as the API does."""
 from django.shortcuts import render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_POST, require_safe
 from rest_framework.exceptions import PermissionDenied as OperationRefused
 from rest_framework.exceptions import ValidationError
 
@@ -66,7 +66,7 @@ def page_context(request, **extra) -> dict:
 
 
 @permissions.require(permissions.VIEW)
-@require_GET
+@require_safe
 def documents(request):
     if request.htmx:
         return render(request, f"{DOCUMENTS}#rows", document_page(request))
@@ -94,7 +94,7 @@ def document_upload(request):
 
 
 @permissions.require(permissions.VIEW)
-@require_GET
+@require_safe
 def document_detail(request, document_id):
     # Http404 unless the person may read it
     document = operations.call("document_get", caller_of(request), document_id=str(document_id))

@@ -3,7 +3,7 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.template.loader import render_to_string
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from curation import permissions
 from curation.forms import EvolveForm
@@ -54,7 +54,7 @@ def job_panel(request, job: Job, *, status: int = 200, **extra) -> HttpResponse:
 
 
 @permissions.require(permissions.VIEW)
-@require_GET
+@require_safe
 def job_status(request, job_id):
     return job_panel(request, get_object_or_404(Job, pk=job_id))
 

@@ -3,16 +3,21 @@ from django.db.models import Q
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
+from rest_framework.exceptions import PermissionDenied as OperationRefused
+from rest_framework.exceptions import ValidationError
 
 from curation import permissions
 from curation.browse import knowledge_browse, known_scopes
 from curation.explain import explain_item
 from curation.forms import EditForm, EvolveForm, FeedbackForm, KnowledgeFilterForm, ScoreForm
 from agents import operations
+from core.errors import DomainError
 from curation.views.common import bounded_page, caller_of, paginate, render_parts
+from curation.views.documents import refuse
 from jobs.selectors import jobs_about
 from knowledge import selectors
+from knowledge.errors import KnowledgeStateError
 from knowledge.limits import QUERY_MAX
 from knowledge.models import Conflict, FeedbackCase, Knowledge
 
@@ -26,7 +31,7 @@ REPORTS_PER_PAGE = 50
 
 
 @permissions.require(permissions.VIEW)
-@require_GET
+@require_safe
 def knowledge_list(request):
     form = KnowledgeFilterForm(request.GET)
     page, browse = None, None
@@ -89,7 +94,7 @@ def detail_context(item: Knowledge, *, all_versions: bool = False, **extra) -> d
 
 
 @permissions.require(permissions.VIEW)
-@require_GET
+@require_safe
 def knowledge_detail(request, knowledge_id):
     item = _item(knowledge_id)
     return render(request, DETAIL, detail_context(item, all_versions=request.GET.get("versions") == "all",
@@ -97,7 +102,7 @@ def knowledge_detail(request, knowledge_id):
 
 
 @permissions.require(permissions.VIEW)
-@require_GET
+@require_safe
 def knowledge_reports(request, knowledge_id, kind):
     """Every helpful (or harmful) report on an item, newest first, a page at a time."""
     if kind not in FeedbackCase.Kind.values:
@@ -118,9 +123,14 @@ def knowledge_edit(request, knowledge_id):
     if not form.is_valid():
         return render(request, f"{DETAIL}#edit-form", {"item": item, "form": form}, status=422)
     data = form.cleaned_data
-    operations.call("knowledge_edit", caller_of(request), knowledge_id=item.id, data={
-        "reason": data["reason"] or "edited in the curation UI", "task": data["task"], "content": data["content"],
-        "tags": data["tags"], "types": data["types"]})
+    try:
+        operations.call("knowledge_edit", caller_of(request), knowledge_id=item.id, data={
+            "reason": data["reason"] or "edited in the curation UI", "task": data["task"], "content": data["content"],
+            "tags": data["tags"], "types": data["types"]})
+    except (DomainError, ValidationError, OperationRefused) as exc:  # what the form could not check: said in place
+        refuse(form, exc)
+        status = 409 if isinstance(exc, KnowledgeStateError) else 422  # 409: the item is no longer editable
+        return render(request, f"{DETAIL}#edit-form", {"item": item, "form": form}, status=status)
     context = detail_context(_item(item.id), oob=True, saved=True)
     return render_parts(request, DETAIL, ["content", "versions", "fields"], context)
 
@@ -158,7 +168,7 @@ def knowledge_score(request, knowledge_id):
 
 
 @permissions.require(permissions.VIEW)
-@require_GET
+@require_safe
 def knowledge_explain(request, knowledge_id):
     item = get_object_or_404(Knowledge, pk=knowledge_id)
     query = request.GET.get("q", "").strip()

@@ -1,7 +1,7 @@
 """Search playground: a query as a chosen agent token sees it, both stages with their scores."""
 from django.shortcuts import render
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from agents.caller import Caller
 from curation import permissions
@@ -30,7 +30,7 @@ def run_as_token(*, token, q, top_k, min_score, rank, types, scopes, filters) ->
 
 
 @permissions.require(permissions.VIEW)
-@require_GET
+@require_safe
 def playground(request):
     form = PlaygroundForm(request.GET or None)
     context = {"form": form}

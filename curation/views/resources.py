@@ -4,7 +4,7 @@ from django.db.models import Q
 from django.shortcuts import get_object_or_404, render
 from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from agents import operations
 from curation import permissions
@@ -19,7 +19,7 @@ VERSIONS_SHOWN = 20
 
 
 @permissions.require("resources.view_resource")
-@require_GET
+@require_safe
 def resource_list(request):
     q = request.GET.get("q", "").strip()
     resources = Resource.objects.all()
@@ -31,7 +31,7 @@ def resource_list(request):
 
 
 @permissions.require("resources.view_resource")
-@require_GET
+@require_safe
 def resource_detail(request, resource_id):
     resource = get_object_or_404(Resource, pk=resource_id)
     versions = resource_versions_newest(resource_id=resource.pk,

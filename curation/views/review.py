@@ -3,17 +3,22 @@ from django.contrib import messages
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_POST, require_safe
+from rest_framework.exceptions import PermissionDenied as OperationRefused
+from rest_framework.exceptions import ValidationError
 
 from agents import operations
+from core.errors import DomainError
 from curation import permissions
-from curation.forms import MergeForm
+from curation.forms import MergeForm, split_list
 from curation.views.common import caller_of
+from curation.views.documents import refuse
 from curation.views.evolve import JOB, job_context
 from jobs.models import Job
 from knowledge import llm, slim
 from knowledge.errors import KnowledgeStateError
 from knowledge.models import Knowledge
+from knowledge.operations.curators import MERGE_IDS_MAX
 
 REVIEW = "curation/review.html"
 
@@ -27,7 +32,7 @@ def proposal_rows() -> list[dict]:
 
 
 @permissions.require(permissions.VIEW)
-@require_GET
+@require_safe
 def review(request):
     return render(request, REVIEW, {"proposals": proposal_rows(), "llm_configured": llm.llm_configured()})
 
@@ -48,6 +53,27 @@ def _proposal_result(request, form, *, status=200, **extra):
                   status=status)
 
 
+def _refused(request, form, *, status=422):
+    """The group's card again with the form's errors in place, beside the originals it names (as many as a merge
+    takes)."""
+    originals = Knowledge.objects.filter(pk__in=split_list(form.data.get("ids", ""))[:MERGE_IDS_MAX])
+    return _proposal_result(request, form, status=status, originals=originals)
+
+
+def _decide(request, form, name: str, data: dict) -> tuple:
+    """Run the merge operation `name`: (its reply, None), or (None, the status to answer) when it refuses, the reason
+    put into `form`: 409 for a group no longer pending, 422 for what the form could not check (an operation's
+    input rule, a scope). A refused operation wrote nothing (its transaction is rolled back)."""
+    try:
+        return operations.call(name, caller_of(request), data=data), None
+    except KnowledgeStateError as exc:
+        form.add_error(None, _("%(problem)s: reload the page to see the current proposals") % {"problem": exc.message})
+        return None, 409
+    except (DomainError, ValidationError, OperationRefused) as exc:
+        refuse(form, exc)
+        return None, 422
+
+
 @permissions.require(permissions.CURATE)
 @require_POST
 def approve(request):
@@ -57,13 +83,11 @@ def approve(request):
             if not form.cleaned_data[name].strip():
                 form.add_error(name, _("the merged item needs a task") if name == "task" else _("the merged item needs a content"))
     if not form.is_valid():
-        return _proposal_result(request, form, status=422, originals=Knowledge.objects.filter(pk__in=form.data.get("ids", "").split(",")))
-    try:
-        merged = operations.call("merge_approve", caller_of(request), data={
-            "ids": form.cleaned_data["ids"], "task": form.cleaned_data["task"], "content": form.cleaned_data["content"]})
-    except KnowledgeStateError as exc:
-        form.add_error(None, _("%(problem)s: reload the page to see the current proposals") % {"problem": exc.message})
-        return _proposal_result(request, form, status=409)
+        return _refused(request, form)
+    merged, refused = _decide(request, form, "merge_approve", {
+        "ids": form.cleaned_data["ids"], "task": form.cleaned_data["task"], "content": form.cleaned_data["content"]})
+    if refused:
+        return _refused(request, form, status=refused)
     return _proposal_result(request, form, merged=merged)
 
 
@@ -72,8 +96,10 @@ def approve(request):
 def reject(request):
     form = MergeForm(request.POST)
     if not form.is_valid():
-        return _proposal_result(request, form, status=422)
-    operations.call("merge_reject", caller_of(request), data={"ids": form.cleaned_data["ids"]})
+        return _refused(request, form)
+    _, refused = _decide(request, form, "merge_reject", {"ids": form.cleaned_data["ids"]})
+    if refused:
+        return _refused(request, form, status=refused)
     return _proposal_result(request, form, rejected=True)
 
 

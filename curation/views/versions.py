@@ -2,7 +2,7 @@
 from django.http import Http404
 from django.shortcuts import render
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_POST, require_safe
 from rest_framework.exceptions import ValidationError
 
 from agents import operations
@@ -13,7 +13,7 @@ from curation.views.knowledge import DETAIL, _item, detail_context
 
 
 @permissions.require(permissions.VIEW)
-@require_GET
+@require_safe
 def version_diff(request, knowledge_id):
     item = _item(knowledge_id)
     known = state_names(item)

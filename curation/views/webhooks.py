@@ -6,7 +6,8 @@ from django.db.models.functions import RowNumber
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_POST, require_safe
 from rest_framework.exceptions import PermissionDenied as OperationRefused
 from rest_framework.exceptions import ValidationError
 
@@ -54,12 +55,13 @@ def _card_response(request, webhook_id, **extra):
 
 
 @permissions.require(permissions.CURATE)
-@require_GET
+@require_safe
 def webhooks(request):
     context = {**subscriptions_context(request), "form": WebhookForm(), "scopes": known_scopes()}
     return render(request, PAGE, context)
 
 
+@never_cache  # the new subscription's secret is shown once: not to stay in a browser's or a proxy's cache (no-store)
 @permissions.require(permissions.CURATE)
 @require_POST
 def webhook_subscribe(request):
@@ -99,6 +101,7 @@ def webhook_delete(request, webhook_id):
     return HttpResponse('<p class="ok" role="status">Subscription deleted.</p>')
 
 
+@never_cache  # as resource_reveal: the secret must not stay in a browser's or a proxy's cache (Cache-Control: no-store)
 @permissions.require(permissions.CURATE)
 @require_POST
 def webhook_secret(request, webhook_id):

@@ -34,8 +34,31 @@ class StatusInput(NoUnknownFields, serializers.Serializer):
     reason = serializers.CharField(max_length=REASON_MAX, required=False, allow_blank=True, default="")
 
 
+MERGE_IDS_MAX = 50  # items in one merge group (approve or reject)
+MERGE_ID_MAX = 40  # characters of one id in it
+
+
+def merge_ids_problem(ids: list[str]) -> str | None:
+    """What makes `ids` no group to merge or reject beyond their count and length (the input's and the curation UI
+    form's rule), or None: each item named once, at least two different ones. Merging an item with itself would
+    make a one-item copy; rejecting it would store a pair of one item (the database refuses it)."""
+    if len(set(ids)) < 2:
+        return _("a merge needs at least two different items")
+    twice = sorted({i for i in ids if ids.count(i) > 1})
+    if twice:
+        return _("each item once: %(ids)s named more than once") % {"ids": ", ".join(twice)}
+    return None
+
+
 class MergeIdsInput(NoUnknownFields, serializers.Serializer):
-    ids = serializers.ListField(child=serializers.CharField(max_length=40), min_length=2, max_length=50)
+    ids = serializers.ListField(child=serializers.CharField(max_length=MERGE_ID_MAX), min_length=2,
+                                max_length=MERGE_IDS_MAX, help_text="the group's item ids, each once")
+
+    def validate_ids(self, ids):
+        problem = merge_ids_problem(ids)
+        if problem:
+            raise serializers.ValidationError(problem)
+        return ids
 
 
 class MergeApproveInput(MergeIdsInput):

@@ -213,3 +213,30 @@ def test_edit_refreshes_the_updated_field(curator_client):
     assert f"<dt>Updated</dt><dd>{item.updated_at:%Y-%m-%d %H:%M}</dd>" in fields and before not in fields
     restored = tasks_in(curator_client.post(f"/knowledge/{item.id}/restore/1/"))
     assert '<section id="fields" class="card" hx-swap-oob="true">' in restored
+
+
+def test_an_edit_with_a_tag_value_over_the_limit_is_refused_in_place(curator_client):
+    item = make_knowledge(task="Old task", tags={"domain": "a"}, embed=False)
+    response = curator_client.post(f"/knowledge/{item.id}/edit/", {
+        "task": "New task", "content": "x", "tags": "domain=" + "v" * 501, "types": ["tool"]}, HTTP_HX_REQUEST="true")
+    body = tasks_in(response)
+    assert response.status_code == 422 and 'id="tags-errors"' in body
+    assert "Tags: tag domain: a value has at most 500 characters" in body
+    assert Knowledge.objects.get(pk=item.id).tags == {"domain": "a"} and not item.versions.exists()
+    assert curator_client.post(f"/knowledge/{item.id}/edit/", {  # the limit itself is taken, as the API takes it
+        "task": "New task", "content": "x", "tags": "domain=" + "v" * 500, "types": ["tool"]}).status_code == 200
+
+
+def test_an_edit_the_operation_refuses_is_said_in_place_and_changes_nothing(curator_client):
+    """What the form cannot check (here a deployment's filter naming the field) is the form's error, not a 500."""
+    from agents.chain import Continue, Error, Filter, registered_temporarily
+
+    item = make_knowledge(task="Old task", embed=False)
+    refusing = Filter("policy", "pre_invocation", lambda ctx: Error("content: no secrets here", fields={
+        "content": ["no secrets here"]}) if ctx["operation"] == "knowledge_edit" else Continue(ctx))
+    with registered_temporarily(refusing):
+        response = curator_client.post(f"/knowledge/{item.id}/edit/", {
+            "task": "New task", "content": "password=1", "types": ["tool"]}, HTTP_HX_REQUEST="true")
+    body = tasks_in(response)
+    assert response.status_code == 422 and 'id="content-errors"' in body and "Content: no secrets here" in body
+    assert Knowledge.objects.get(pk=item.id).task == "Old task" and not item.versions.exists()

@@ -12,3 +12,26 @@ def test_every_page_renders_for_a_viewer(viewer_client):
                 "/playground/"]:
         response = viewer_client.get(url)
         assert response.status_code == 200, url
+
+
+def test_every_get_page_answers_head_for_its_role(viewer_client, django_user_model):
+    """Uptime checks and link checkers send HEAD: each page's answer without its body, never a 405."""
+    from jobs.models import Job
+    from knowledge import services
+    from tests.callers import acting, person_in, session_client
+
+    item = make_knowledge(task="Selenium login", resource_ids=[make_resource("code/login").id])
+    services.knowledge_edit(acting(), knowledge_id=item.id, content="changed")
+    job = Job.objects.create(kind="slim", status="succeeded", requested_by="user:carl", params={},
+                             progress={"groups_found": 0}, result={"groups": []})
+    pages = {viewer_client: ["/", "/ranking/", "/knowledge/", f"/knowledge/{item.id}/", "/review/", "/conflicts/",
+                             f"/knowledge/{item.id}/reports/helpful/", f"/knowledge/{item.id}/explain/?q=login",
+                             f"/knowledge/{item.id}/diff/?a=1&b=current", f"/jobs/{job.id}/", "/documents/",
+                             "/resources/", "/resources/code/login/", "/playground/"],
+             session_client(person_in(django_user_model, "curator", "carl")): ["/webhooks/"],
+             session_client(person_in(django_user_model, "admin", "ada")): ["/audit/"]}
+    for client, urls in pages.items():
+        for url in urls:
+            head = client.head(url)
+            assert (head.status_code, head.content) == (200, b""), url
+            assert client.get(url).status_code == 200, url

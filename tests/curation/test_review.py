@@ -2,7 +2,7 @@
 import pytest
 
 from jobs.models import Job
-from knowledge.models import Knowledge, SlimRejection
+from knowledge.models import Knowledge, MergeProposal, SlimRejection
 from knowledge.slim import slim_proposals_pending
 from tests.conftest import wait_for
 from tests.factories import make_knowledge
@@ -134,3 +134,58 @@ def test_proposals_are_stored_records_whose_decisions_are_listed_by_status(curat
     assert decided["edited"][0]["proposal"] == {"task": "Merged task", "content": "Merged content"}  # what was proposed
     assert [p["ids"] for p in decided["rejected"]] == [sorted([e.id, f.id])] and decided["rejected"][0]["merged_id"] is None
     assert api.get("/api/merges", {"status": "bogus"}).status_code == 400
+
+
+def nothing_decided(*items) -> bool:
+    """No merge, rejection or decided proposal was written, and `items` are still active."""
+    return (not Knowledge.objects.filter(status="merged").exists() and not SlimRejection.objects.exists()
+            and not MergeProposal.objects.exclude(status="pending").exists()
+            and all(Knowledge.objects.get(pk=i.pk).status == "active" for i in items))
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("action", ["approve", "reject"])
+@pytest.mark.parametrize("ids, problem", [
+    (lambda a, b: ",".join([a.id, b.id] + [f"knowledge-20250101-{n:04d}" for n in range(49)]), "at most 50 items in one merge"),
+    (lambda a, b: f"{a.id},{'k' * 41}", "is not an item id (at most 40 characters)"),
+], ids=["51 ids", "a 41-character id"])
+def test_a_group_past_the_merge_limits_is_refused_in_place_not_a_500(curator_client, action, ids, problem):
+    a, b = make_knowledge(task="Tabs please", embed=False), make_knowledge(task="Use tabs", embed=False)
+    proposed(a, b)
+    response = curator_client.post(f"/review/{action}/", {"ids": ids(a, b), "task": "t", "content": "c"},
+                                   HTTP_HX_REQUEST="true")
+    body = response.content.decode()
+    assert response.status_code == 422 and "ids: " in body and problem in body
+    assert nothing_decided(a, b) and len(slim_proposals_pending()) == 1
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("action", ["approve", "reject"])
+def test_an_item_is_neither_merged_nor_rejected_with_itself(curator_client, action):
+    a, b = make_knowledge(task="Lonely item", embed=False), make_knowledge(task="Other item", embed=False)
+    items = Knowledge.objects.count()
+    for ids, problem in [(f"{a.id},{a.id}", "a merge needs at least two different items"),
+                         (f"{a.id},{b.id},{a.id}", f"each item once: {a.id} named more than once")]:
+        response = curator_client.post(f"/review/{action}/", {"ids": ids, "task": "copy", "content": "copy"},
+                                       HTTP_HX_REQUEST="true")
+        body = response.content.decode()
+        assert response.status_code == 422 and f"ids: {problem}" in body and "Merged into" not in body, ids
+    assert nothing_decided(a, b) and Knowledge.objects.count() == items  # no one-item "merged" copy
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("action", ["approve", "reject"])
+def test_an_operations_refusal_the_form_cannot_see_is_said_in_place_and_writes_nothing(curator_client, action):
+    """A deployment's filter refusing the decision after it ran: the card says why (422), the write is rolled back."""
+    from agents.chain import Continue, Error, Filter, registered_temporarily
+
+    a, b = make_knowledge(task="Tabs please", embed=False), make_knowledge(task="Use tabs", embed=False)
+    proposed(a, b)
+    frozen = Filter("freeze", "post_invocation", lambda ctx: Error("merges are frozen this week")
+                    if ctx["operation"].startswith("merge_") else Continue(ctx))
+    with registered_temporarily(frozen):
+        response = curator_client.post(f"/review/{action}/", {"ids": f"{a.id},{b.id}", "task": "t", "content": "c"},
+                                       HTTP_HX_REQUEST="true")
+    body = response.content.decode()
+    assert response.status_code == 422 and "merges are frozen this week" in body and a.id in body
+    assert nothing_decided(a, b) and len(slim_proposals_pending()) == 1

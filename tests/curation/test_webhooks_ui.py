@@ -99,3 +99,16 @@ def test_the_page_loads_every_subscription_s_latest_deliveries_in_one_query(cura
         assert all(f'id="delivery-{d.id}"' in page for d in shown)
         assert page.index(f'id="delivery-{shown[0].id}"') < page.index(f'id="delivery-{shown[-1].id}"')
     assert page.count('id="delivery-') == 40
+
+
+def test_a_secret_shown_is_never_kept_in_a_cache(curator_client):
+    """The new subscription's secret and "Show secret" answer with no-store, as a resource's reveal does."""
+    with Receiver() as receiver:
+        created = curator_client.post("/webhooks/subscribe/", {"url": receiver.url, "events": ["knowledge.created"]},
+                                      **HX)
+    sub = Subscription.objects.get()
+    assert created.status_code == 200 and sub.secret in created.content.decode()
+    assert "no-store" in created["Cache-Control"] and "private" in created["Cache-Control"]
+    shown = curator_client.post(f"/webhooks/{sub.id}/secret/", **HX)
+    assert shown.status_code == 200 and sub.secret in shown.content.decode()
+    assert "no-store" in shown["Cache-Control"] and "private" in shown["Cache-Control"]

@@ -157,3 +157,21 @@ def test_curator_operations_over_mcp():
     assert _run_sync(key, _op("merge_proposals"))["count"] == 1
     merged = _run_sync(key, _op("merge_approve", {"ids": [a.id, b.id]}))
     assert _run_sync(key, _op("knowledge_unmerge", knowledge_id=merged["id"]))["status"] == "archived"
+
+
+@pytest.mark.parametrize("as_person", [False, True], ids=["curator token", "curator person"])
+def test_a_merge_group_names_at_least_two_different_items_each_once(curator_token, django_user_model, as_person):
+    from knowledge.models import MergeProposal, SlimRejection
+
+    api = person(django_user_model, "curator", "carl") if as_person else curator_token
+    a, b = make_knowledge(task="tip a"), make_knowledge(task="tip b")
+    items = Knowledge.objects.count()
+    for ids, problem in [([a.id, a.id], "a merge needs at least two different items"),
+                         ([a.id, b.id, a.id], f"each item once: {a.id} named more than once")]:
+        for action, body in [("approve", {"ids": ids, "task": "copy", "content": "copy"}), ("reject", {"ids": ids})]:
+            response = api.post(f"/api/merges/{action}", body, format="json")
+            assert response.status_code == 400, (action, ids, response.content)
+            assert response.json()["error"]["fields"]["ids"] == [problem]
+            assert response.json()["error"]["message"] == f"ids: {problem}"
+    assert Knowledge.objects.count() == items and set(Knowledge.objects.values_list("status", flat=True)) == {"active"}
+    assert not SlimRejection.objects.exists() and not MergeProposal.objects.exists()
