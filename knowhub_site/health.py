@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import connection
 from django.http import JsonResponse
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 BROKER_TIMEOUT_SECONDS = 3
 
@@ -84,7 +84,7 @@ def run_checks() -> dict:
 
 
 @never_cache
-@require_GET
+@require_safe
 def healthz(request):
     report = run_checks()
     return JsonResponse(report, status=503 if report["down"] else 200)

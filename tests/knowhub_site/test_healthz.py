@@ -72,8 +72,9 @@ def test_a_worker_on_redis_reports_in(client):
 
 
 @pytest.mark.django_db
-def test_healthz_only_answers_get(client):
+def test_healthz_answers_get_and_head_only(client):
     assert client.post("/healthz").status_code == 405
+    assert client.head("/healthz").status_code == client.get("/healthz").status_code  # uptime checks send HEAD
 
 
 @pytest.mark.django_db
