@@ -65,9 +65,8 @@ def evolve_rollback(request, job_id):
     job = get_object_or_404(Job, pk=job_id, kind="evolve")
     try:
         operations.call("evolve_rollback", caller_of(request), job_id=str(job.id))
-    except KnowledgeStateError:
-        return render(request, JOB, {**job_context(job), "job_error": _("This job changed nothing that could be rolled back.")},
-                      status=409)
+    except KnowledgeStateError as exc:  # nothing to roll back, rolled back already, or the text changed since
+        return render(request, JOB, {**job_context(job), "job_error": exc.message}, status=409)
     return job_panel(request, job, rolled_back_now=True)
 
 

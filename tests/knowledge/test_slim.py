@@ -253,6 +253,9 @@ def test_a_merged_text_over_the_limits_is_not_applied_and_the_job_reports_the_gr
     assert group["ids"] == sorted(ids) and "merged_knowledge" in group["error"] and "merged_id" not in group
     assert {k.id: (k.task, k.content, k.status) for k in Knowledge.objects.all()} == before  # nothing stored
     assert not MergeProposal.objects.exists()
+    [asked] = [r["body"]["response_format"]["json_schema"] for r in fake_openai.requests
+               if r["body"]["response_format"]["json_schema"]["name"] == "merged_knowledge"]
+    assert asked["schema"]["properties"]["content"]["maxLength"] == CONTENT_MAX  # the LLM is told the limits too
 
 
 @pytest.mark.django_db
