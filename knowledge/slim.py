@@ -161,13 +161,20 @@ def text_too_long(text: dict) -> str | None:
 @transaction.atomic
 def merge_group(caller, ids: list[str], *, text: dict) -> Knowledge:
     """Merge the active items `ids` into a new item with `text`, as `caller`; the originals are kept, merged.
-    ValueError when the text is too long (`text_too_long`) or an item is no longer active: nothing is merged."""
+    ValueError when the text is too long (`text_too_long`), an item is no longer active or the items' scopes differ:
+    nothing is merged."""
     if problem := text_too_long(text):  # a proposal stored before the limits, approved as it is
         raise ValueError(problem)
     items = sorted((k for k in services.lock_items(ids).values() if k.status == KnowledgeStatus.ACTIVE),
                    key=lambda k: (k.created_at, k.id))  # locked in id order (lock_items), merged oldest first
     if len(items) != len(ids):
         raise ValueError(_("some items of the group are no longer active"))
+    # The merged item takes one set of scopes: of items in different scopes, one's readers would read the other's
+    # text, tags, sources and reports, and the other's would lose it. Slim and merge proposals group equal scopes
+    # only; a curator naming any ids is told to give the items the same scopes first.
+    if len({frozenset(k.scopes) for k in items}) > 1:
+        raise ValueError(_("the items are in different scopes (%(scopes)s): give them the same scopes before merging")
+                         % {"scopes": "; ".join(sorted({", ".join(sorted(k.scopes)) for k in items}))})
     tags, resource_ids, urls, types = {}, [], [], []
     for k in items:
         for key, value in k.tags.items():

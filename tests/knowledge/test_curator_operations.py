@@ -175,3 +175,22 @@ def test_a_merge_group_names_at_least_two_different_items_each_once(curator_toke
             assert response.json()["error"]["message"] == f"ids: {problem}"
     assert Knowledge.objects.count() == items and set(Knowledge.objects.values_list("status", flat=True)) == {"active"}
     assert not SlimRejection.objects.exists() and not MergeProposal.objects.exists()
+
+
+def test_items_in_different_scopes_are_not_merged_into_one_scope(django_user_model):
+    """The merged item would take one item's scopes: the other's readers would lose it, and the first's would read
+    the other's text, tags and reports."""
+    carl = person(django_user_model, "curator", "carl")
+    here = make_knowledge(task="Rotate keys", content="monthly", scopes=["team:x"], tags={"domain": "ops"})
+    there = make_knowledge(task="Rotate keys", content="weekly", scopes=["team:y"], tags={"secret_project": "y"})
+
+    refused = carl.post("/api/merges/approve", {"ids": [here.id, there.id], "task": "Rotate keys",
+                                                "content": "weekly"}, format="json")
+
+    assert refused.status_code == 409 and "ids" in refused.json()["error"]["fields"]
+    assert "different scopes" in refused.json()["error"]["message"]
+    assert set(Knowledge.objects.values_list("status", flat=True)) == {"active"} and Knowledge.objects.count() == 2
+    same = make_knowledge(task="Rotate keys", content="daily", scopes=["team:x"])
+    merged = carl.post("/api/merges/approve", {"ids": [here.id, same.id], "task": "Rotate keys", "content": "daily"},
+                       format="json")
+    assert merged.status_code == 200 and merged.json()["scopes"] == ["team:x"]
