@@ -7,7 +7,7 @@ from knowhub_client import JobFailed, JobTimeout
 
 def test_waiting_times_out_while_the_job_stays_queued(hub):
     # A job row nobody sent to a broker: it stays queued (no stale message left for later tests' workers).
-    job = Job.objects.create(kind="slim", requested_by="agent:research_agent")
+    job = Job.objects.create(kind="slim", requested_by="agent:research_agent", params={"writable_scopes": ["org:acme"]})
     with pytest.raises(JobTimeout) as exc:
         hub.wait_for_job(str(job.id), timeout=0.5, interval=0.1)
     assert exc.value.job["status"] == "queued" and exc.value.job["id"] == str(job.id)
