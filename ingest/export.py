@@ -39,8 +39,11 @@ class _Secrets:
     """How the secrets of this export are written: as stored, under a passphrase, or not at all.
 
     Sealing under a passphrase hands the secret to whoever holds the passphrase, so each one is recorded as a
-    reveal (RevealEvent), like any other; and, as a reveal never does, an expired secret is left out, except
-    for the operator's command (a backup of the whole installation)."""
+    reveal (RevealEvent), like any other. Either way an export hands out no secret a reveal would refuse: the
+    installation's ciphertext is a secret too (imported here under a new id, it is revealed as that resource's).
+    So, but for the operator's command (a backup of the whole installation), an expired secret is left out, and an
+    agent gets the current secret only, as it reveals only that (a person with secret access, an admin, reveals
+    earlier versions too)."""
 
     def __init__(self, caller: Caller, passphrase: str | None):
         self.caller = caller
@@ -59,10 +62,13 @@ class _Secrets:
         """A secret as exported, from its stored ciphertext (`owner`: the resource or version it belongs to)."""
         if not stored or not self.included:
             return ""
+        if not self.caller.principal.startswith("command:"):
+            if secret_expired(owner):
+                return ""
+            if version is not None and self.caller.principal.startswith("agent:"):
+                return ""
         if self.key is None:
             return stored
-        if secret_expired(owner) and not self.caller.principal.startswith("command:"):
-            return ""
         RevealEvent.objects.create(principal=self.caller.principal, resource_id=resource_id, version=version,
                                    user_agent="export sealed under a passphrase")
         return sealed.seal(crypto.decrypt(stored), self.key)

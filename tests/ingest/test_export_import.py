@@ -313,15 +313,44 @@ def test_sealing_secrets_under_a_passphrase_is_recorded_as_a_reveal_and_skips_ex
     from django.utils import timezone
 
     world()
-    Resource.objects.filter(pk="credentials/site").update(expires_at=timezone.now() - timedelta(days=1))
     agent = Caller(principal="agent:ops", agent_id="ops", readable_scopes=("team:a",), writable_scopes=("team:a",),
                    can_read_secrets=True)
+    current = [json.loads(line) for line in export_text(agent, passphrase="correct horse battery").splitlines()]
+    site = next(r for r in current if r.get("id") == "credentials/site")
+    assert site["secure_body"] and RevealEvent.objects.filter(principal="agent:ops", version=None).exists()
+    assert site["versions"][0]["secure_body"] == ""  # an agent reveals the current secret only
+    Resource.objects.filter(pk="credentials/site").update(expires_at=timezone.now() - timedelta(days=1))
     sealed = [json.loads(line) for line in export_text(agent, passphrase="correct horse battery").splitlines()]
-    site = next(r for r in sealed if r.get("id") == "credentials/site")
-    assert site["secure_body"] == ""  # expired: never revealed, sealed or not
-    assert site["versions"][0]["secure_body"] and RevealEvent.objects.filter(principal="agent:ops", version=1).exists()
+    assert next(r for r in sealed if r.get("id") == "credentials/site")["secure_body"] == ""  # expired: never revealed
     operator = [json.loads(line) for line in export_text(passphrase="correct horse battery").splitlines()]
-    assert next(r for r in operator if r.get("id") == "credentials/site")["secure_body"]  # the operator's backup
+    site = next(r for r in operator if r.get("id") == "credentials/site")
+    assert site["secure_body"] and site["versions"][0]["secure_body"]  # the operator's backup: everything
+
+
+@pytest.mark.parametrize("passphrase", [None, "correct horse battery"])
+def test_no_export_hands_an_agent_a_secret_its_reveal_would_refuse(passphrase):
+    """The installation's ciphertext is a secret too: imported under a new id, it would be revealed as that
+    resource's. So an expired secret and an earlier version's are left out for an agent in either mode."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    world()
+    resource_create(acting("agent:ops"), resource_id="cookie/expired", title="cookie", scopes=["team:a"],
+                    secure_body="EXPIRED-COOKIE", content_type="cookie")
+    Resource.objects.filter(pk="cookie/expired").update(expires_at=timezone.now() - timedelta(days=1))
+    curator = Caller(principal="agent:cur", agent_id="cur", readable_scopes=("team:a",), writable_scopes=("team:a",),
+                     can_read_secrets=True, curates=True)
+
+    out = {r.get("id"): r for r in map(json.loads, export_text(curator, passphrase=passphrase).splitlines())}
+
+    assert out["cookie/expired"]["secure_body"] == ""
+    assert out["credentials/site"]["secure_body"] and out["credentials/site"]["versions"][0]["secure_body"] == ""
+    person = Caller(principal="user:ada", agent_id="ada", readable_scopes=None, writable_scopes=None,
+                    can_read_secrets=True)
+    by_person = {r.get("id"): r for r in map(json.loads, export_text(person, passphrase=passphrase).splitlines())}
+    assert by_person["cookie/expired"]["secure_body"] == ""  # expired: for a person too
+    assert by_person["credentials/site"]["versions"][0]["secure_body"]  # an admin reveals earlier versions
 
 
 def test_a_header_asking_for_other_key_parameters_or_a_short_passphrase_is_a_400_naming_the_passphrase():
