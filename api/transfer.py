@@ -22,6 +22,16 @@ PASSPHRASE_HEADER = "X-KnowHub-Passphrase"
 STREAM_BATCH = 200  # records per chunk sent
 
 
+def header_text(value: str) -> str:
+    """A header's value as its sender wrote it: WSGI hands headers over as Latin-1, so a UTF-8 passphrase
+    ("pässwort", as an import's form field would carry it) arrived garbled and sealed the secrets under a key
+    the same passphrase never opened. Bytes that are not UTF-8 stay as Latin-1 read them."""
+    try:
+        return value.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return value
+
+
 def jsonl(records):
     for record in records:
         yield json.dumps(record, ensure_ascii=False, cls=DjangoJSONEncoder) + "\n"
@@ -47,7 +57,7 @@ class ExportApi(APIView):
                    **schema.ERRORS})
     def get(self, request):
         data = {"scopes": request.query_params.getlist("scopes") or [],
-                "passphrase": request.headers.get(PASSPHRASE_HEADER, "")}
+                "passphrase": header_text(request.headers.get(PASSPHRASE_HEADER, ""))}
         data["scopes"] = [s for value in data["scopes"] for s in value.split(",") if s]
         records = operations.call("knowledge_export", caller_of(request), data=data)
         first = next(records)  # the header: errors before it surface as a JSON error, not a cut stream

@@ -7,6 +7,7 @@ from knowhub_client import AsyncKnowHub
 
 from api.mcp_server import _export_text, _op, _run_sync
 from knowhub_client.errors import KnowHubError
+from resources.models import Resource
 
 CSV = "task,content,types\nRotate keys,Every month,strategy\nDrain a node,Cordon first,tool\n"
 
@@ -65,3 +66,22 @@ def test_the_client_uploads_a_document_and_a_refused_url_is_a_400_naming_it(hub)
     with pytest.raises(KnowHubError) as refused:
         hub.document_ingest("http://10.0.0.1/wiki", scopes=["org:acme"])
     assert refused.value.status == 400 and "url" in str(refused.value)
+
+
+def test_a_passphrase_beyond_ascii_seals_an_export_that_the_same_passphrase_opens(hub_for, tmp_path):
+    """The export takes the passphrase in a header, the import in a form field: both read it as UTF-8 (WSGI hands
+    headers over as Latin-1, which sealed under a garbled passphrase that the real one never opened)."""
+    curator = hub_for("curator_agent", can_curate=True, can_read_secrets=True)
+    curator.resource_save("credentials/vault", "vault", secure_body="s3cr3t-über", content_type="credential",
+                          scopes=["org:acme"])
+    target = tmp_path / "move.jsonl"
+    curator.knowledge_export(target, passphrase="pässwörter für den Umzug")
+    moved = target.read_bytes()
+    Resource.objects.filter(pk="credentials/vault").delete()  # as on the installation it moves to
+
+    wrong = curator.knowledge_import("move.jsonl", moved, passphrase="passworter fur den Umzug")
+    right = curator.knowledge_import("move.jsonl", moved, passphrase="pässwörter für den Umzug")
+
+    assert any("passphrase does not open" in f["reason"] for f in wrong["failed"])
+    assert right["failed"] == [] and right["imported"] == 1
+    assert curator.resource_get("credentials/vault", reveal=True)["secure_body"] == "s3cr3t-über"

@@ -208,8 +208,8 @@ PASSPHRASE_HEADER = "X-KnowHub-Passphrase"
 
 def knowledge_export(scopes: list[str] | None, passphrase: str | None) -> Call:
     """GET /api/export (JSON Lines, streamed); the passphrase goes in a header, never in the URL."""
-    return Call("GET", "/api/export", params={"scopes": scopes}, idempotent=True,
-                headers={PASSPHRASE_HEADER: passphrase} if passphrase else {})
+    return Call("GET", "/api/export", params={"scopes": scopes}, idempotent=True,  # UTF-8: any passphrase
+                headers={PASSPHRASE_HEADER: passphrase.encode("utf-8")} if passphrase else {})
 
 
 def export_sink(output: Any) -> tuple[Any, Any] | None:
