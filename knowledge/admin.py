@@ -1,18 +1,25 @@
 """The Django admin over knowledge: every change goes through the services, and nothing is deleted.
 
 An edit of task, content, tags or types keeps the old text as a version and re-embeds the item
-(`services.knowledge_change_fields`); Delete is replaced by Archive and Make active, reversible
-status changes. Each change leaves an audit event (admin → Audit events).
+(`services.knowledge_change_fields`), and only the fields that service changes are offered; Delete is
+replaced by Archive and Make active, reversible status changes. A linked resource passes the API's check
+(`services.check_new_item`: readable by everyone who can read the item), when it is linked and when the
+item's scopes widen. Each change leaves an audit event (admin → Audit events).
 """
+from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.forms.models import BaseInlineFormSet
+from rest_framework.exceptions import PermissionDenied
 
 from agents.audit import audit_record
 from agents.caller import Caller
 from core.admin_tools import AppendOnlyAdmin
 from knowledge import services
-from knowledge.errors import KnowledgeStateError
+from knowledge.errors import KnowledgeStateError, ResourceScopeError, UnknownResourceError
 from knowledge.models import KNOWLEDGE_TYPES, FeedbackCase, Knowledge, KnowledgeResource, KnowledgeVersion
+from resources.admin import RefusesBadLookups
 
 ADMIN_REASON = "edited in the admin"
 
@@ -44,10 +51,68 @@ class ScopeFilter(admin.SimpleListFilter):
         return queryset
 
 
+def check_links(caller, *, scopes, resource_ids, secure_resource_id: str = "") -> None:
+    """The API's check of an item's linked resources (`services.check_new_item`), its refusal as a form error."""
+    try:
+        services.check_new_item(caller, scopes=list(scopes), resource_ids=list(resource_ids),
+                                secure_resource_id=secure_resource_id)
+    except (UnknownResourceError, ResourceScopeError) as exc:
+        raise ValidationError(exc.message) from exc
+    except PermissionDenied as exc:  # the caller may not write one of the item's scopes
+        raise ValidationError(str(exc.detail)) from exc
+
+
+def linked_resource_ids(item) -> list[str]:
+    return list(KnowledgeResource.objects.filter(knowledge_id=item.pk).order_by("position", "id")
+                .values_list("resource_id", flat=True))
+
+
+class KnowledgeResourceFormSet(BaseInlineFormSet):
+    """A resource linked here (a new row, or a row pointed at another resource) passes the API's check against the
+    item's scopes as the form leaves them; unlinking or reordering shows no one anything new. `caller` is set
+    per request by the inline."""
+
+    caller = None
+
+    def clean(self):
+        super().clean()
+        if any(self.errors):
+            return
+        linked = [form.cleaned_data["resource"].pk for form in self.forms
+                  if "resource" in form.changed_data and form.cleaned_data.get("resource") is not None
+                  and not (self.can_delete and self._should_delete_form(form))]
+        if linked:
+            check_links(self.caller, scopes=self.instance.scopes, resource_ids=linked)
+
+
 class KnowledgeResourceInline(admin.TabularInline):
     model = KnowledgeResource
+    formset = KnowledgeResourceFormSet
     extra = 0
     autocomplete_fields = ["resource"]
+
+    def get_formset(self, request, obj=None, **kwargs):
+        formset = super().get_formset(request, obj, **kwargs)
+        return type(formset.__name__, (formset,), {"caller": Caller.for_user(request.user)})
+
+
+class KnowledgeAdminForm(forms.ModelForm):
+    """Widening an item's scopes lets its new readers see its links: they must pass the API's check in the new
+    scopes (narrowing them shows no one anything new). `caller` is set per request by KnowledgeAdmin."""
+
+    caller = None
+
+    def clean(self):
+        cleaned = super().clean()
+        scopes = cleaned.get("scopes")
+        stored = self.instance
+        if stored.pk and scopes is not None and set(scopes) - set(stored.scopes):
+            try:
+                check_links(self.caller, scopes=scopes, resource_ids=linked_resource_ids(stored),
+                            secure_resource_id=stored.secure_resource_id)
+            except ValidationError as exc:
+                self.add_error("scopes", exc)
+        return cleaned
 
 
 class FeedbackCaseInline(admin.TabularInline):
@@ -72,13 +137,21 @@ class KnowledgeVersionInline(admin.TabularInline):
         return False
 
 
+# Shown in the form, never offered: every field `services.knowledge_change_fields` does not change (the id, the
+# status and what comes with it, counters, the secret's resource, timestamps), so a form never posts one it refuses.
+NOT_CHANGED_BY_THE_SERVICE = [field.name for field in Knowledge._meta.concrete_fields
+                              if field.editable and field.name != "embedding"  # excluded: never shown
+                              and field.name not in (*services.TEXT_FIELDS, *services.PLAIN_FIELDS)]
+
+
 @admin.register(Knowledge)
-class KnowledgeAdmin(admin.ModelAdmin):
+class KnowledgeAdmin(RefusesBadLookups, admin.ModelAdmin):
+    form = KnowledgeAdminForm
     list_display = ["id", "short_task", "types", "score", "helpful", "harmful", "quality", "status", "owner", "updated_at"]
     list_filter = ["status", TypeFilter, ScopeFilter, "score"]
     search_fields = ["id", "task", "content", "owner"]
-    readonly_fields = ["status", "created_at", "updated_at", "helpful", "harmful", "embedding_model", "merged_into"]
     exclude = ["embedding"]
+    readonly_fields = NOT_CHANGED_BY_THE_SERVICE
     date_hierarchy = "created_at"
     inlines = [KnowledgeResourceInline, FeedbackCaseInline, KnowledgeVersionInline]
     list_per_page = 50
@@ -89,6 +162,26 @@ class KnowledgeAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False  # nothing is ever deleted: the Archive action is the reversible way out
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        return type(form.__name__, (form,), {"caller": Caller.for_user(request.user)})
+
+    def get_fields(self, request, obj=None):
+        fields = list(super().get_fields(request, obj))
+        return ["id", *(name for name in fields if name != "id")]  # first, though read-only
+
+    def save_formset(self, request, form, formset, change):
+        if formset.model is not KnowledgeResource:
+            return super().save_formset(request, form, formset, change)
+        # Checked in KnowledgeResourceFormSet.clean; saved in the change view's transaction, with its audit row.
+        item = form.instance
+        before = linked_resource_ids(item)
+        formset.save()
+        after = linked_resource_ids(item)
+        if after != before:
+            audit_record(principal=Caller.for_user(request.user).principal, operation="admin_knowledge_change",
+                         target=item.pk, args={"resource_ids": after, "previous_resource_ids": before})
 
     def save_model(self, request, obj, form, change):
         caller = Caller.for_user(request.user)
@@ -140,7 +233,7 @@ class KnowledgeAdmin(admin.ModelAdmin):
 
 
 @admin.register(KnowledgeVersion)
-class KnowledgeVersionAdmin(AppendOnlyAdmin):
+class KnowledgeVersionAdmin(RefusesBadLookups, AppendOnlyAdmin):
     """Versions are the history: read here, restored from the curation UI (a restore makes a new version)."""
 
     list_display = ["knowledge", "number", "changed_by", "reason", "created_at"]

@@ -1,5 +1,7 @@
 from django.contrib import admin
-from django.db import transaction
+from django.contrib.admin.options import IncorrectLookupParameters
+from django.contrib.admin.views.main import ChangeList
+from django.db import DataError, transaction
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
@@ -11,6 +13,47 @@ from agents.caller import Caller
 from core.admin_tools import AppendOnlyAdmin
 from resources.models import Resource, ResourceVersion, RevealEvent
 from resources.services import resource_change_fields, resource_reveal, resource_version_reveal, secret_expired
+
+
+class ChangeListRefusingBadLookups(ChangeList):
+    """A changelist whose filters from the URL (`?scopes__contains=x`, `?created_at__year=99999`) are answered as
+    Django answers any other invalid lookup, a redirect to `?e=1`, never a 500.
+
+    Django turns errors raised while a filter is *applied* into IncorrectLookupParameters, but a value is only
+    refused when the query runs (a malformed array literal, an invalid regular expression: DataError) or is
+    compiled (a year out of range: ValueError), and the date hierarchy's own bounds can overflow (year 9999).
+    The count that runs first is inside a savepoint, so the refused query leaves any surrounding transaction usable.
+    """
+
+    REFUSED = (DataError, ValueError, OverflowError)
+
+    def get_queryset(self, request, exclude_parameters=None):
+        try:
+            return super().get_queryset(request, exclude_parameters)
+        except self.REFUSED as exc:
+            raise IncorrectLookupParameters(exc) from exc
+
+    def get_results(self, request):
+        try:
+            with transaction.atomic():
+                super().get_results(request)
+        except self.REFUSED as exc:
+            raise IncorrectLookupParameters(exc) from exc
+
+
+class RefusesBadLookups:
+    """For a ModelAdmin: URL filters the database refuses are an invalid lookup (above); and none on a secret,
+    whose ciphertext's length would tell roughly how long the secret is (DisallowedModelAdminLookup: a 400)."""
+
+    SECRET_FIELDS = {"secure_body"}
+
+    def get_changelist(self, request, **kwargs):
+        return ChangeListRefusingBadLookups
+
+    def lookup_allowed(self, lookup, value, request=None):
+        if lookup.split("__", 1)[0] in self.SECRET_FIELDS:
+            return False
+        return super().lookup_allowed(lookup, value, request)
 
 
 class RevealInAdmin:
@@ -57,13 +100,23 @@ class RevealInAdmin:
 
 
 @admin.register(Resource)
-class ResourceAdmin(RevealInAdmin, admin.ModelAdmin):
+class ResourceAdmin(RefusesBadLookups, RevealInAdmin, admin.ModelAdmin):
     list_display = ["id", "title", "content_type", "has_secret", "owner", "expires_at", "is_expired", "dependent_knowledge", "updated_at"]
     list_filter = ["content_type", "is_expired", ("expires_at", admin.EmptyFieldListFilter)]
     search_fields = ["id", "title", "body"]
     readonly_fields = ["created_at", "updated_at", "secret_access"]
     # The secret is never shown in the admin, only whether there is one (and, for admins, a reveal page).
     exclude = ["secure_body", "is_expired"]
+
+    def get_readonly_fields(self, request, obj=None):
+        # An existing resource changes only through `resource_change_fields`, which never renames one (knowledge
+        # links to it by id): its id is shown, not offered. A new one gets its id here.
+        readonly = list(super().get_readonly_fields(request, obj))
+        return ["id", *readonly] if obj is not None else readonly
+
+    def get_fields(self, request, obj=None):
+        fields = list(super().get_fields(request, obj))
+        return ["id", *(name for name in fields if name != "id")]  # first, editable or not
 
     def has_delete_permission(self, request, obj=None):
         return False  # knowledge may point at it, and nothing is ever deleted; a change keeps the old state as a version
@@ -101,7 +154,7 @@ class ResourceAdmin(RevealInAdmin, admin.ModelAdmin):
 
 
 @admin.register(ResourceVersion)
-class ResourceVersionAdmin(RevealInAdmin, AppendOnlyAdmin):
+class ResourceVersionAdmin(RefusesBadLookups, RevealInAdmin, AppendOnlyAdmin):
     """Earlier states of resources: kept as evidence, their secrets revealable by admins only."""
 
     list_display = ["resource", "number", "title", "content_type", "replaced_by", "created_at", "reveal_link"]
@@ -116,7 +169,7 @@ class ResourceVersionAdmin(RevealInAdmin, AppendOnlyAdmin):
 
 
 @admin.register(RevealEvent)
-class RevealEventAdmin(AppendOnlyAdmin):
+class RevealEventAdmin(RefusesBadLookups, AppendOnlyAdmin):
     list_display = ["at", "principal", "resource_id", "version", "remote_addr"]
     list_filter = ["version"]
     search_fields = ["principal", "resource_id"]

@@ -37,9 +37,11 @@ def agent_client(agent_id: str = "research_agent", scopes=("org:acme",), **token
 
 
 def ensure_roles() -> None:
-    """The role groups; a transactional test before this one may have flushed the migration's rows."""
+    """The role groups as curation's migrations leave them; a transactional test before this one may have flushed
+    the migrations' rows."""
     if not Group.objects.filter(name="viewer").exists():
         importlib.import_module("curation.migrations.0001_roles").create_roles(apps, None)
+        importlib.import_module("curation.migrations.0002_admin_views_resource_versions").grant(apps, None)
 
 
 def person_in(django_user_model, role: str | None, username: str, **extra):

@@ -1,10 +1,6 @@
-import importlib
-
 import pytest
-from django.apps import apps
-from django.contrib.auth.models import Group
 
-from tests.callers import person_in
+from tests.callers import ensure_roles, person_in
 
 
 @pytest.fixture(autouse=True)
@@ -13,8 +9,7 @@ def roles(request):
     if "django_db_setup" not in request.fixturenames and not request.node.get_closest_marker("django_db"):
         return
     request.getfixturevalue("_django_db_helper")
-    if not Group.objects.filter(name="viewer").exists():
-        importlib.import_module("curation.migrations.0001_roles").create_roles(apps, None)
+    ensure_roles()
 
 
 def user_in(django_user_model, role: str, username: str):
