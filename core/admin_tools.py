@@ -1,4 +1,8 @@
+"""What every admin here shares: append-only evidence, and changelists whose URL filters never end in a 500."""
 from django.contrib import admin
+from django.contrib.admin.options import IncorrectLookupParameters
+from django.contrib.admin.views.main import ChangeList
+from django.db import DataError, transaction
 
 
 class AppendOnlyAdmin(admin.ModelAdmin):
@@ -12,3 +16,53 @@ class AppendOnlyAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+class ChangeListRefusingBadLookups(ChangeList):
+    """A changelist whose filters from the URL (`?scopes__contains=x`, `?created_at__year=99999`) are answered as
+    Django answers any other invalid lookup, a redirect to `?e=1`, never a 500.
+
+    Django turns errors raised while a filter is *applied* into IncorrectLookupParameters, but a value is only
+    refused when the query runs (a malformed array literal, an invalid regular expression: DataError) or is
+    compiled (a year out of range: ValueError), and the date hierarchy's own bounds can overflow (year 9999).
+    The count that runs first is inside a savepoint, so the refused query leaves any surrounding transaction usable.
+    """
+
+    REFUSED = (DataError, ValueError, OverflowError)
+
+    def get_queryset(self, request, exclude_parameters=None):
+        try:
+            return super().get_queryset(request, exclude_parameters)
+        except self.REFUSED as exc:
+            raise IncorrectLookupParameters(exc) from exc
+
+    def get_results(self, request):
+        try:
+            with transaction.atomic():
+                super().get_results(request)
+        except self.REFUSED as exc:
+            raise IncorrectLookupParameters(exc) from exc
+
+
+class RefusesBadLookups:
+    """For a ModelAdmin: URL filters the database refuses are an invalid lookup (above); and none on a secret,
+    whose ciphertext's length would tell roughly how long the secret is (DisallowedModelAdminLookup: a 400)."""
+
+    SECRET_FIELDS = {"secure_body"}
+
+    def get_changelist(self, request, **kwargs):
+        return ChangeListRefusingBadLookups
+
+    def lookup_allowed(self, lookup, value, request=None):
+        if lookup.split("__", 1)[0] in self.SECRET_FIELDS:
+            return False
+        return super().lookup_allowed(lookup, value, request)
+
+
+def refuse_bad_lookups_everywhere(site=admin.site) -> None:
+    """Every admin registered on `site` (Django's own users and groups too) answers a URL filter the database
+    refuses as an invalid lookup: those not built on RefusesBadLookups get its changelist (run once the admins are
+    registered, from an AppConfig.ready after django.contrib.admin's)."""
+    for model_admin in site._registry.values():
+        if not isinstance(model_admin, RefusesBadLookups) and model_admin.get_changelist(None) is ChangeList:
+            model_admin.get_changelist = lambda request, **kwargs: ChangeListRefusingBadLookups

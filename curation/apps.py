@@ -4,3 +4,8 @@ from django.apps import AppConfig
 class CurationConfig(AppConfig):
     name = "curation"
     verbose_name = "Curation UI"
+
+    def ready(self):
+        from core.admin_tools import refuse_bad_lookups_everywhere
+
+        refuse_bad_lookups_everywhere()  # every admin is registered by now: django.contrib.admin's ready ran first

@@ -15,11 +15,10 @@ from rest_framework.exceptions import PermissionDenied
 
 from agents.audit import audit_record
 from agents.caller import Caller
-from core.admin_tools import AppendOnlyAdmin
+from core.admin_tools import AppendOnlyAdmin, RefusesBadLookups
 from knowledge import services
 from knowledge.errors import KnowledgeStateError, ResourceScopeError, UnknownResourceError
 from knowledge.models import KNOWLEDGE_TYPES, FeedbackCase, Knowledge, KnowledgeResource, KnowledgeVersion
-from resources.admin import RefusesBadLookups
 
 ADMIN_REASON = "edited in the admin"
 

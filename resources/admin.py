@@ -1,7 +1,5 @@
 from django.contrib import admin
-from django.contrib.admin.options import IncorrectLookupParameters
-from django.contrib.admin.views.main import ChangeList
-from django.db import DataError, transaction
+from django.db import transaction
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
@@ -10,50 +8,9 @@ from django.utils.html import format_html
 
 from agents.audit import audit_record
 from agents.caller import Caller
-from core.admin_tools import AppendOnlyAdmin
+from core.admin_tools import AppendOnlyAdmin, RefusesBadLookups
 from resources.models import Resource, ResourceVersion, RevealEvent
 from resources.services import resource_change_fields, resource_reveal, resource_version_reveal, secret_expired
-
-
-class ChangeListRefusingBadLookups(ChangeList):
-    """A changelist whose filters from the URL (`?scopes__contains=x`, `?created_at__year=99999`) are answered as
-    Django answers any other invalid lookup, a redirect to `?e=1`, never a 500.
-
-    Django turns errors raised while a filter is *applied* into IncorrectLookupParameters, but a value is only
-    refused when the query runs (a malformed array literal, an invalid regular expression: DataError) or is
-    compiled (a year out of range: ValueError), and the date hierarchy's own bounds can overflow (year 9999).
-    The count that runs first is inside a savepoint, so the refused query leaves any surrounding transaction usable.
-    """
-
-    REFUSED = (DataError, ValueError, OverflowError)
-
-    def get_queryset(self, request, exclude_parameters=None):
-        try:
-            return super().get_queryset(request, exclude_parameters)
-        except self.REFUSED as exc:
-            raise IncorrectLookupParameters(exc) from exc
-
-    def get_results(self, request):
-        try:
-            with transaction.atomic():
-                super().get_results(request)
-        except self.REFUSED as exc:
-            raise IncorrectLookupParameters(exc) from exc
-
-
-class RefusesBadLookups:
-    """For a ModelAdmin: URL filters the database refuses are an invalid lookup (above); and none on a secret,
-    whose ciphertext's length would tell roughly how long the secret is (DisallowedModelAdminLookup: a 400)."""
-
-    SECRET_FIELDS = {"secure_body"}
-
-    def get_changelist(self, request, **kwargs):
-        return ChangeListRefusingBadLookups
-
-    def lookup_allowed(self, lookup, value, request=None):
-        if lookup.split("__", 1)[0] in self.SECRET_FIELDS:
-            return False
-        return super().lookup_allowed(lookup, value, request)
 
 
 class RevealInAdmin:

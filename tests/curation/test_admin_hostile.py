@@ -213,6 +213,21 @@ def test_a_filter_the_database_refuses_is_an_invalid_lookup_not_a_500(client, dj
     assert client.get(response["Location"]).status_code == 200  # the list again, unfiltered
 
 
+@pytest.mark.parametrize("path", [
+    "/admin/agents/auditevent/?at__year=99999", "/admin/agents/auditevent/?operation__regex=(",
+    "/admin/agents/agenttoken/?readable_scopes__contains=x", "/admin/jobs/workerheartbeat/?last_seen__year=99999",
+    "/admin/auth/user/?date_joined__year=99999", "/admin/auth/group/?name__regex=(",
+])
+def test_every_other_admin_answers_a_refused_filter_as_an_invalid_lookup(client, superuser, path):
+    """Admins not built on RefusesBadLookups (the agents', the jobs', Django's own users and groups) get its
+    changelist when the project starts (`core.admin_tools.refuse_bad_lookups_everywhere`)."""
+    client.force_login(superuser)
+
+    response = client.get(path)
+
+    assert response.status_code == 302 and response["Location"].endswith("?e=1"), response.status_code
+
+
 @pytest.mark.parametrize("path", ["/admin/resources/resource/?secure_body__length__gt=40",
                                   "/admin/resources/resourceversion/?secure_body__isnull=False"])
 def test_no_filter_reads_a_secrets_ciphertext(client, django_user_model, path):
