@@ -7,12 +7,19 @@ Each item's `source.document` names where it came from: `{"kind", "uri", "conten
 - a chunk whose text is still in the document keeps its item (id, feedback, score), whatever its new position;
 - a chunk whose text changed takes over the item that was at its position, as a new version (nothing lost);
 - a chunk that is new becomes a new item; an item whose chunk is gone is archived (restorable).
+
+Only who may change the existing items through the API (their owner, or a curator: `changeable_item`) may read
+the document again; anyone else's reading is refused (`DocumentNotYours`) and changes nothing.
 """
 import hashlib
 from dataclasses import dataclass, field
 
 from django.db import transaction
+from django.http import Http404
+from django.utils.translation import gettext as _
+from rest_framework.exceptions import PermissionDenied
 
+from core.errors import DomainError
 from knowledge import services
 from knowledge.models import Knowledge, KnowledgeStatus
 from knowledge.search import indexing
@@ -20,6 +27,13 @@ from knowledge.search import indexing
 DOCUMENT = "document"
 # Keys of `extra` that make a reading differ although the bytes did not (a new chunk size cuts other chunks).
 UNCHANGED_KEYS = ("chunk_size", "chunk_overlap")
+
+
+class DocumentNotYours(DomainError):
+    """A reading of a document whose items the caller may not change (another's, and the caller no curator)."""
+
+    status = 403
+    code = "permission_denied"
 
 
 def sha256(data: bytes | str) -> str:
@@ -48,6 +62,28 @@ def items_of(uri: str, kind: str, scopes: list[str] | None = None):
     return items if scopes is None else items.filter(scopes=list(scopes))
 
 
+def require_may_replace(caller, items, *, uri: str, scopes: list[str]) -> None:
+    """DocumentNotYours, naming their owners, unless `caller` may change each of `items` (a document's) as the
+    API lets it edit an item (`knowledge.operations.agents.changeable_item`: its owner, or a curator who may
+    write one of its scopes)."""
+    from knowledge.operations.agents import changeable_item
+
+    refused, checked = set(), set()
+    for item in items:
+        if (item.owner, tuple(item.scopes)) in checked:  # the rule looks at the owner and the scopes only
+            continue
+        checked.add((item.owner, tuple(item.scopes)))
+        try:
+            changeable_item(caller, item.id)
+        except (PermissionDenied, Http404):
+            refused.add(item.owner)
+    if refused:
+        raise DocumentNotYours(
+            _("%(uri)s in %(scopes)s was read before into items of %(owners)s: only their owner or a curator may "
+              "read it again, and nothing was changed (upload it under another name or into other scopes)")
+            % {"uri": uri, "scopes": ", ".join(scopes), "owners": ", ".join(sorted(refused))})
+
+
 def lock_document(kind: str, uri: str, scopes: list[str]) -> None:
     """Serialise the readings of one document (two runs of a job, two uploads at once, two imports of one CSV file):
     until this transaction ends, another reading of the same document waits here, then sees what this one stored."""
@@ -58,10 +94,40 @@ def lock_document(kind: str, uri: str, scopes: list[str]) -> None:
 
 
 @transaction.atomic
+def adopt_former_items(caller, *, kind: str, uri: str, former_uri: str, content_hash: str,
+                       scopes: list[str]) -> list[str]:
+    """Make the items read before under `former_uri`, an earlier name of document `uri`, its items, when `uri`
+    has none yet and the former reading was of exactly these bytes (`content_hash`): the same file read again then
+    changes nothing, as before its name changed (a zip's member is named by the zip and its path, once by its path
+    alone). Items of a document upload (their `source.document` names its `document_id`) are never taken, nor a
+    changed file's: the former name does not tell which file they came from. The ids taken."""
+    scopes = sorted(set(scopes))
+    lock_document(kind, former_uri, scopes)  # the former name first, then the new (apply_chunks), in every reading
+    lock_document(kind, uri, scopes)
+    if items_of(uri, kind, scopes).exists():
+        return []
+    former = list(items_of(former_uri, kind, scopes).exclude(**{f"source__{DOCUMENT}__has_key": "document_id"})
+                  .select_for_update().order_by("id"))
+    active = [k for k in former if k.status == KnowledgeStatus.ACTIVE]
+    if not active or any(k.source[DOCUMENT].get("content_hash") != content_hash for k in active):
+        return []
+    require_may_replace(caller, former, uri=former_uri, scopes=scopes)
+    for item in former:
+        source = {**item.source, DOCUMENT: {**item.source[DOCUMENT], "uri": uri}}
+        if source.get("name") == former_uri:
+            source["name"] = uri
+        Knowledge.objects.filter(pk=item.pk).update(source=source)
+    return [k.id for k in former]
+
+
+@transaction.atomic
 def apply_chunks(caller, *, kind: str, uri: str, content_hash: str, chunks, scopes: list[str], types: list[str],
                  source_name: str = "", extra: dict | None = None, progress=None) -> ChunkOutcome:
     """Make the items of document `uri` match `chunks` (ingest.chunking.Chunk), as `caller`. `extra` goes into
-    each item's `source.document`; it is part of what makes a reading "unchanged" (the chunk size, say)."""
+    each item's `source.document`; it is part of what makes a reading "unchanged" (the chunk size, say).
+
+    Raises DocumentNotYours, having changed nothing, unless `caller` may change every item the document has
+    (`require_may_replace`)."""
     outcome = ChunkOutcome()
     scopes = sorted(set(scopes))
     lock_document(kind, uri, scopes)
@@ -70,6 +136,7 @@ def apply_chunks(caller, *, kind: str, uri: str, content_hash: str, chunks, scop
     # an item slim merged away keeps its chunk: matched by its text it is neither re-created nor archived
     merged_hashes = {k.source[DOCUMENT].get("chunk_hash") for k in in_document if k.status == KnowledgeStatus.MERGED}
     existing = [k for k in in_document if k.status != KnowledgeStatus.MERGED]
+    require_may_replace(caller, existing, uri=uri, scopes=scopes)  # what a merged item holds is never changed
     active = [k for k in existing if k.status == KnowledgeStatus.ACTIVE]
     settings = {key: value for key, value in (extra or {}).items() if key in UNCHANGED_KEYS}
     if active and all(k.source[DOCUMENT].get("content_hash") == content_hash

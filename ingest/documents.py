@@ -5,7 +5,11 @@ the URL's scheme and address), stores a `Document` and queues an "ingest" job; t
 same scopes again answers with the earlier document and does nothing. `document_run` (the worker) fetches
 a URL, extracts the text, chunks it and keeps the items in step with the chunks (`ingest.chunks`), writing
 the stage and counts to the document and its job as it goes; a failure marks both failed with the reason.
+It writes as the requester, with the rights the request had to change others' items (recorded in the job):
+reading again a document whose items are another's needs a curator, as editing them through the API does.
 """
+import dataclasses
+
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
@@ -71,7 +75,7 @@ def document_ingest(caller: Caller, *, scopes=None, types=None, name: str | None
                 return latest, False
         document.save()
         job = job_create(kind="ingest", subject=str(document.id), requested_by=caller.principal,
-                         params={"document": str(document.id)})
+                         params={"document": str(document.id), "edits_any": caller.edits_any})
         Document.objects.filter(pk=document.pk).update(job=job.id)
         document.job = job.id
     return document, True
@@ -103,14 +107,15 @@ def document_run(*, job_id: str, worker: str = "") -> None:
     attempt = job_claim(job_id=job_id, worker=worker)
     if not attempt:
         return
-    document = Document.objects.get(pk=Job.objects.values_list("subject", flat=True).get(pk=job_id))
+    job = Job.objects.only("subject", "params").get(pk=job_id)
+    document = Document.objects.get(pk=job.subject)
     Document.objects.filter(pk=document.pk).update(status=Document.Status.PROCESSING, error="")
     try:
         prepared = _prepare(document, attempt)  # each stage visible as it starts
         with transaction.atomic():  # then the items, the document and the job together, for the latest claim only
             if not job_holds_claim(job_id, attempt):
                 return
-            outcome = _store(document, prepared)
+            outcome = _store(document, prepared, writer=document_writer(document, job.params))
             Document.objects.filter(pk=document.pk).update(
                 status=Document.Status.DONE, finished_at=timezone.now(), items=outcome.item_ids,
                 outcome={"created": outcome.created, "updated": outcome.updated, "kept": outcome.kept,
@@ -147,9 +152,16 @@ def _prepare(document: Document, attempt: int) -> dict:
     return {"kind": kind, "content_hash": sha256(data), "title": title, "pieces": pieces}
 
 
-def _store(document: Document, prepared: dict):
+def document_writer(document: Document, params: dict) -> Caller:
+    """Who the worker writes the document's items as: its requester, who may change another's items (read the
+    document again after someone else) only when the request's caller could edit any item (a curator); a job
+    queued before this was recorded may not."""
+    return dataclasses.replace(Caller.system(document.requested_by), edits_any=bool(params.get("edits_any")))
+
+
+def _store(document: Document, prepared: dict, *, writer: Caller):
     return apply_chunks(
-        Caller.system(document.requested_by), kind=prepared["kind"], uri=document.uri,
+        writer, kind=prepared["kind"], uri=document.uri,
         content_hash=prepared["content_hash"], chunks=prepared["pieces"], scopes=list(document.scopes),
         types=list(document.types), source_name=prepared["title"],
         extra={"document_id": str(document.id), "origin": document.origin, "chunk_size": document.chunk_size,

@@ -8,7 +8,9 @@ line (or file) and reason. Re-running an import changes nothing:
   new version; resources likewise by id. Secrets are read as the export wrote them (`ingest.export`).
 - CSV: a row whose task and content are stored already from the same file is skipped.
 - Markdown: each file is chunked as document ingestion does (`ingest.chunks.apply_chunks`), so unchanged
-  files are skipped and changed ones update their chunks.
+  files are skipped and changed ones update their chunks. A zip's file is the document "<zip name>/<its path>"
+  (two zips' README.md are two documents); items imported when it was named by its path alone are taken over
+  by the same file imported again (`ingest.chunks.adopt_former_items`).
 
 CSV columns (a header row; `task`, `content` and `types` are required): task, content, types, tags, scopes,
 score, confidence, owner, source_name, source_category, urls, message_id. List cells (types, scopes, urls)
@@ -29,7 +31,7 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 
 from core.errors import DomainError, invalid_fields
 from ingest import chunking, extract, passphrase as sealed
-from ingest.chunks import apply_chunks, items_of, lock_document, sha256
+from ingest.chunks import adopt_former_items, apply_chunks, items_of, lock_document, sha256
 from ingest.readers.archives import ArchiveRefused, open_bounded
 from ingest.export import FORMAT, VERSION
 from knowledge import restore, services
@@ -147,7 +149,8 @@ def import_file(caller, *, name: str, data: bytes, scopes: list[str] | None = No
         except (zipfile.BadZipFile, RuntimeError, NotImplementedError, ValueError, OSError) as exc:
             report.fail(member, f"cannot be read from the zip: {exc}")
             continue
-        _markdown(caller, report, uri=member, data=content, scopes=scopes, types=types)
+        _markdown(caller, report, uri=zip_member_uri(name, member), data=content, scopes=scopes, types=types,
+                  former_uri=member, where=member)
         if progress:
             progress(n, len(members))
     return report
@@ -155,19 +158,29 @@ def import_file(caller, *, name: str, data: bytes, scopes: list[str] | None = No
 
 # --- Markdown ---
 
-def _markdown(caller, report: ImportReport, *, uri: str, data: bytes, scopes, types) -> None:
+def zip_member_uri(archive: str, member: str) -> str:
+    """The document a zip's member is: the zip's name and the member's path ("handbook.zip/ops/deploy.md"), so
+    that the same path in two zips is two documents, and the same zip imported again the same one."""
+    return f"{archive}/{member}"
+
+
+def _markdown(caller, report: ImportReport, *, uri: str, data: bytes, scopes, types, former_uri: str | None = None,
+              where: str | None = None) -> None:
     def store() -> str:
         document = extract.extract(data, "markdown")
         pieces = chunking.chunk(document, fallback_title=PurePosixPath(uri).stem)
+        into = caller.scopes_to_write(scopes)
+        if former_uri is not None:
+            adopt_former_items(caller, kind="markdown", uri=uri, former_uri=former_uri, content_hash=sha256(data),
+                               scopes=into)
         outcome = apply_chunks(caller, kind="markdown", uri=uri, content_hash=sha256(data), chunks=pieces,
-                               scopes=caller.scopes_to_write(scopes), types=list(types or DEFAULT_TYPES),
-                               source_name=uri)
+                               scopes=into, types=list(types or DEFAULT_TYPES), source_name=uri)
         report.knowledge_ids.extend(outcome.item_ids)
         if outcome.unchanged_document:
             return "skipped"
         return "updated" if (outcome.updated or outcome.archived) and not outcome.created else "imported"
 
-    _each(report, uri, store)
+    _each(report, where or uri, store)
 
 
 # --- CSV ---

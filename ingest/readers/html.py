@@ -24,45 +24,107 @@ def _hidden(tag) -> bool:
 
 
 def _html_text(node, *, skip: tuple[str, ...] = ()) -> str:
-    """The text of `node`: block-level children and <br> separate words, inline ones do not."""
+    """The text of `node`: block-level children and <br> separate words, inline ones do not.
+
+    Walked with a stack, not recursion: a page may nest its tags thousands deep."""
     from bs4 import NavigableString, Tag
 
     parts: list[str] = []
-
-    def visit(parent) -> None:
-        for child in parent.children:
-            if isinstance(child, Tag):
-                if child.name in _SKIPPED or child.name in skip or _hidden(child):
-                    continue
-                if child.name == "br":
-                    parts.append("\n")
-                    continue
-                block = child.name not in _INLINE
-                parts.append("\n" if block else "")
-                visit(child)
-                parts.append("\n" if block else "")
-            elif type(child) is NavigableString:  # not a comment, doctype or CDATA
-                parts.append(str(child))
-
-    visit(node)
+    stack = [(iter(node.children), "")]  # (the children still to visit, what follows their parent's text)
+    while stack:
+        child = next(stack[-1][0], None)
+        if child is None:
+            parts.append(stack.pop()[1])
+        elif isinstance(child, Tag):
+            if child.name in _SKIPPED or child.name in skip or _hidden(child):
+                continue
+            if child.name == "br":
+                parts.append("\n")
+                continue
+            separator = "" if child.name in _INLINE else "\n"
+            parts.append(separator)
+            stack.append((iter(child.children), separator))
+        elif type(child) is NavigableString:  # not a comment, doctype or CDATA
+            parts.append(str(child))
     return "".join(parts)
 
 
-def _html_list(tag, depth: int = 0) -> list[str]:
-    lines = []
-    items = tag.find_all("li", recursive=False)
-    for number, item in enumerate(items, start=1):
-        marker = f"{number}." if tag.name == "ol" else "-"
-        text = _inline(_html_text(item, skip=("ul", "ol")))
-        if text:
-            lines.append(f"{'  ' * depth}{marker} {text}")
-        for nested in item.find_all(["ul", "ol"]):
-            if nested.find_parent("li") is item:
-                lines.extend(_html_list(nested, depth + 1))
-    if not items:
+_LISTS = ("ul", "ol")
+# A list nested deeper than this is written at this depth: its text stays, its indentation stops growing
+# (a list thousands deep would otherwise be mostly indentation, quadratic in its depth).
+LIST_DEPTH_MAX = 20
+
+
+def _nested_lists(item) -> list:
+    """The lists of list item `item`: the outermost <ul>/<ol> under it that are not in another <li>."""
+    from bs4 import Tag
+
+    found, stack = [], [iter(item.children)]
+    while stack:
+        child = next(stack[-1], None)
+        if child is None:
+            stack.pop()
+        elif isinstance(child, Tag) and child.name in _LISTS:
+            found.append(child)
+        elif isinstance(child, Tag) and child.name != "li":
+            stack.append(iter(child.children))
+    return found
+
+
+def _list_lines(tag, depth: int) -> list[tuple]:
+    """What list `tag` at `depth` is made of, in order: ("line", text) and, for each item's lists (and a list
+    written directly inside this one, as nested in the item before it), ("list", the list, depth + 1)."""
+    from bs4 import Tag
+
+    children = [child for child in tag.children if isinstance(child, Tag) and child.name in ("li", *_LISTS)]
+    if not any(child.name == "li" for child in children):
         text = _inline(_html_text(tag))
-        return [text] if text else []
+        return [("line", text)] if text else []
+    indent, number, parts = "  " * min(depth, LIST_DEPTH_MAX), 0, []
+    for child in children:
+        if child.name != "li":
+            parts.append(("list", child, depth + 1))
+            continue
+        number += 1
+        text = _inline(_html_text(child, skip=_LISTS))
+        if text:
+            parts.append(("line", f"{indent}{f'{number}.' if tag.name == 'ol' else '-'} {text}"))
+        parts.extend(("list", nested, depth + 1) for nested in _nested_lists(child))
+    return parts
+
+
+def _html_list(tag) -> list[str]:
+    """A list as lines ("- item", "1. item"), nested ones indented two spaces a level up to LIST_DEPTH_MAX.
+
+    One pass with a stack, no recursion: every element is visited a bounded number of times, so a list nested
+    thousands deep costs time in proportion to its size and is read whole."""
+    lines: list[str] = []
+    stack = [iter([("list", tag, 0)])]
+    while stack:
+        part = next(stack[-1], None)
+        if part is None:
+            stack.pop()
+        elif part[0] == "line":
+            lines.append(part[1])
+        else:  # a list: its lines and lists come before what follows it
+            stack.append(iter(_list_lines(part[1], part[2])))
     return lines
+
+
+def _table_rows(table) -> list:
+    """The rows of `table`: its <tr>s that are in no nested table and no other row (whose cells hold them)."""
+    from bs4 import Tag
+
+    rows, stack = [], [iter(table.children)]
+    while stack:
+        child = next(stack[-1], None)
+        if child is None:
+            stack.pop()
+        elif isinstance(child, Tag) and child.name == "tr":
+            rows.append(child)
+        elif isinstance(child, Tag) and child.name != "table":
+            stack.append(iter(child.children))
+    return rows
 
 
 def _html_table(table) -> str:
@@ -70,9 +132,7 @@ def _html_table(table) -> str:
     caption = table.find("caption")
     if caption is not None:
         lines.append(_inline(_html_text(caption)))
-    for row in table.find_all("tr"):
-        if row.find_parent("table") is not table:
-            continue
+    for row in _table_rows(table):
         cells = [_inline(_html_text(cell)) for cell in row.find_all(["th", "td"], recursive=False)]
         if any(cells):
             lines.append(" | ".join(cells))
@@ -97,7 +157,11 @@ def read(data: bytes) -> Extracted:
         if not tag.decomposed:
             tag.decompose()
     main = soup.find("main")
-    articles = [tag for tag in soup.find_all("article") if tag.find_parent("article") is None]
+    articles, nested = [], set()  # the outermost <article>s, each element looked at once
+    for tag in soup.find_all("article"):
+        if id(tag) not in nested:
+            articles.append(tag)
+            nested.update(id(inner) for inner in tag.find_all("article"))
     roots = [main] if main is not None else articles or [soup.body or soup]
     outline = _Outline()
     pending: list[str] = []
@@ -107,8 +171,14 @@ def read(data: bytes) -> Extracted:
             outline.add(_inline("".join(pending)))
             pending.clear()
 
-    def walk(parent) -> None:
-        for child in parent.children:
+    def walk(root) -> None:  # with a stack, not recursion: a page may nest its blocks thousands deep
+        stack = [iter(root.children)]
+        while stack:
+            child = next(stack[-1], None)
+            if child is None:
+                stack.pop()
+                flush_inline()  # the end of a block
+                continue
             if not isinstance(child, Tag):
                 if type(child) is NavigableString:
                     pending.append(str(child))
@@ -131,7 +201,8 @@ def read(data: bytes) -> Extracted:
             elif name in _TEXT_BLOCKS:
                 outline.add(_inline(_html_text(child)))
             else:
-                walk(child)
+                stack.append(iter(child.children))  # its text, then the flush at its end
+                continue
             flush_inline()
 
     h1 = None
