@@ -55,20 +55,26 @@ _LISTS = ("ul", "ol")
 LIST_DEPTH_MAX = 20
 
 
-def _nested_lists(item) -> list:
-    """The lists of list item `item`: the outermost <ul>/<ol> under it that are not in another <li>."""
+def _outermost(node, names, *, skip: str) -> list:
+    """The tags named `names` under `node`, in document order, not looked into, and none inside a `skip` tag: one
+    pass without recursion (a page nested thousands deep costs its size, and no RecursionError)."""
     from bs4 import Tag
 
-    found, stack = [], [iter(item.children)]
+    found, stack = [], [iter(node.children)]
     while stack:
         child = next(stack[-1], None)
         if child is None:
             stack.pop()
-        elif isinstance(child, Tag) and child.name in _LISTS:
+        elif isinstance(child, Tag) and child.name in names:
             found.append(child)
-        elif isinstance(child, Tag) and child.name != "li":
+        elif isinstance(child, Tag) and child.name != skip:
             stack.append(iter(child.children))
     return found
+
+
+def _nested_lists(item) -> list:
+    """The lists of list item `item`: the outermost <ul>/<ol> under it that are not in another <li>."""
+    return _outermost(item, _LISTS, skip="li")
 
 
 def _list_lines(tag, depth: int) -> list[tuple]:
@@ -113,18 +119,7 @@ def _html_list(tag) -> list[str]:
 
 def _table_rows(table) -> list:
     """The rows of `table`: its <tr>s that are in no nested table and no other row (whose cells hold them)."""
-    from bs4 import Tag
-
-    rows, stack = [], [iter(table.children)]
-    while stack:
-        child = next(stack[-1], None)
-        if child is None:
-            stack.pop()
-        elif isinstance(child, Tag) and child.name == "tr":
-            rows.append(child)
-        elif isinstance(child, Tag) and child.name != "table":
-            stack.append(iter(child.children))
-    return rows
+    return _outermost(table, ("tr",), skip="table")
 
 
 def _html_table(table) -> str:
