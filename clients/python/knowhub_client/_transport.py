@@ -39,7 +39,7 @@ class Call:
     params: dict[str, Any] | None = None
     json: Any = None
     idempotent: bool = False
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str | bytes] = field(default_factory=dict)  # bytes: sent as they are (UTF-8 beyond ASCII)
 
 
 @dataclass(frozen=True)
@@ -131,6 +131,12 @@ class Body:
 def too_large(response: httpx.Response, limit: int) -> KnowHubError:
     return KnowHubError(f"the reply from {response.request.url} is over {limit} bytes (max_response_bytes)",
                         status=response.status_code, code="response_too_large")
+
+
+def wire_headers(headers: dict[str, str | bytes]) -> list[tuple[bytes, bytes]]:
+    """A call's headers as httpx sends them: text in ASCII, bytes as they are (a UTF-8 passphrase)."""
+    return [(name.encode("ascii"), value if isinstance(value, bytes) else value.encode("ascii"))
+            for name, value in headers.items()]
 
 
 def headers_for(token: str | None, user_agent: str) -> dict[str, str]:

@@ -18,7 +18,7 @@ import httpx
 from knowhub_client import _calls
 from knowhub_client._transport import (
     MAX_RESPONSE_BYTES, Body, Call, Deadline, RetryPolicy, clean_params, connection_failed, headers_for, result_of,
-    retry_after_error, retry_after_response,
+    retry_after_error, retry_after_response, wire_headers,
 )
 from knowhub_client.agent_text import build_context_text, goal_knowledge_text
 from knowhub_client.errors import JobFailed, JobTimeout, KnowHubError
@@ -93,7 +93,7 @@ class KnowHub(_Base):
         while True:
             try:
                 response, content = self._send(call.method, call.path, deadline, params=clean_params(call.params),
-                                               json=call.json, headers=call.headers)
+                                               json=call.json, headers=wire_headers(call.headers))
             except httpx.TransportError as exc:
                 delay = retry_after_error(call, exc, attempt, self.retry)
                 if delay is None or not deadline.allows(delay):
@@ -217,7 +217,7 @@ class KnowHub(_Base):
         """
         call = _calls.knowledge_export(scopes, passphrase)
         try:
-            with self._http.stream("GET", call.path, params=clean_params(call.params), headers=call.headers) as response:
+            with self._http.stream("GET", call.path, params=clean_params(call.params), headers=wire_headers(call.headers)) as response:
                 if not response.is_success:
                     body = Body(response, self.max_response_bytes, Deadline(None))
                     for chunk in response.iter_bytes():
@@ -499,7 +499,7 @@ class AsyncKnowHub(_Base):
             try:
                 response, content = await self._send(call.method, call.path, deadline,
                                                      params=clean_params(call.params), json=call.json,
-                                                     headers=call.headers)
+                                                     headers=wire_headers(call.headers))
             except httpx.TransportError as exc:
                 delay = retry_after_error(call, exc, attempt, self.retry)
                 if delay is None or not deadline.allows(delay):
@@ -568,7 +568,7 @@ class AsyncKnowHub(_Base):
         call = _calls.knowledge_export(scopes, passphrase)
         try:
             async with self._http.stream("GET", call.path, params=clean_params(call.params),
-                                         headers=call.headers) as response:
+                                         headers=wire_headers(call.headers)) as response:
                 if not response.is_success:
                     body = Body(response, self.max_response_bytes, Deadline(None))
                     async for chunk in response.aiter_bytes():
