@@ -169,11 +169,11 @@ def _markdown(caller, report: ImportReport, *, uri: str, data: bytes, scopes, ty
     def store() -> str:
         document = extract.extract(data, "markdown")
         pieces = chunking.chunk(document, fallback_title=PurePosixPath(uri).stem)
-        into = caller.scopes_to_write(scopes)
+        into, digest = caller.scopes_to_write(scopes), sha256(data)
         if former_uri is not None:
-            adopt_former_items(caller, kind="markdown", uri=uri, former_uri=former_uri, content_hash=sha256(data),
+            adopt_former_items(caller, kind="markdown", uri=uri, former_uri=former_uri, content_hash=digest,
                                scopes=into)
-        outcome = apply_chunks(caller, kind="markdown", uri=uri, content_hash=sha256(data), chunks=pieces,
+        outcome = apply_chunks(caller, kind="markdown", uri=uri, content_hash=digest, chunks=pieces,
                                scopes=into, types=list(types or DEFAULT_TYPES), source_name=uri)
         report.knowledge_ids.extend(outcome.item_ids)
         if outcome.unchanged_document:

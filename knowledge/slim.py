@@ -143,11 +143,9 @@ def propose_merge(items: list[Knowledge], *, model: str | None) -> dict:
     from resources.selectors import secrets_of
 
     secrets = secrets_of(r for k in items for r in k.resources.all())
-    text = llm.chat_json(system=SYSTEM, user=f"Merge these items into one:\n\n{listing}", schema=SCHEMA,
+    # SCHEMA's maxLength holds the reply to what an item stores: chat_json validates every reply against it
+    return llm.chat_json(system=SYSTEM, user=f"Merge these items into one:\n\n{listing}", schema=SCHEMA,
                          schema_name="merged_knowledge", model=model, secrets=secrets)
-    if problem := text_too_long(text):  # checked here too: a server (or a filter) may not hold to the schema
-        raise llm.LLMError(f"LLM reply did not fit the merged_knowledge limits: {problem}")
-    return text
 
 
 def text_too_long(text: dict) -> str | None:
