@@ -5,7 +5,11 @@ from django.core.paginator import Paginator
 from django.http import HttpResponse
 from django.template.loader import render_to_string
 
+from rest_framework.exceptions import PermissionDenied as OperationRefused
+from rest_framework.exceptions import ValidationError
+
 from agents.caller import Caller
+from core.errors import DomainError, first_message
 
 PAGE_SIZE = 20
 # A long list is counted up to here ("more than 1,000 items"): counting 100k rows costs more than showing 20 of them.
@@ -19,6 +23,23 @@ def principal(request) -> str:
 def caller_of(request) -> Caller:
     """The signed-in person as a caller: the UI runs the same registered operations as the API."""
     return Caller.for_user(request.user)
+
+
+# What a registered operation refuses with (its input, a domain rule, a permission): shown in the form by `refuse`
+REFUSALS = (DomainError, ValidationError, OperationRefused)
+
+
+def refuse(form, exc) -> None:
+    """An operation's refusal as errors in `form`: each on its field when the form has it, else above the form."""
+    if isinstance(exc, ValidationError):
+        fields = exc.detail if isinstance(exc.detail, dict) else {None: exc.detail}
+    elif isinstance(exc, DomainError):
+        fields = exc.api_fields() or {None: [exc.message]}
+    else:  # the operation's PermissionDenied (e.g. a scope this person may not write)
+        fields = {None: [str(exc.detail)]}
+    for path, messages in fields.items():
+        name = str(path).split(".")[0] if path else None
+        form.add_error(name if name in form.fields else None, first_message(messages))
 
 
 def paginate(items, page_number, *, per_page: int = PAGE_SIZE):

@@ -2,15 +2,12 @@
 (an export, CSV, Markdown, zip) and link to the export. The views call the registered operations, as the API does."""
 from django.shortcuts import render
 from django.views.decorators.http import require_POST, require_safe
-from rest_framework.exceptions import PermissionDenied as OperationRefused
-from rest_framework.exceptions import ValidationError
 
 from agents import operations
-from core.errors import DomainError, first_message
 from curation import permissions
 from curation.browse import known_scopes
 from curation.forms import DocumentForm, ImportForm
-from curation.views.common import PAGE_SIZE, caller_of, render_parts
+from curation.views.common import PAGE_SIZE, REFUSALS, caller_of, refuse, render_parts
 from ingest.inputs import OFFSET_MAX
 from ingest.models import Document
 from knowledge.models import Knowledge
@@ -19,19 +16,6 @@ DOCUMENTS = "curation/documents.html"
 DETAIL = "curation/document_detail.html"
 STATUSES = [s for s, _ in Document.Status.choices]
 ACTIVE = (Document.Status.QUEUED, Document.Status.PROCESSING)  # a panel or list showing one polls
-
-
-def refuse(form, exc) -> None:
-    """An operation's refusal as errors in `form`: each on its field when the form has it, else above the form."""
-    if isinstance(exc, ValidationError):
-        fields = exc.detail if isinstance(exc.detail, dict) else {None: exc.detail}
-    elif isinstance(exc, DomainError):
-        fields = exc.api_fields() or {None: [exc.message]}
-    else:  # the operation's PermissionDenied (e.g. a scope this person may not write)
-        fields = {None: [str(exc.detail)]}
-    for path, messages in fields.items():
-        name = str(path).split(".")[0] if path else None
-        form.add_error(name if name in form.fields else None, first_message(messages))
 
 
 def document_page(request) -> dict:
@@ -84,7 +68,7 @@ def document_upload(request):
         try:
             document = operations.call("document_ingest", caller_of(request), data={
                 **given, "scopes": data["scopes"], "types": data["types"], **options})
-        except (DomainError, ValidationError, OperationRefused) as exc:
+        except REFUSALS as exc:
             refuse(form, exc)
         else:
             context = page_context(request, form=DocumentForm(), oob=True,
@@ -111,7 +95,7 @@ def document_import(request):
         try:
             report = operations.call("knowledge_import", caller_of(request), data={
                 name: data[name] for name in ("file", "scopes", "types", "passphrase")})
-        except (DomainError, ValidationError, OperationRefused) as exc:
+        except REFUSALS as exc:
             refuse(form, exc)
         else:
             return render(request, f"{DOCUMENTS}#import", {"import_form": ImportForm(), "report": report})

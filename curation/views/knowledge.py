@@ -4,17 +4,13 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
-from rest_framework.exceptions import PermissionDenied as OperationRefused
-from rest_framework.exceptions import ValidationError
 
 from curation import permissions
 from curation.browse import knowledge_browse, known_scopes
 from curation.explain import explain_item
 from curation.forms import EditForm, EvolveForm, FeedbackForm, KnowledgeFilterForm, ScoreForm
 from agents import operations
-from core.errors import DomainError
-from curation.views.common import bounded_page, caller_of, paginate, render_parts
-from curation.views.documents import refuse
+from curation.views.common import REFUSALS, bounded_page, caller_of, paginate, refuse, render_parts
 from jobs.selectors import jobs_about
 from knowledge import selectors
 from knowledge.errors import KnowledgeStateError
@@ -127,7 +123,7 @@ def knowledge_edit(request, knowledge_id):
         operations.call("knowledge_edit", caller_of(request), knowledge_id=item.id, data={
             "reason": data["reason"] or "edited in the curation UI", "task": data["task"], "content": data["content"],
             "tags": data["tags"], "types": data["types"]})
-    except (DomainError, ValidationError, OperationRefused) as exc:  # what the form could not check: said in place
+    except REFUSALS as exc:  # what the form could not check: said in place
         refuse(form, exc)
         status = 409 if isinstance(exc, KnowledgeStateError) else 422  # 409: the item is no longer editable
         return render(request, f"{DETAIL}#edit-form", {"item": item, "form": form}, status=status)

@@ -4,15 +4,11 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST, require_safe
-from rest_framework.exceptions import PermissionDenied as OperationRefused
-from rest_framework.exceptions import ValidationError
 
 from agents import operations
-from core.errors import DomainError
 from curation import permissions
 from curation.forms import MergeForm, split_list
-from curation.views.common import caller_of
-from curation.views.documents import refuse
+from curation.views.common import REFUSALS, caller_of, refuse
 from curation.views.evolve import JOB, job_context
 from jobs.models import Job
 from knowledge import llm, slim
@@ -69,7 +65,7 @@ def _decide(request, form, name: str, data: dict) -> tuple:
     except KnowledgeStateError as exc:
         form.add_error(None, _("%(problem)s: reload the page to see the current proposals") % {"problem": exc.message})
         return None, 409
-    except (DomainError, ValidationError, OperationRefused) as exc:
+    except REFUSALS as exc:
         refuse(form, exc)
         return None, 422
 

@@ -8,16 +8,13 @@ from django.shortcuts import render
 from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST, require_safe
-from rest_framework.exceptions import PermissionDenied as OperationRefused
-from rest_framework.exceptions import ValidationError
 
 from agents import operations
 from core.errors import DomainError
 from curation import permissions
 from curation.browse import known_scopes
 from curation.forms import WebhookForm
-from curation.views.common import caller_of, render_parts
-from curation.views.documents import refuse
+from curation.views.common import REFUSALS, caller_of, refuse, render_parts
 from webhooks.models import Delivery
 
 PAGE = "curation/webhooks.html"
@@ -72,7 +69,7 @@ def webhook_subscribe(request):
             sub = operations.call("webhook_subscribe", caller_of(request), data={
                 "url": data["url"].strip(), "events": data["events"], "description": data["description"],
                 **({"scopes": data["scopes"]} if data["scopes"] else {})})
-        except (DomainError, ValidationError, OperationRefused) as exc:
+        except REFUSALS as exc:
             refuse(form, exc)
         else:
             context = {**subscriptions_context(request), "form": WebhookForm(), "created": sub, "oob": True}
