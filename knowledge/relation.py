@@ -3,7 +3,6 @@
 Conflict detection records what it says about a saved item's close pairs; slim asks it about every pair of
 a group before merging, so two items that look alike but give opposite advice are never merged.
 """
-from core.safe_json import UNSAFE_CHARACTERS
 from knowledge import llm
 from knowledge.models import Knowledge
 
@@ -32,7 +31,6 @@ def judge(item: Knowledge, other: Knowledge, *, model: str | None = None) -> dic
 
     text = "\n\n".join(f"Item {n}\nTask: {k.task}\nContent: {k.content}" for n, k in ((1, item), (2, other)))
     secrets = secrets_of(r for k in (item, other) for r in k.resources.all())
-    verdict = llm.chat_json(system=SYSTEM, user=f"How do these two items relate?\n\n{text}", schema=SCHEMA,
-                            schema_name="knowledge_relation", model=model, secrets=secrets)
-    # the items' text can steer the model: nothing PostgreSQL refuses (NUL, lone surrogates) reaches a record
-    return {**verdict, "explanation": UNSAFE_CHARACTERS.sub("\ufffd", verdict["explanation"])}
+    # the items' text can steer the model: chat_json's reply holds nothing PostgreSQL refuses (NUL, lone surrogates)
+    return llm.chat_json(system=SYSTEM, user=f"How do these two items relate?\n\n{text}", schema=SCHEMA,
+                         schema_name="knowledge_relation", model=model, secrets=secrets)
