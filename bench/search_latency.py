@@ -332,6 +332,9 @@ def main(argv=None) -> int:
     parser.add_argument("--filters", default=",".join(FILTERS), help=f"comma-separated, of {', '.join(FILTERS)}".replace("%", "%%"))
     parser.add_argument("--walk-tuple-cost", type=float,
                         help="vector.WALK_TUPLE_COST for this run (0: past 2,000 rows always the walk; 1000: the exact scan)")
+    parser.add_argument("--lanes", type=int, default=2,
+                        help="settings.KNOWHUB_SEARCH_LANES: 2 as a web process runs (the default), 0: a search's "
+                             "statements one after the other (--statements and the backend's CPU see only this thread's)")
     parser.add_argument("--no-header", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if unknown := set(args.filters.split(",")) - set(FILTERS):
@@ -345,7 +348,7 @@ def main(argv=None) -> int:
             extra = ["--profile"] * args.profile + ["--statements"] * args.statements
             if args.walk_tuple_cost is not None:
                 extra += ["--walk-tuple-cost", str(args.walk_tuple_cost)]
-            extra += ["--filters", args.filters]
+            extra += ["--filters", args.filters, "--lanes", str(args.lanes)]
             subprocess.run([sys.executable, "-m", "bench.search_latency", "--items", str(size), "--queries",
                             str(args.queries), "--no-header", *extra], check=True, cwd=ROOT)
         return 0
@@ -357,6 +360,9 @@ def _one(items: int, args) -> int:
 
     open_database(items)
     seed(items)
+    from django.conf import settings
+
+    settings.KNOWHUB_SEARCH_LANES = args.lanes
     if args.walk_tuple_cost is not None:
         from knowledge.search import vector
 

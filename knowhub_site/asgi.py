@@ -5,6 +5,7 @@ from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "knowhub_site.settings")
 os.environ.setdefault("KNOWHUB_DB_POOL", "true")  # web processes borrow from a bounded pool (settings.py)
+os.environ.setdefault("KNOWHUB_SEARCH_LANES", "2")  # a search's statements side by side (knowledge/search/lanes.py)
 django_application = get_asgi_application()  # sets Django up before the MCP modules import models
 
 from api.mcp_http import with_mcp  # noqa: E402

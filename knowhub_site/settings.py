@@ -222,6 +222,9 @@ KNOWHUB_SEARCH_CACHE = env_bool("KNOWHUB_SEARCH_CACHE", True)
 # A large base's expired keyword statistics are counted again by a thread of their own while searches go on
 # (knowledge/search/keyword.py); not an environment setting: tests turn it off, their rows being invisible to it.
 KNOWHUB_STATISTICS_REFRESH_IN_BACKGROUND = True
+# Threads per process that run a search's stage-1 statements side by side, each with a connection of its own outside
+# the pool (knowledge/search/lanes.py); web processes set 2 (wsgi.py, asgi.py), elsewhere 0: one after the other.
+KNOWHUB_SEARCH_LANES = env_int("KNOWHUB_SEARCH_LANES", 0)
 
 # --- Secrets at rest ----------------------------------------------------------
 # Comma-separated Fernet keys: the first encrypts, all decrypt. Unset locally:

@@ -47,7 +47,7 @@ from django.db import connection
 
 from core.compiled import statement_key
 from core.estimates import planned_rows
-from knowledge.search import result_cache
+from knowledge.search import lanes, result_cache
 from knowledge.search.embeddings import ConcatEmbedder
 from knowledge.search.text import SCRIPTS, script_of
 from knowledge.search.vector import EXACT_SCAN_MAX_ROWS, exact_scan, exact_scan_bound, vector_candidates
@@ -222,9 +222,9 @@ def calibrated_vector_candidates(queryset, *, query: str, query_vector: np.ndarr
     # Items without letters, and scripts too rare to calibrate, join the query's own group
     # (or the largest group when the query's script has none).
     host = own if own in large else max(large, key=lambda script: (large[script], script))
-    guests = [script for script in counts if script not in large]
-    merged: list[tuple[str, float]] = []
-    for script in sorted(large):
+    guests = {script: counts[script] for script in counts if script not in large}
+
+    def group(script: str) -> list[tuple[str, float]]:
         weights = pair_weights(embedder, same_script=script == own)
         vector = query_vector_for(embedder, query_vector, weights)
         size, total = scan_size(queryset, script, counts[script], model_name=embedder.name, limit=limit, base=base)
@@ -233,10 +233,14 @@ def calibrated_vector_candidates(queryset, *, query: str, query_vector: np.ndarr
             limit=limit, size=size, total=total, alone=alone_in(weights),
         )  # the script's own index (within the query's script, e5's own), or an exact scan of a selective filter's rows
         if script == host and guests:
-            found = best_first(found + nearest_in_groups(
-                queryset, {guest: counts[guest] for guest in guests}, vector=vector, embedder=embedder, limit=limit,
-            ))[:limit]
-        merged.extend(standardised(found))
+            found = best_first(found + nearest_in_groups(queryset, guests, vector=vector, embedder=embedder, limit=limit))[:limit]
+        return standardised(found)
+
+    scripts = sorted(large)
+    started = [lanes.soon(group, script) for script in scripts[:-1]]  # on free lanes, side by side (lanes.py)
+    merged = group(scripts[-1])
+    for result in started:
+        merged.extend(result())
     return best_first(merged)[:limit]
 
 

@@ -44,6 +44,8 @@ if "OMP_WAIT_POLICY" not in os.environ:
 import numpy as np
 from django.conf import settings
 
+from core.background import Background
+
 
 class EmbedderError(RuntimeError):
     """The embedder could not produce vectors (model missing, endpoint down)."""
@@ -262,45 +264,15 @@ def _query_vector(embedder: Embedder, text: str) -> np.ndarray:
 # time a vector is needed, its search computes it itself rather than queue behind other requests' queries (under
 # load nothing is gained, and nothing is lost).
 BACKGROUND_THREADS = 4
-_background: ThreadPoolExecutor | None = None
-_background_lock = threading.Lock()
-
-
-def _forget_background_threads() -> None:
-    """In a forked child: the parent's threads did not come along, and its lock may have been held when it forked."""
-    global _background, _background_lock
-    _background, _background_lock = None, threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_background_threads)
+_query_vectors = Background(BACKGROUND_THREADS, "knowhub-query-vector")
 
 
 def _background_threads() -> ThreadPoolExecutor:
-    global _background
-    with _background_lock:
-        if _background is None:
-            _background = ThreadPoolExecutor(BACKGROUND_THREADS, thread_name_prefix="knowhub-query-vector")
-        return _background
+    return _query_vectors.executor()
 
 
 def soon(function: Callable[..., np.ndarray], *args) -> Callable[[], np.ndarray]:
-    """Start `function(*args)` (a query's embedding) in a background thread; the function returned gives its result
-    (waiting for it, or computing it in the caller's thread if no thread has taken it up yet, or if the
-    interpreter is shutting down) or raises what it raised; its `cancel()` drops it if no thread has taken it up. The function must not use the database: the
-    background thread has no connection of the caller's."""
-    try:
-        future = _background_threads().submit(function, *args)
-    except RuntimeError:  # "cannot schedule new futures after interpreter shutdown"
-        def inline() -> np.ndarray:
-            return function(*args)
-
-        inline.cancel = lambda: True
-        return inline
-
-    def result() -> np.ndarray:
-        if future.cancel():  # still queued: every background thread is busy
-            return function(*args)
-        return future.result()
-
-    result.cancel = future.cancel  # not needed after all: dropped if no thread has taken it up yet
-    return result
+    """Start `function(*args)` (a query's embedding) in a background thread (core.background: computed in the
+    caller's thread if no thread has taken it up by the time it is needed); its `cancel()` drops it if no thread has
+    taken it up. The function must not use the database: the background thread has no connection of the caller's."""
+    return _query_vectors.soon(function, *args)

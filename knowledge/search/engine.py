@@ -20,6 +20,7 @@ from core.metrics import SEARCH_STAGE_SECONDS, timed
 from knowledge.models import Knowledge
 from knowledge import llm
 from knowledge.search import filters as filter_exprs
+from knowledge.search import lanes
 from knowledge.search import routing
 from knowledge.search import embeddings
 from knowledge.search.embeddings import EmbedderError, embed_query_cached, get_embedder
@@ -69,6 +70,11 @@ class SearchResult:
 
     def ordered_items(self) -> list[Knowledge]:
         return [self.items[hit.id] for hit in self.hits]
+
+
+def _keyword_stage(base: QuerySet[Knowledge], query: str, pool: int, statistics: QuerySet[Knowledge]) -> list[tuple[str, float]]:
+    with timed(SEARCH_STAGE_SECONDS, stage="keyword"):
+        return keyword_candidates(base, text=query, limit=pool, statistics=statistics)
 
 
 def visible(*, readable_scopes: Iterable[str] | None) -> QuerySet[Knowledge]:
@@ -138,11 +144,14 @@ def search(
             notes.append(_vector_search_unavailable(exc))
         if embedder is not None and mode == "hybrid":  # computed while the keyword stage runs
             embedding = embeddings.soon(_query_vector, embedder, query)
+    keyword = None
     try:
         if query.strip() and mode in ("hybrid", "keyword"):
             statistics = narrowed(readable, statuses=statuses)  # how rare a word is, whatever the filters
-            with timed(SEARCH_STAGE_SECONDS, stage="keyword"):
-                lists["keyword"] = keyword_candidates(base, text=query, limit=pool, statistics=statistics)
+            # on a lane of its own while the query is embedded and the vector walks run (lanes.py)
+            keyword = lanes.soon(_keyword_stage, base, query, pool, statistics)
+            if embedder is None:
+                lists["keyword"] = keyword()
         if embedder is not None:
             try:
                 if embedding is not None:
@@ -158,9 +167,12 @@ def search(
                 embedder = query_vector = None  # built, but it could not embed (its model service is down): keywords only
                 degraded = True
                 notes.append(_vector_search_unavailable(exc))
+            if keyword is not None:
+                lists["keyword"] = keyword()
     except EmptyResultSet:  # the filters can match nothing (`IN []`, an empty OR): no candidates, not an error
-        if embedding is not None:
-            embedding.cancel()  # nor is the query's vector needed
+        for started in (embedding, keyword):
+            if started is not None:
+                started.cancel()  # nor is the query's vector, or the keywords' list, needed
         lists, embedder, query_vector = {}, None, None
     heads = {name: rows[:POOL] for name, rows in lists.items()}
     if not query.strip():
