@@ -14,15 +14,17 @@ HEADER = "Idempotency-Key"
 
 
 def idempotent_response(request, caller: Caller, operation: str, run: Callable[[], tuple[int, Any]]) -> Response:
-    """Run `run` once per (agent, key); a repeat gets the stored reply with `Idempotent-Replayed: true`."""
+    """Run `run` once per (token, key); a repeat gets the stored reply with `Idempotent-Replayed: true`."""
 
     def run_as_json() -> tuple[int, Any]:
         status, body = run()
         return status, json.loads(json.dumps(body, cls=DjangoJSONEncoder))
 
     try:
+        token = getattr(request.user, "token", None)  # an agent's token; a person has none
         status, body, replayed = idempotent_reply(principal=caller.principal, key=request.headers.get(HEADER),
-                                                  operation=operation, data=request.data, run=run_as_json)
+                                                  operation=operation, data=request.data, run=run_as_json,
+                                                  token_id=None if token is None else token.pk)
     except IdempotencyKeyError as exc:
         return error_response(exc.status, "idempotency_key", exc.message, {HEADER: [exc.message]})
     response = Response(body, status=status)

@@ -9,6 +9,10 @@ Before the SDK sees a request, `BearerGate` checks the Host against
 ALLOWED_HOSTS (as Django would) and the Bearer token against the same tokens
 as the REST API: 401 with the API's error shape otherwise (503 with Retry-After when the
 database cannot be reached to check it).
+
+GET /mcp is answered 405, as the specification allows a server that offers no SSE stream: a stateless server has
+nothing to send on one, and the SDK kept such a stream open for good, each holding one of the process's places
+(knowhub_site/concurrency.py) until a few idle clients held them all.
 """
 import json
 
@@ -73,6 +77,20 @@ class BearerGate:
         await self.app(scope, receive, send)
 
 
+class NoEventStream:
+    """ASGI middleware: GET (the server-initiated SSE stream) is refused 405 before the SDK opens a stream."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and scope["method"] == "GET":
+            await _reply(send, 405, "method_not_allowed", "this server offers no SSE stream: send requests by POST",
+                         [(b"allow", b"POST")])
+            return
+        await self.app(scope, receive, send)
+
+
 def mcp_http_app():
     """The SDK's Starlette app for /mcp (host checks are BearerGate's, from ALLOWED_HOSTS)."""
     return server.streamable_http_app(
@@ -84,7 +102,7 @@ def mcp_http_app():
 def with_mcp(django_app):
     """One ASGI application: /mcp to the MCP server, lifespan to it too, the rest to Django."""
     mcp_app = mcp_http_app()
-    gated = BearerGate(mcp_app)
+    gated = BearerGate(NoEventStream(mcp_app))
 
     async def application(scope, receive, send):
         if scope["type"] == "lifespan":

@@ -13,12 +13,15 @@ import json
 import time
 from typing import Any
 
+import anyio
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections, connections
 from django.utils.translation import gettext as _
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import CallToolResult, TextContent
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from mcp_types import INVALID_REQUEST, PARSE_ERROR, CallToolResult, ErrorData, JSONRPCError, TextContent
 from pydantic import ValidationError
 
 from agents import operations
@@ -146,6 +149,67 @@ class KnowHubMCPServer(MCPServer):
                 where = ".".join(str(part) for part in problem["loc"]) or "non_field_errors"
                 detail.setdefault(where, []).append(problem["msg"])
             return _invalid(detail)
+
+
+    async def run_stdio_async(self) -> None:
+        """The SDK's stdio transport, every line answered: one that is no JSON-RPC message (not JSON, `{}`, a batch)
+        gets the error streamable HTTP answers, -32700 or -32600 with id null, where the SDK dropped it and a
+        client waiting for a reply waited for good."""
+        async with stdio_server() as (read_stream, write_stream):
+            await self._lowlevel_server.run(AnsweringStream(read_stream, write_stream), write_stream,
+                                            self._lowlevel_server.create_initialization_options())
+
+
+def rejection(problem: Exception) -> JSONRPCError:
+    """The reply to a line that is no JSON-RPC message (`problem`, what reading it raised). Its id is null: a line
+    that cannot be read has no id to answer (JSON-RPC 2.0, section 5)."""
+    errors = problem.errors(include_url=False) if isinstance(problem, ValidationError) else []
+    unreadable = [error["msg"] for error in errors if error["type"] == "json_invalid"]
+    if unreadable or not errors:
+        error = ErrorData(code=PARSE_ERROR, message=f"Parse error: {(unreadable or [str(problem)])[0]}"[:300])
+    else:
+        error = ErrorData(code=INVALID_REQUEST, message="Invalid request: a line is one JSON-RPC request, notification "
+                                                        "or response object")
+    return JSONRPCError(jsonrpc="2.0", id=None, error=error)
+
+
+class AnsweringStream:
+    """The stdio transport's incoming messages, as the SDK's server reads them (`async for`, `last_context`), with
+    what it could not read answered on `write_stream` instead of handed on (the SDK logged it, answering nothing)."""
+
+    def __init__(self, inner, write_stream):
+        self._inner = inner
+        self._write_stream = write_stream
+
+    @property
+    def last_context(self):
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self):
+        while isinstance(item := await self._inner.receive(), Exception):
+            await self._write_stream.send(SessionMessage(rejection(item)))
+        return item
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    def close(self) -> None:
+        self._inner.close()
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc_info) -> None:
+        await self.aclose()
 
 
 server = KnowHubMCPServer(name="knowhub", instructions=INSTRUCTIONS)

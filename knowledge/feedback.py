@@ -34,10 +34,16 @@ class Tally:
 
 
 def normalize_case(case: dict | None, *, reported_by: str) -> dict:
+    """The case as stored: the reporter's text, with who reported it (the caller) and when (the server's clock).
+    Both are always set here, whatever the case sent: an agent's case naming another reporter or an earlier time
+    would be shown in the item's history as that reporter's, at that time. (Restores and imports keep an export's
+    cases as they were: they build theirs without this.)"""
     case = dict(case or {})
-    case.setdefault("timestamp", timezone.now().isoformat().replace("+00:00", "Z"))
+    case["timestamp"] = timezone.now().isoformat().replace("+00:00", "Z")
     if reported_by:
-        case.setdefault("reported_by", reported_by)
+        case["reported_by"] = reported_by
+    else:
+        case.pop("reported_by", None)
     return case
 
 

@@ -92,3 +92,25 @@ def test_replies_older_than_a_day_are_forgotten_by_the_periodic_task():
     IdempotentReply.objects.filter(key="old").update(created_at=timezone.now() - timedelta(hours=25))
     assert forget_idempotent_replies() == 1
     assert list(IdempotentReply.objects.values_list("key", flat=True)) == ["new"]
+
+
+def test_the_same_key_from_another_token_of_the_same_agent_is_its_own():
+    """Two tokens of one agent id may read different scopes: the second token's save with the first's key is
+    stored, and it is never shown the first token's item."""
+    team_a, team_b = client_for("shared_agent", ["team:a"]), client_for("shared_agent", ["team:b"])
+    first = team_a.post("/api/knowledge", BODY, format="json", HTTP_IDEMPOTENCY_KEY="shared")
+    other = team_b.post("/api/knowledge", BODY, format="json", HTTP_IDEMPOTENCY_KEY="shared")
+    assert first.status_code == other.status_code == 201 and "Idempotent-Replayed" not in other
+    assert (first.json()["scopes"], other.json()["scopes"]) == (["team:a"], ["team:b"])
+    assert Knowledge.objects.count() == 2
+    again = team_b.post("/api/knowledge", BODY, format="json", HTTP_IDEMPOTENCY_KEY="shared")
+    assert again["Idempotent-Replayed"] == "true" and again.json() == other.json()
+
+
+def test_a_reply_stored_before_keys_were_per_token_still_answers_its_agent():
+    agent = client_for("research_agent", ["org:acme"])
+    first = agent.post("/api/knowledge", BODY, format="json", HTTP_IDEMPOTENCY_KEY="k-old")
+    IdempotentReply.objects.update(principal="agent:research_agent")  # as rows were stored before
+    again = agent.post("/api/knowledge", BODY, format="json", HTTP_IDEMPOTENCY_KEY="k-old")
+    assert again["Idempotent-Replayed"] == "true" and again.json() == first.json()
+    assert Knowledge.objects.count() == 1

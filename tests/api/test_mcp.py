@@ -266,3 +266,129 @@ def test_one_agents_long_mcp_call_does_not_hold_up_anothers(slow_export_server):
     assert seconds < SLOW_SECONDS / 2, f"the search waited {seconds:.1f} s behind the export"
     assert exported.get("reply") is not None and exported["reply"].status_code == 200, exported
     assert not exported["reply"].json()["result"].get("isError") and exported["seconds"] >= SLOW_SECONDS
+
+
+PLACES, READ_SECONDS = 2, 2  # the bounded server's places (KNOWHUB_MAX_CONCURRENT_REQUESTS) and body deadline
+
+
+@pytest.fixture(scope="module")
+def bounded_server(django_db_setup):
+    env = {**subprocess_env(), "KNOWHUB_MAX_CONCURRENT_REQUESTS": str(PLACES), "KNOWHUB_REQUEST_QUEUE_SECONDS": "4",
+           "KNOWHUB_REQUEST_READ_SECONDS": str(READ_SECONDS)}
+    with asgi_server_at(env) as url:
+        yield url
+
+
+def tools_list(url: str, key: str):
+    import time
+
+    began = time.monotonic()
+    reply = httpx2.post(url + "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
+                        headers={"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {key}"},
+                        timeout=30)
+    return reply, time.monotonic() - began
+
+
+def test_get_mcp_is_405_so_idle_event_streams_cannot_hold_the_servers_places(bounded_server):
+    """A stateless server has nothing to send on a GET stream: more GETs than the server has places are answered
+    405 at once, and another agent's call is served meanwhile."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    idle, busy = token("idler", ("org:idle",)), token()
+
+    def open_stream(_):
+        try:
+            with httpx2.stream("GET", bounded_server + "/mcp", timeout=8, headers={
+                    "Accept": "text/event-stream", "Authorization": f"Bearer {idle}"}) as stream:
+                stream.read()
+                return stream.status_code, stream.headers.get("allow")
+        except httpx2.TimeoutException:
+            return "held open", None
+
+    with ThreadPoolExecutor(PLACES + 2) as pool:
+        streams = pool.map(open_stream, range(PLACES + 2))
+        reply, seconds = tools_list(bounded_server, busy)
+        streams = list(streams)
+    assert reply.status_code == 200 and seconds < 3, (reply.status_code, seconds, reply.text[:200])
+    assert streams == [(405, "POST")] * (PLACES + 2)
+
+
+def test_a_post_whose_body_stalls_holds_no_place_and_gets_408(bounded_server):
+    """Clients that send a head and a little of a body, then nothing: while they stall another agent is served at
+    once, and after KNOWHUB_REQUEST_READ_SECONDS each gets 408 and its connection closes."""
+    import socket
+    import time
+    from urllib.parse import urlsplit
+
+    stalling, busy = token("staller", ("org:idle",)), token()
+    address = urlsplit(bounded_server)
+    sockets = []
+    for _ in range(PLACES + 2):
+        sock = socket.create_connection((address.hostname, address.port))
+        sock.sendall((f"POST /mcp HTTP/1.1\r\nHost: {address.netloc}\r\nAuthorization: Bearer {stalling}\r\n"
+                      "Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n"
+                      "Content-Length: 100000\r\n\r\n{").encode())
+        sockets.append(sock)
+    began = time.monotonic()
+    try:
+        time.sleep(0.5)
+        reply, seconds = tools_list(bounded_server, busy)
+        assert reply.status_code == 200 and seconds < READ_SECONDS, (reply.status_code, seconds, reply.text[:200])
+        for sock in sockets:
+            sock.settimeout(READ_SECONDS + 5)
+            answer = b""
+            while chunk := sock.recv(4096):  # to the end: the server closes the connection
+                answer += chunk
+            assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+            assert b'"request_timeout"' in answer
+        assert time.monotonic() - began < READ_SECONDS + 5
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def test_stdio_answers_every_line_it_cannot_read_as_http_does():
+    """Lines that are no JSON-RPC message get the JSON-RPC error HTTP answers (id null: nothing to read one from),
+    so a client is never left waiting; the session carries on after them."""
+    import select
+    import time
+
+    process = subprocess.Popen([sys.executable, "manage.py", "mcp", "--token", token()], cwd=REPO_ROOT,
+                               env=subprocess_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL)
+
+    def ask(line: bytes, timeout: float = 30):
+        process.stdin.write(line + b"\n")
+        process.stdin.flush()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if select.select([process.stdout], [], [], 0.5)[0]:
+                return json.loads(process.stdout.readline())
+        return None
+
+    def message(id_, method, **params):
+        return json.dumps({"jsonrpc": "2.0", "id": id_, "method": method, "params": params}).encode()
+
+    try:
+        assert ask(message(1, "initialize", protocolVersion="2025-06-18", capabilities={},
+                           clientInfo={"name": "t", "version": "1"}))["id"] == 1
+        process.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        lines = [(b"{{{{", -32700), (b"\xff\xfe\x00\x01", -32700), (message(2, "tools/list") + b"\x00", -32700),
+                 (b"[" * 50_000 + b"]" * 50_000, -32700), (b"{}", -32600),
+                 (b"[" + message(3, "tools/list") + b"]", -32600), (b'{"jsonrpc": "2.0", "id": 4}', -32600)]
+        for line, code in lines:
+            reply = ask(line)
+            assert reply is not None, f"no reply to {line[:40]!r}"
+            assert reply["id"] is None and reply["error"]["code"] == code, (line[:40], reply)
+        # too deep, a number too long to read: as over HTTP, unreadable (the id cannot be read either)
+        deep = (b'{"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "knowledge_search", '
+                b'"arguments": {"query": "x", "filters": ' + b"[" * 50_000 + b"]" * 50_000 + b"}}}")
+        huge = (b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "knowledge_search", '
+                b'"arguments": {"query": "x", "top_k": ' + b"9" * 5000 + b"}}}")
+        for line in (deep, huge):
+            reply = ask(line)
+            assert reply is not None and reply["error"]["code"] in (-32700, -32602), reply
+        assert ask(message(5, "tools/list"))["result"]["tools"]
+    finally:
+        process.stdin.close()
+        process.wait(30)

@@ -34,8 +34,10 @@ def test_seed_put_body_records_both_cases_and_the_score(acme, item):
     evaluation = response.json()["eval"]
     assert (evaluation["score"], evaluation["helpful"], evaluation["harmful"]) == (4, 1, 1)
     helpful = evaluation["helpful_history"][0]
-    assert {k: helpful[k] for k in SEED_PUT_BODY["add_helpful_case"]} == SEED_PUT_BODY["add_helpful_case"]
+    sent = {k: v for k, v in SEED_PUT_BODY["add_helpful_case"].items() if k != "timestamp"}
+    assert {k: helpful[k] for k in sent} == sent
     assert helpful["reported_by"] == "agent:research_agent"
+    assert helpful["timestamp"] > "2026-03-05T12:00:00Z"  # when the server recorded it, not the time sent
     assert evaluation["harmful_history"][0]["reason"] == "原因"
 
 
@@ -221,3 +223,25 @@ def test_writes_are_audited_without_secrets(acme, item):
         ("resource_save", "credentials/x", "agent:research_agent"),
     ]
     assert "hunter2-secret" not in str(events[1].args) and events[1].args["secure_body"] == "[secret]"
+
+
+@pytest.mark.django_db
+def test_a_case_cannot_name_another_reporter_or_an_earlier_time(item):
+    """Who reported a case and when are the caller and the server's clock, in PUT and batch_update alike: a read-only
+    agent's case claiming to be a curator's, years ago, is recorded as its own, now."""
+    from django.utils import timezone
+
+    reader = client_for("agent_ro", ["org:acme"], writable_scopes=[])
+    forged = {"task": "it broke prod", "reported_by": "user:curator", "timestamp": "2001-01-01T00:00:00Z"}
+    before = timezone.now().isoformat().replace("+00:00", "Z")
+    put = reader.put(f"/api/knowledge/{item.id}", {"add_harmful_case": forged}, format="json")
+    assert put.status_code == 200, put.json()
+    batch = reader.post("/api/knowledge/batch_update", {"feedback_list": [
+        {"knowledge_id": item.id, "is_helpful": False, "case": {**forged, "reported_by": "agent:trusted_bot"}}]},
+        format="json")
+    assert batch.json()["succeeded"] == 1
+    history = reader.get(f"/api/knowledge/{item.id}").json()["eval"]["harmful_history"]
+    assert put.json()["eval"]["harmful_history"][-1] == history[0]
+    assert [(case["task"], case["reported_by"]) for case in history] == [("it broke prod", "agent:agent_ro")] * 2
+    assert all(case["timestamp"] >= before[:19] for case in history)
+    assert set(FeedbackCase.objects.values_list("reported_by", flat=True)) == {"agent:agent_ro"}

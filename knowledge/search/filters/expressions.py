@@ -289,7 +289,8 @@ def _parse(data: Any, *, depth: int) -> FilterExpr:
     if "op" not in data:
         return _parse_legacy(data)
     op = data["op"]
-    cls = OPERATORS.get(op.upper()) if isinstance(op, str) else None
+    # ASCII letters only, in either case: str.upper() maps "ı" to "I" and "ſ" to "S", so "ıN" would mean IN
+    cls = OPERATORS.get(op.upper()) if isinstance(op, str) and op.isascii() else None
     if cls is None:
         raise FilterError(f"unknown filter operator {op!r:.60}; valid operators: {', '.join(VALID_OPERATORS)}")
     if cls in (AND, OR):
@@ -300,6 +301,9 @@ def _parse(data: Any, *, depth: int) -> FilterExpr:
         return cls(*(_parse(item, depth=depth + 1) for item in _bounded(conditions)))
     if cls is NOT:
         _expect_fields(data, "NOT", required=("condition",))
+        if data["condition"] is None or data["condition"] in ([], {}):
+            # no condition means everything, whose negation is nothing: almost surely not what was meant
+            raise FilterError(f'NOT takes "condition": a filter, not {json.dumps(data["condition"])}')
         return NOT(_parse(data["condition"], depth=depth + 1))
     if issubclass(cls, _ListCondition):  # Agno writes "values"; a "value" (list or single) is accepted too
         names = ("key", "values") if "values" in data else ("key", "value")

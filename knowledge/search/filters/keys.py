@@ -7,12 +7,14 @@ NEQ("tags.domain", "x") because "its domain is x" is FALSE, not unknown.
 Columns are NOT NULL already; lookups into JSON are wrapped in COALESCE(.., false).
 """
 import re
+import sys
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal, InvalidOperation
 from functools import reduce
 from operator import or_
 from typing import Any
 
+from django.db import connection
 from django.db.models import (
     BooleanField, Case, CharField, DateTimeField, DecimalField, F, Func,
     Q, TextField, Value, When,
@@ -24,7 +26,7 @@ from django.db.models.lookups import (
 
 from knowledge.errors import KnowledgeError
 from knowledge.limits import TAG_NAME
-from knowledge.models import KNOWLEDGE_TYPES, KnowledgeStatus
+from knowledge.models import KNOWLEDGE_TYPES, Knowledge, KnowledgeStatus
 from knowledge.quality import QUALITY
 
 MAX_VALUES = 100  # in one IN / NIN / CONTAINS list
@@ -63,15 +65,36 @@ def _string(key: str, op: str, value: Any) -> str:
     return value
 
 
-def _number(key: str, op: str, value: Any) -> Decimal:
+# A number a filter compares: at most MAX_DIGITS significant digits, its magnitude within 10^±MAX_EXPONENT. PostgreSQL's
+# numeric refuses a value past 131,072 digits before the point or 16,383 after; checked here, the filter is refused
+# naming `filters` before any SQL runs, instead of the database refusing the query.
+MAX_DIGITS = 100
+MAX_EXPONENT = 1000
+
+
+def _number(key: str, op: str, value: Any, *, bounds: tuple[int, int] | None = None, real: bool = False) -> Decimal:
+    """`value` as a Decimal the database takes; `bounds`, for a whole-number column, the range its type holds;
+    `real`, a double precision column (compared as one: a value must be a normal double's)."""
     if isinstance(value, bool) or not isinstance(value, (int, float, Decimal, str)):
         raise FilterError(f"{op} on {key} takes a number, not {_kind(value)} ({value!r:.60})")
     try:
         number = Decimal(str(value).strip())
-    except InvalidOperation:
+    except (InvalidOperation, ValueError):  # ValueError: an int past Python's 4,300 digits for str()
         raise FilterError(f"{op} on {key} takes a number, not {value!r:.60}") from None
     if not number.is_finite():
         raise FilterError(f"{op} on {key} takes a finite number, not {value!r:.60}")
+    if number.is_zero():
+        return Decimal(0)  # 0E-999999 is zero, and the database would refuse its exponent
+    significant = len(bytes(number.as_tuple().digits).rstrip(b"\0"))  # 10**500 is one digit, not 501
+    if significant > MAX_DIGITS or abs(number.adjusted()) > MAX_EXPONENT:
+        raise FilterError(f"{op} on {key}: {value!r:.60} is out of range (at most {MAX_DIGITS} digits, "
+                          f"between 1e-{MAX_EXPONENT} and 1e{MAX_EXPONENT})")
+    if real and not sys.float_info.min <= abs(number) <= sys.float_info.max:
+        raise FilterError(f"{op} on {key}: {value!r:.60} is out of range (a double precision number: 0, or "
+                          f"between {sys.float_info.min:g} and {sys.float_info.max:g} either side of it)")
+    if bounds is not None and not bounds[0] <= number <= bounds[1]:
+        raise FilterError(f"{op} on {key}: {value!r:.60} is out of range ({key} is a whole number from "
+                          f"{bounds[0]:,} to {bounds[1]:,})")
     return number
 
 
@@ -271,16 +294,30 @@ class NumberKey(Key):
     type_name = "number"
     operators = ORDERED_OPS
 
-    def __init__(self, name: str, *, type_name: str = "number", expression=None):
+    def __init__(self, name: str, *, type_name: str = "number", expression=None, bounds: tuple[int, int] | None = None,
+                 real: bool = False):
         super().__init__(name)
         self.type_name = type_name
         self._expression = expression
+        self.bounds = bounds  # a whole-number column's range (its type's): a value past it is refused
+        self.real = real  # a double precision column: values a double holds
 
     def expression(self):
         return self._expression if self._expression is not None else F(self.column)
 
     def clean_one(self, op: str, value: Any) -> Decimal:
-        return _number(self.name, op, value)
+        return _number(self.name, op, value, bounds=self.bounds, real=self.real)
+
+
+_TYPE_RANGES = {"smallint": "SmallIntegerField", "integer": "IntegerField", "bigint": "BigIntegerField"}
+
+
+def _range_of(field_name: str | None = None, *, db_type: str | None = None) -> tuple[int, int]:
+    """The range of a whole-number column's type (smallint, integer or bigint; not a field's own bounds: helpful < 0
+    is a question, matching nothing), as Django's backend knows it."""
+    if field_name is not None:
+        db_type = Knowledge._meta.get_field(field_name).db_type(connection)
+    return connection.ops.integer_field_range(_TYPE_RANGES[db_type])
 
 
 class DateKey(Key):
@@ -324,9 +361,10 @@ KEYS: dict[str, Key] = {
     "status": StringKey("status", choices=tuple(KnowledgeStatus.values)),
     "types": ListKey("types", choices=tuple(KNOWLEDGE_TYPES)),
     "scopes": ListKey("scopes"),
-    **{name: NumberKey(name, type_name="integer") for name in ("score", "helpful", "harmful")},
-    "confidence": NumberKey("confidence"),
-    "quality_score": NumberKey("quality_score", type_name="integer", expression=QUALITY_SCORE),
+    **{name: NumberKey(name, type_name="integer", bounds=_range_of(name)) for name in ("score", "helpful", "harmful")},
+    "confidence": NumberKey("confidence", real=True),
+    "quality_score": NumberKey("quality_score", type_name="integer", expression=QUALITY_SCORE,
+                               bounds=_range_of(db_type="integer")),  # computed as an integer
     "created_at": DateKey("created_at"),
     "updated_at": DateKey("updated_at"),
     **{f"source.{name}": JsonStringKey(f"source.{name}", column="source", member=name) for name in SOURCE_STRING_KEYS},

@@ -387,6 +387,24 @@ ERRORS = [
     ({"op": "EQ", "key": "score", "value": "high"}, ["score", "number"]),
     ({"op": "EQ", "key": "score", "value": True}, ["score", "number"]),
     ({"op": "GT", "key": "confidence", "value": "NaN"}, ["confidence", "finite"]),
+    # numbers the database cannot take are refused here, naming the key, before any SQL
+    ({"op": "GT", "key": "score", "value": "1e999999"}, ["score", "out of range"]),
+    ({"op": "GT", "key": "confidence", "value": "1e-999999"}, ["confidence", "out of range"]),
+    ({"op": "IN", "key": "quality_score", "values": ["1e200000"]}, ["quality_score", "out of range"]),
+    ({"op": "GT", "key": "tags.priority", "value": 10 ** 1001}, ["tags.priority", "out of range"]),
+    ({"op": "LT", "key": "score", "value": "1." + "1" * 100}, ["score", "out of range", "100 digits"]),
+    ({"op": "GT", "key": "score", "value": 32768}, ["score", "out of range", "-32,768 to 32,767"]),
+    ({"op": "LT", "key": "score", "value": "-32769"}, ["score", "out of range"]),
+    ({"op": "GT", "key": "helpful", "value": 2 ** 31}, ["helpful", "out of range", "2,147,483,647"]),
+    ({"op": "NEQ", "key": "quality_score", "value": -(2 ** 31) - 1}, ["quality_score", "out of range"]),
+    ({"op": "GT", "key": "confidence", "value": "1e309"}, ["confidence", "out of range"]),
+    ({"op": "GT", "key": "confidence", "value": "1e-320"}, ["confidence", "out of range"]),
+    # operators are ASCII: Unicode case mapping makes "ı" an I and "ſ" an S
+    ({"op": "ıN", "key": "owner", "values": ["a"]}, ["unknown filter operator"]),
+    ({"op": "ſTARTSWITH", "key": "owner", "value": "a"}, ["unknown filter operator"]),
+    ({"op": "NOT", "condition": None}, ["NOT", '"condition"', "null"]),
+    ({"op": "NOT", "condition": []}, ["NOT", '"condition"', "[]"]),
+    ({"op": "NOT", "condition": {}}, ["NOT", '"condition"', "{}"]),
     ({"op": "IN", "key": "score", "values": [1, [2]]}, ["score", "number"]),
     ({"op": "EQ", "key": "owner", "value": 5}, ["owner", "string"]),
     ({"op": "EQ", "key": "tags.domain", "value": ["a"]}, ["tags.domain", "string"]),
@@ -510,3 +528,17 @@ def test_every_key_in_valid_filter_keys_can_be_used_with_every_listed_operator(i
                 value = str(value)
             data = {"op": op, "key": key, "values" if op in ("IN", "NIN") else "value": value}
             list(apply_filter(Knowledge.objects.all(), data).values_list("id", flat=True))
+
+
+EDGES = [  # the furthest values each kind of number takes: accepted, and the database runs them
+    (GT("score", 32767), ""), (LT("score", -32768), ""), (GTE("helpful", 2 ** 31 - 1), ""),
+    (GT("quality_score", -(2 ** 31)), "ABCDE"), (LT("confidence", "1e308"), "ABCDE"),
+    (GT("confidence", "2.2250738585072014e-308"), "ABCD"), (GT("score", "1e-1000"), "ABCDE"),
+    (GT("tags.priority", 10 ** 1000), ""), (LT("tags.priority", -(10 ** 1000)), ""), (EQ("score", "0e-999999"), ""),
+    (LT("tags.priority", 10 ** 99), "ABE"),
+]
+
+
+@pytest.mark.parametrize(("expr", "expected"), EDGES, ids=lambda e: e.describe()[:60] if hasattr(e, "describe") else e)
+def test_numbers_at_the_edge_of_what_a_key_holds_run(items, expr, expected):
+    assert matching(items, expr) == expected
