@@ -2,7 +2,11 @@
 
 The format is taken from the file's extension. Every record is checked and stored on its own (a savepoint
 each), so a file with bad records still imports the good ones, and the report names each failure with its
-line (or file) and reason. Re-running an import changes nothing:
+line (or file) and reason, the field first. A record is held to the API's rules for the same values (the
+serializers a request passes, a body's no-NUL rule), so an import stores nothing a request would be refused;
+an export's values are checked, never changed (of its `source`, the links: `inputs.source_links_check`).
+Re-running an import changes nothing, and neither does the same file imported twice at once (an id stored by the
+other run meanwhile is looked at again, as if it had been there):
 
 - JSON Lines: an id that is stored already is skipped when its text is the same, or brought up to date as a
   new version; resources likewise by id. Secrets are read as the export wrote them (`ingest.export`).
@@ -19,6 +23,7 @@ separate their values with `;` or `,`; tags are `key=value; key=value` or a JSON
 import csv
 import io
 import json
+import sys
 import zipfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -27,19 +32,24 @@ from pathlib import Path, PurePosixPath
 from django.db import DataError, IntegrityError, transaction
 from django.conf import settings
 from django.utils.translation import gettext as _
+from rest_framework import serializers
 from rest_framework.exceptions import PermissionDenied, ValidationError
 
-from core.errors import DomainError, invalid_fields
+from core.errors import DomainError, first_message, invalid_fields
+from core.safe_json import json_problem
 from ingest import chunking, extract, passphrase as sealed
 from ingest.chunks import adopt_former_items, apply_chunks, items_of, lock_document, sha256
 from ingest.readers.archives import ArchiveRefused, open_bounded
 from ingest.export import FORMAT, VERSION
+from ingest.inputs import ImportInput
 from knowledge import restore, services
-from knowledge.inputs import KnowledgeCreateInput
-from knowledge.serializers import EvalSerializer, TagsField
+from knowledge.errors import KnowledgeIdConflictError
+from knowledge.inputs import KnowledgeCreateInput, source_links_check
+from knowledge.serializers import EvalSerializer, KnowledgeSerializer, TagsField
 from knowledge.models import Knowledge
 from resources import crypto
 from resources.models import Resource
+from resources.serializers import ResourceInput
 from resources.services import resource_restore
 
 EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".md": "markdown", ".markdown": "markdown",
@@ -89,8 +99,27 @@ def _reason(exc: Exception) -> str:
     if isinstance(exc, DomainError):
         return exc.api_message() if exc.field else exc.message
     if isinstance(exc, (IntegrityError, DataError)):
-        return "the database refused this record"
+        return _database_reason(exc)
+    if isinstance(exc, KeyError) and exc.args and isinstance(exc.args[0], str):
+        return f"{exc.args[0]}: {serializers.Field.default_error_messages['required']}"
     return f"{type(exc).__name__}: {exc}"
+
+
+def _database_reason(exc: IntegrityError | DataError) -> str:
+    """What PostgreSQL refused in a record that passed the importer's checks, in its words (the key that exists
+    already, the value too long), naming the column or the constraint when it does. A record stored meanwhile by
+    another import is not one: it is looked at again (`_knowledge`, `_resource`)."""
+    cause = exc.__cause__
+    diag = getattr(cause, "diag", None)
+    said = [getattr(diag, "message_primary", None), getattr(diag, "message_detail", None)]
+    problem = " ".join(filter(None, said)) or str(cause or exc).strip()
+    where = getattr(diag, "column_name", None) or getattr(diag, "constraint_name", None)
+    return _("the database refused this record: %(problem)s") % {"problem": f"{where}: {problem}" if where else problem}
+
+
+def _is_primary_key_violation(exc: IntegrityError, model) -> bool:
+    diag = getattr(exc.__cause__, "diag", None)
+    return getattr(diag, "constraint_name", None) == f"{model._meta.db_table}_pkey"
 
 
 RECORD_ERRORS = (DomainError, PermissionDenied, ValidationError, IntegrityError, DataError, KeyError, TypeError,
@@ -111,6 +140,7 @@ def _each(report: ImportReport, where, store: Callable[[], str]) -> None:
 def import_path(caller, path: Path, **options) -> ImportReport:
     """A file, or a folder of Markdown files (recursively)."""
     if path.is_dir():
+        _check_scopes_option(options.get("scopes"))
         files = sorted(p for p in path.rglob("*") if p.suffix.lower() in (".md", ".markdown") and p.is_file())
         report = ImportReport(format="markdown")
         for n, file in enumerate(files, start=1):
@@ -119,6 +149,18 @@ def import_path(caller, path: Path, **options) -> ImportReport:
                 options["progress"](n, len(files))
         return report
     return import_file(caller, name=path.name, data=path.read_bytes(), **options)
+
+
+def _check_scopes_option(scopes) -> None:
+    """`scopes` held to the import operation's rule for them (`ImportInput`: kind:name, each at most 200
+    characters), for the callers that do not pass a request through it (`manage.py import`)."""
+    if not scopes:
+        return
+    rule = ImportInput()
+    try:
+        rule.validate_scopes(rule.fields["scopes"].run_validation(list(scopes)))
+    except ValidationError as exc:
+        raise ImportRefused(first_message(exc.detail), field="scopes") from None
 
 
 def _md(options: dict) -> dict:
@@ -130,6 +172,7 @@ def import_file(caller, *, name: str, data: bytes, scopes: list[str] | None = No
     """Import the file `name` (its bytes `data`) as `caller`; `scopes` for records that name none (CSV, Markdown)
     or, for an export, the only scopes to take from it."""
     kind = format_of(name)
+    _check_scopes_option(scopes)
     if kind == "jsonl":
         return _jsonl(caller, data, scopes=scopes, passphrase=passphrase, progress=progress)
     if kind == "csv":
@@ -211,12 +254,28 @@ def _csv_body(row: dict) -> dict:
     get = lambda name: (row.get(name) or "").strip()  # noqa: E731
     body = {"task": get("task"), "content": get("content"), "types": _split(get("types")), "tags": _tags(get("tags"))}
     body.update({k: v for k, v in {"scopes": _split(get("scopes")), "owner": get("owner"), "message_id": get("message_id"),
-                                    "score": int(get("score")) if get("score") else None,
-                                    "eval": {"confidence": float(get("confidence"))} if get("confidence") else None,
+                                    # as written: the API's fields read the numbers, or say what is wrong with them
+                                    "score": get("score") or None,
+                                    "eval": {"confidence": get("confidence")} if get("confidence") else None,
                                     }.items() if v})
     source = {"name": get("source_name"), "category": get("source_category"), "urls": _split(get("urls"))}
     body["source"] = {k: v for k, v in source.items() if v}
     return body
+
+
+# A row's body names some columns otherwise (`_csv_body`): a refusal names the column.
+CSV_COLUMN_OF = {("source", "name"): "source_name", ("source", "category"): "source_category",
+                 ("source", "urls"): "urls", ("eval", "confidence"): "confidence"}
+
+
+def _csv_columns(refused: ValidationError) -> ValidationError:
+    named = {}
+    for key, detail in refused.detail.items():
+        if isinstance(detail, dict) and any((key, inner) in CSV_COLUMN_OF for inner in detail):
+            named.update({CSV_COLUMN_OF.get((key, inner), f"{key}.{inner}"): value for inner, value in detail.items()})
+        else:
+            named[key] = detail
+    return ValidationError(named)
 
 
 def _csv(caller, name: str, data: bytes, *, scopes, progress) -> ImportReport:
@@ -235,7 +294,8 @@ def _csv(caller, name: str, data: bytes, *, scopes, progress) -> ImportReport:
         def store(row=row, line=n) -> str:
             body = _csv_body(row)
             entry = KnowledgeCreateInput(data=body)
-            entry.is_valid(raise_exception=True)
+            if not entry.is_valid():
+                raise _csv_columns(ValidationError(entry.errors))
             data_ = dict(entry.validated_data)
             row_hash = sha256(f"{data_['task']}\n{data_['content']}")
             data_["scopes"] = sorted(set(caller.scopes_to_write(data_.pop("scopes", None) or scopes)))
@@ -333,6 +393,10 @@ def _jsonl(caller, data: bytes, *, scopes, passphrase, progress) -> ImportReport
         if kind == "end":
             ended = True
             continue
+        unstorable = json_problem(record, max_depth=sys.getrecursionlimit())  # its depth: json.loads bounded it
+        if unstorable:  # what the API's parser refuses anywhere in a body, and PostgreSQL could not store
+            report.fail(n, "%s: %s" % unstorable)
+            continue
         if kind == "resource":
             _each(report, n, lambda record=record: _resource(caller, record, secret))
         elif kind == "knowledge":
@@ -352,27 +416,45 @@ def _jsonl(caller, data: bytes, *, scopes, passphrase, progress) -> ImportReport
     return report
 
 
+RESOURCE_FIELDS = ("id", "title", "body", "content_type", "metadata", "expires_at")  # the secret comes sealed: not judged
+
+
 def _resource(caller, record: dict, secret: _SecretReader) -> str:
+    # the API's rules for a saved resource; scopes are named (an export always names them; a request gets a default)
+    given = {name: record[name] for name in RESOURCE_FIELDS if record.get(name) is not None}
+    ResourceInput(data={**given, "scopes": record.get("scopes") or []}).is_valid(raise_exception=True)
     existing = Resource.objects.filter(pk=record["id"]).first()
-    if existing is not None and not Resource.objects.visible_to(caller).filter(pk=existing.pk).exists():
+    if existing is None:
+        try:
+            resource_restore(caller, record, secret=lambda: secret(record.get("secure_body", "")),
+                             version_secret=lambda v: secret(v.get("secure_body", "")))
+        except IntegrityError as exc:  # stored since this import looked (the same file imported at once): look again
+            if not _is_primary_key_violation(exc, Resource):
+                raise
+            existing = Resource.objects.get(pk=record["id"])
+        else:
+            return "imported"
+    if not Resource.objects.visible_to(caller).filter(pk=existing.pk).exists():
         raise ImportRefused(_("the resource id %(id)s is taken") % {"id": record["id"]}, field="id")  # say no more about it
-    if existing is not None:
-        same = (existing.title, existing.body, existing.content_type, existing.metadata) == (
-            record["title"], record.get("body", ""), record.get("content_type", "text"), record.get("metadata") or {})
-        if same:
-            return "skipped"
-        raise ImportRefused(_("resource %(id)s exists with other content; it was left as it is") % {"id": record["id"]},
-                            field="id")
-    resource_restore(caller, record, secret=lambda: secret(record.get("secure_body", "")),
-                     version_secret=lambda v: secret(v.get("secure_body", "")))
-    return "imported"
+    same = (existing.title, existing.body, existing.content_type, existing.metadata) == (
+        record["title"], record.get("body", ""), record.get("content_type", "text"), record.get("metadata") or {})
+    if same:
+        return "skipped"
+    raise ImportRefused(_("resource %(id)s exists with other content; it was left as it is") % {"id": record["id"]},
+                        field="id")
 
 
 def _knowledge(caller, record: dict, vector_model: str, restored: list, report: ImportReport) -> str:
-    body = {name: record[name] for name in ("task", "content", "types", "scopes", "message_id",
-                                            "secure_resource_id", "resource_ids") if name in record}
-    entry = KnowledgeCreateInput(data={**body, "score": record.get("score", 3)})
+    # an exported id is in the hub's format (what KnowledgeSerializer, the seed's shape, takes)
+    KnowledgeSerializer(data={"id": record.get("id")}, partial=True).is_valid(raise_exception=True)
+    body = {name: record[name] for name in ("task", "content", "types", "message_id", "secure_resource_id",
+                                            "resource_ids") if name in record}
+    if record.get("owner"):  # none: the caller, as a save's
+        body["owner"] = record["owner"]
+    # what a save takes (scopes named: an export always names them); the values stored are the record's own
+    entry = KnowledgeCreateInput(data={**body, "scopes": record.get("scopes") or [], "score": record.get("score", 3)})
     entry.is_valid(raise_exception=True)
+    source_links_check(record.get("source") or {})
     try:  # the names an earlier hub stored come back whatever they are (the values are checked)
         TagsField(names_checked=False).run_validation(record.get("tags") or {})
     except ValidationError as exc:
@@ -380,18 +462,22 @@ def _knowledge(caller, record: dict, vector_model: str, restored: list, report: 
     counters = EvalSerializer(data={name: record[name] for name in ("helpful", "harmful", "confidence") if name in record})
     counters.is_valid(raise_exception=True)  # each within its column's range: a reason naming it, not the database's
     existing = Knowledge.objects.filter(pk=record["id"]).first()
-    if existing is not None:
-        if not Knowledge.objects.visible_to(caller).filter(pk=existing.pk).exists():
-            raise ImportRefused(_("knowledge %(id)s exists in a scope this caller cannot read") % {"id": record["id"]},
-                                field="id")
-        report.knowledge_ids.append(existing.id)
-        changed = restore.knowledge_update_text(caller, knowledge_id=existing.id, record=record,
-                                                reason="import: the export's text")
-        return "updated" if changed else "skipped"
-    item = restore.knowledge_restore(caller, record, vector_model=vector_model)
-    restored.append(record)
-    report.knowledge_ids.append(item.id)
-    return "imported"
+    if existing is None:
+        try:
+            item = restore.knowledge_restore(caller, record, vector_model=vector_model)
+        except KnowledgeIdConflictError:  # stored since this import looked (the same file imported at once): look again
+            existing = Knowledge.objects.get(pk=record["id"])
+        else:
+            restored.append(record)
+            report.knowledge_ids.append(item.id)
+            return "imported"
+    if not Knowledge.objects.visible_to(caller).filter(pk=existing.pk).exists():
+        raise ImportRefused(_("knowledge %(id)s exists in a scope this caller cannot read") % {"id": record["id"]},
+                            field="id")
+    report.knowledge_ids.append(existing.id)
+    changed = restore.knowledge_update_text(caller, knowledge_id=existing.id, record=record,
+                                            reason="import: the export's text")
+    return "updated" if changed else "skipped"
 
 
 def _embedder_name() -> str:

@@ -2,9 +2,11 @@
 
 An edit of task, content, tags or types keeps the old text as a version and re-embeds the item
 (`services.knowledge_change_fields`), and only the fields that service changes are offered; Delete is
-replaced by Archive and Make active, reversible status changes. A linked resource passes the API's check
-(`services.check_new_item`: readable by everyone who can read the item), when it is linked and when the
-item's scopes widen. Each change leaves an audit event (admin → Audit events).
+replaced by Archive and Make active, reversible status changes. A changed field is held to the API's rules
+(`inputs.item_changes_check`: scopes as kind:name, http(s) source URLs, the length limits), and a linked resource
+passes the API's check (`services.check_new_item`: readable by everyone who can read the item), when it is
+linked and when the item's scopes widen; a refusal is an error on its field. Each change leaves an audit event
+(admin → Audit events).
 """
 from django import forms
 from django.contrib import admin, messages
@@ -12,11 +14,14 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.forms.models import BaseInlineFormSet
 from rest_framework.exceptions import PermissionDenied
+from rest_framework.exceptions import ValidationError as Refused
 
 from agents.audit import audit_record
 from agents.caller import Caller
 from core.admin_tools import AppendOnlyAdmin, RefusesBadLookups
+from core.errors import invalid_fields
 from knowledge import services
+from knowledge.inputs import item_changes_check
 from knowledge.errors import KnowledgeStateError, ResourceScopeError, UnknownResourceError
 from knowledge.models import KNOWLEDGE_TYPES, FeedbackCase, Knowledge, KnowledgeResource, KnowledgeVersion
 
@@ -95,14 +100,28 @@ class KnowledgeResourceInline(admin.TabularInline):
         return type(formset.__name__, (formset,), {"caller": Caller.for_user(request.user)})
 
 
+def add_refusals(form, refused: Refused) -> None:
+    """The API's refusal as errors on the form's fields, a nested one's path below its field kept (`urls.0: ...`)."""
+    for name, detail in refused.detail.items():
+        message = invalid_fields({name: detail})[0].removeprefix(f"{name}: ").removeprefix(f"{name}.")
+        form.add_error(name if name in form.fields else None, message)
+
+
 class KnowledgeAdminForm(forms.ModelForm):
-    """Widening an item's scopes lets its new readers see its links: they must pass the API's check in the new
-    scopes (narrowing them shows no one anything new). `caller` is set per request by KnowledgeAdmin."""
+    """What a field is changed to passes the API's rules for it (`inputs.item_changes_check`; the tag names the item
+    has already may stay). Widening an item's scopes lets its new readers see its links: they must pass the API's
+    check in the new scopes (narrowing them shows no one anything new). `caller` is set per request by
+    KnowledgeAdmin."""
 
     caller = None
 
     def clean(self):
         cleaned = super().clean()
+        changed = {name: cleaned[name] for name in self.changed_data if name in cleaned}
+        try:
+            item_changes_check(changed, kept_tags=self.instance.tags or {})
+        except Refused as exc:
+            add_refusals(self, exc)
         scopes = cleaned.get("scopes")
         stored = self.instance
         if stored.pk and scopes is not None and set(scopes) - set(stored.scopes):

@@ -1,6 +1,6 @@
 """Request bodies and query parameters of the agent API (seed 003)."""
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema_field
@@ -12,7 +12,8 @@ from knowledge.models import KNOWLEDGE_TYPES
 from knowledge.search.filters import FilterError, parse_filter
 from knowledge.search.rerank import ANSWER_FLOOR, RANK_MODES, RELATIVE_FLOOR, RELEVANCE_FLOOR
 from core.fields import NoUnknownFields, StrictBooleanField, valid_scopes
-from knowledge.serializers import SourceSerializer, TagsField
+from knowledge.serializers import SourceSerializer, TagsField, tags_problem
+from knowledge.services import DOCUMENT_KEY
 
 
 class CommaListField(serializers.ListField):
@@ -225,3 +226,74 @@ class BulkSaveInput(NoUnknownFields, serializers.Serializer):
 class SlimInput(NoUnknownFields, serializers.Serializer):
     model = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     dry_run = StrictBooleanField(default=False)
+
+
+# --- the same rules for values that come another way than a request (the admin's forms, imports) ---------------
+
+def source_check(source) -> None:
+    """An item's `source` held to the rules of the `source` a save takes (`SourceSerializer`: known keys, http(s)
+    URLs, lengths, an ISO 8601 timestamp): a ValidationError under `source`. Its `document` (what the hub read the
+    item from: a document, a file) is the hub's own, never given by a save, and is not judged."""
+    given = {key: value for key, value in source.items() if key != DOCUMENT_KEY} if isinstance(source, Mapping) else source
+    entry = SourceSerializer(data=given)
+    if not entry.is_valid():
+        errors = entry.errors
+        raise serializers.ValidationError({"source": errors.get("non_field_errors", errors)})
+
+
+def source_links_check(source) -> None:
+    """The links of an item's stored `source` held to the rule a save holds them to (`SourceSerializer`'s `urls`:
+    each an absolute http(s) URL, no `javascript:`), a ValidationError naming `source.urls.<n>`: what a restore (the
+    import of an export, which keeps every value as it was) checks of a source. Its other values the hub itself may
+    have written past a save's limits (a document's title as its `name`, a merge's union of its items' `urls`)."""
+    if not isinstance(source, Mapping):
+        raise serializers.ValidationError({"source": [serializers.DictField.default_error_messages["not_a_dict"].format(
+            input_type=type(source).__name__)]})
+    urls = source.get("urls") or []
+    if not isinstance(urls, list):
+        raise serializers.ValidationError({"source": {"urls": [serializers.ListField.default_error_messages[
+            "not_a_list"].format(input_type=type(urls).__name__)]}})
+    link = SourceSerializer().fields["urls"].child  # the API's own field: its scheme, length and character rules
+    refused = {}
+    for n, url in enumerate(urls):
+        try:
+            link.run_validation(url)
+        except serializers.ValidationError as exc:
+            refused[n] = exc.detail
+    if refused:
+        raise serializers.ValidationError({"source": {"urls": refused}})
+
+
+def item_changes_check(changes: Mapping, *, kept_tags: Iterable[str] = ()) -> None:
+    """A change of an existing item's fields (the admin's form; `services.knowledge_change_fields` stores it) held to
+    the API's rules, a ValidationError naming each field it refuses: task, content, tags and types as PATCH
+    /api/knowledge/{id} takes them (tag names the item has, `kept_tags`, may stay whatever they are); scopes, owner,
+    message_id, score and confidence as POST /api/knowledge takes them for a new item (no request changes them in
+    place); source as `source_check`."""
+    errors = {}
+    text = {name: changes[name] for name in ("task", "content", "tags", "types") if name in changes}
+    if text:
+        edit = KnowledgePatchInput(data=text)
+        if not edit.is_valid():
+            errors.update(edit.errors)
+        elif "tags" in text:
+            problem = tags_problem(text["tags"], kept=list(kept_tags))
+            if problem:
+                errors["tags"] = [problem]
+    plain = {name: changes[name] for name in ("scopes", "owner", "message_id", "score") if name in changes}
+    if "confidence" in changes:
+        plain["eval"] = {"confidence": changes["confidence"]}
+    if plain:
+        new = KnowledgeCreateInput(data=plain, partial=True)
+        if not new.is_valid():
+            refused = dict(new.errors)
+            if isinstance(refused.get("eval"), Mapping):
+                refused.update(refused.pop("eval"))  # `eval.confidence` is the item's `confidence`
+            errors.update(refused)
+    if "source" in changes:
+        try:
+            source_check(changes["source"])
+        except serializers.ValidationError as exc:
+            errors.update(exc.detail)
+    if errors:
+        raise serializers.ValidationError(errors)

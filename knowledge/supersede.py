@@ -2,7 +2,8 @@
 
 `knowledge_supersede` marks the older item `superseded` with `superseded_by`; search and the list skip it unless
 asked (`include_superseded`), and the successor lists what it replaced (`supersedes`). Making it active again
-(`knowledge_unsupersede`, the `knowledge_activate` operation) reverses it.
+(`knowledge_unsupersede`, the `knowledge_activate` operation) reverses it, and reopens the conflict whose review made
+that decision, as undoing a merge reopens the conflict the merge settled (`slim.knowledge_unmerge`).
 """
 from django.db import transaction
 from django.utils import timezone
@@ -10,7 +11,7 @@ from django.utils.translation import gettext as _
 
 from core import events
 from knowledge.errors import KnowledgeStateError
-from knowledge.models import Knowledge, KnowledgeStatus
+from knowledge.models import Conflict, Knowledge, KnowledgeStatus
 from knowledge.services import lock_items, require_write_any
 
 
@@ -45,14 +46,21 @@ def knowledge_supersede(caller, *, knowledge_id: str, successor_id: str) -> Know
 
 @transaction.atomic
 def knowledge_unsupersede(caller, *, knowledge_id: str) -> Knowledge:
-    """Make a superseded item active again (its successor stays as it is)."""
+    """Make a superseded item active again (its successor stays as it is). A conflict settled by superseding it by
+    that successor is open again: the pair is back, for a person to judge (`conflicts.conflict_reopen` reverses the
+    same decision from the conflict's side, and un-supersedes only an item its successor still supersedes)."""
     item = Knowledge.objects.select_for_update().get(pk=knowledge_id)
     require_write_any(caller, item)
     if item.status != KnowledgeStatus.SUPERSEDED:
         raise KnowledgeStateError(_("%(id)s is %(status)s, not superseded") % {"id": item.id, "status": item.status},
                                   field="knowledge_id")
+    successor_id = item.superseded_by_id
     item.status, item.superseded_by, item.updated_at = KnowledgeStatus.ACTIVE, None, timezone.now()
     item.save(update_fields=["status", "superseded_by", "updated_at"])
+    # after the item's lock, as every writer takes an item before its conflict (`conflicts.conflict_resolve`)
+    Conflict.objects.filter(status=Conflict.Status.SUPERSEDED, resolution__superseded=item.id,
+                            resolution__successor=successor_id).update(
+        status=Conflict.Status.OPEN, resolution={}, resolved_by="", resolved_at=None, updated_at=item.updated_at)
     events.emit(events.KNOWLEDGE_UPDATED, scopes=item.scopes,
                 data=events.knowledge_data(item, changed=["status"], reason="no longer superseded", by=caller.principal))
     return item

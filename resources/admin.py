@@ -1,3 +1,4 @@
+from django import forms
 from django.contrib import admin
 from django.db import transaction
 from django.core.exceptions import PermissionDenied
@@ -5,11 +6,14 @@ from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
+from rest_framework.exceptions import ValidationError as Refused
 
 from agents.audit import audit_record
 from agents.caller import Caller
 from core.admin_tools import AppendOnlyAdmin, RefusesBadLookups
+from core.errors import invalid_fields
 from resources.models import Resource, ResourceVersion, RevealEvent
+from resources.serializers import ResourceInput
 from resources.services import resource_change_fields, resource_reveal, resource_version_reveal, secret_expired
 
 
@@ -56,8 +60,29 @@ class RevealInAdmin:
         return format_html('<a href="{}">reveal…</a>', reverse("admin:%s_%s_reveal" % info, args=[obj.pk]))
 
 
+class ResourceAdminForm(forms.ModelForm):
+    """A new resource, and what a field of one is changed to, pass the API's rules for a saved resource
+    (`ResourceInput`: a path-like id, scopes as kind:name and at least one, the length limits, metadata an object):
+    a refusal is an error on its field. An empty value (no expiry) is left to the model's own check."""
+
+    def clean(self):
+        cleaned = super().clean()
+        adding = self.instance._state.adding
+        judged = ResourceInput().fields
+        given = {name: cleaned[name] for name in (self.fields if adding else self.changed_data)
+                 if name in judged and cleaned.get(name) is not None}
+        try:  # partial: a field the form refused already (a missing title) is not refused twice
+            ResourceInput(data=given, partial=True).is_valid(raise_exception=True)
+        except Refused as exc:
+            for name, detail in exc.detail.items():
+                message = invalid_fields({name: detail})[0].removeprefix(f"{name}: ").removeprefix(f"{name}.")
+                self.add_error(name if name in self.fields else None, message)
+        return cleaned
+
+
 @admin.register(Resource)
 class ResourceAdmin(RefusesBadLookups, RevealInAdmin, admin.ModelAdmin):
+    form = ResourceAdminForm
     list_display = ["id", "title", "content_type", "has_secret", "owner", "expires_at", "is_expired", "dependent_knowledge", "updated_at"]
     list_filter = ["content_type", "is_expired", ("expires_at", admin.EmptyFieldListFilter)]
     search_fields = ["id", "title", "body"]

@@ -114,7 +114,8 @@ def knowledge_archive(caller: Caller, *, knowledge_id, reason) -> Knowledge:
 
 @operation("knowledge_activate", input=StatusInput, output=KnowledgeSerializer, writes=True, permission="write")
 def knowledge_activate(caller: Caller, *, knowledge_id, reason) -> Knowledge:
-    """Make an archived or superseded item active again (a merged one comes back through knowledge_unmerge)."""
+    """Make an archived or superseded item active again (a merged one comes back through knowledge_unmerge); the
+    conflict whose review superseded it is open again."""
     item = changeable_item(caller, knowledge_id)
     if item.status == Knowledge.Status.SUPERSEDED:
         from knowledge.supersede import knowledge_unsupersede

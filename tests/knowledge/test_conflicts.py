@@ -138,13 +138,38 @@ def test_supersede_takes_the_older_item_out_of_search_and_reopening_brings_it_ba
 
 
 @pytest.mark.django_db
+def test_making_a_superseded_item_active_reopens_the_conflict_that_superseded_it(detection, fake_openai, curator):
+    no, yes, conflict = _open_conflict(fake_openai)
+    curator.post(f"/api/conflicts/{conflict.id}/resolve", {"action": "supersede", "successor_id": no.id}, format="json")
+
+    assert curator.post(f"/api/knowledge/{yes.id}/activate").status_code == 200
+
+    reopened = Conflict.objects.get(pk=conflict.id)
+    assert (reopened.status, reopened.resolution, reopened.resolved_by, reopened.resolved_at) == ("open", {}, "", None)
+    assert Knowledge.objects.get(pk=yes.id).status == "active"
+    settled = curator.post(f"/api/conflicts/{conflict.id}/resolve", {"action": "keep_both"}, format="json")
+    assert settled.status_code == 200 and settled.json()["status"] == "kept_both"  # open, so a person settles it again
+
+
+@pytest.mark.django_db
+def test_activating_leaves_a_conflict_whose_supersede_another_successor_replaced_as_it_is(detection, fake_openai, curator):
+    no, yes, conflict = _open_conflict(fake_openai)
+    [other] = saved(PROBE_IN_OTHER_WORDS)
+    curator.post(f"/api/conflicts/{conflict.id}/resolve", {"action": "supersede", "successor_id": no.id}, format="json")
+    Knowledge.objects.filter(pk=yes.id).update(superseded_by=other)  # another decision since (stored before activation reopened)
+
+    assert curator.post(f"/api/knowledge/{yes.id}/activate").status_code == 200
+
+    assert Conflict.objects.get(pk=conflict.id).status == "superseded"  # not the decision this activation undid
+
+
+@pytest.mark.django_db
 def test_reopening_a_supersede_leaves_an_item_superseded_since_by_another_as_it_is(detection, fake_openai, curator):
     no, yes, conflict = _open_conflict(fake_openai)
     [other] = saved(PROBE_IN_OTHER_WORDS)
     curator.post(f"/api/conflicts/{conflict.id}/resolve", {"action": "supersede", "successor_id": no.id}, format="json")
-    assert curator.post(f"/api/knowledge/{yes.id}/activate").status_code == 200
-    later = curator.post(f"/api/knowledge/{yes.id}/supersede", {"successor_id": other.id}, format="json")
-    assert later.status_code == 200, later.content
+    # superseded since by another item while this conflict stayed settled (as activating did before it reopened it)
+    Knowledge.objects.filter(pk=yes.id).update(superseded_by=other)
 
     reopened = curator.post(f"/api/conflicts/{conflict.id}/reopen").json()
 
