@@ -33,8 +33,8 @@ urlpatterns = [
     path("review/approve/", review.approve, name="review_approve"),
     path("review/reject/", review.reject, name="review_reject"),
     path("resources/", resources.resource_list, name="resource_list"),
-    path("resources/<path:resource_id>/reveal/", resources.resource_reveal, name="resource_reveal"),
-    path("resources/<path:resource_id>/", resources.resource_detail, name="resource_detail"),
+    # One URL per resource, whatever its id (ids hold '/' and may end in "/reveal"): GET shows it, POST reveals
+    path("resources/<path:resource_id>/", resources.resource_page, name="resource_detail"),
     path("documents/", documents.documents, name="documents"),
     path("documents/upload/", documents.document_upload, name="document_upload"),
     path("documents/import/", documents.document_import, name="document_import"),

@@ -8,6 +8,7 @@ import json
 
 import jsonschema
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from core import metrics
 from core.safe_json import storable
@@ -26,8 +27,10 @@ class LLMNotConfigured(LLMError, DomainError):
 
     def __init__(self):
         DomainError.__init__(  # RuntimeError's __init__ would not set the DomainError attributes
-            self, "no LLM is configured: set KNOWHUB_LLM_MODEL and OPENAI_API_KEY "
-            "(and OPENAI_BASE_URL for an OpenAI-compatible endpoint other than OpenAI's)"
+            # gettext, not gettext_lazy: in the language of the request that raised it, as a plain str (the MCP
+            # server's json.dumps takes no lazy text), as the other typed errors (knowledge.errors) do
+            self, _("no LLM is configured: set KNOWHUB_LLM_MODEL and OPENAI_API_KEY "
+                    "(and OPENAI_BASE_URL for an OpenAI-compatible endpoint other than OpenAI's)")
         )
 
 

@@ -9,3 +9,9 @@ register = template.Library()
 @register.filter
 def label(value):
     return labels.label(value)
+
+
+@register.filter
+def progress(values):
+    """`{{ document.progress|progress }}`: a job's or a document's progress, labelled, " · " between entries."""
+    return " · ".join(labels.progress(values))

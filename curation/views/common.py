@@ -1,10 +1,14 @@
 """Small helpers shared by the curation views."""
 from dataclasses import dataclass
 
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import HttpResponse
+from django.shortcuts import render
 from django.template.loader import render_to_string
+from django.utils.html import format_html
 
+from rest_framework.exceptions import APIException
 from rest_framework.exceptions import PermissionDenied as OperationRefused
 from rest_framework.exceptions import ValidationError
 
@@ -29,17 +33,48 @@ def caller_of(request) -> Caller:
 REFUSALS = (DomainError, ValidationError, OperationRefused)
 
 
+def refusal_fields(exc) -> dict:
+    """An operation's refusal as {field path, or None: messages}."""
+    if isinstance(exc, ValidationError):
+        return exc.detail if isinstance(exc.detail, dict) else {None: exc.detail}
+    if isinstance(exc, DomainError):
+        return exc.api_fields() or {None: [exc.message]}
+    return {None: [str(getattr(exc, "detail", exc))]}  # the operation's PermissionDenied (a scope not writable), ...
+
+
 def refuse(form, exc) -> None:
     """An operation's refusal as errors in `form`: each on its field when the form has it, else above the form."""
-    if isinstance(exc, ValidationError):
-        fields = exc.detail if isinstance(exc.detail, dict) else {None: exc.detail}
-    elif isinstance(exc, DomainError):
-        fields = exc.api_fields() or {None: [exc.message]}
-    else:  # the operation's PermissionDenied (e.g. a scope this person may not write)
-        fields = {None: [str(exc.detail)]}
-    for path, messages in fields.items():
+    for path, messages in refusal_fields(exc).items():
         name = str(path).split(".")[0] if path else None
         form.add_error(name if name in form.fields else None, first_message(messages))
+
+
+def refusal_text(exc) -> str:
+    """An operation's refusal in one line: each field's first message after the field's name, said once (a
+    ChainError's message is already its first field's), else its message."""
+    return "; ".join(f"{path}: {first_message(messages)}" if path and path != "non_field_errors" else first_message(messages)
+                     for path, messages in refusal_fields(exc).items())
+
+
+def refusal_response(request, exc) -> HttpResponse:
+    """A refusal no view expected (a deployment's filter, a rule added to an operation later), answered instead of a
+    500: 403 for a permission, 422 for refused input, else the error's own status. An htmx request gets the reason
+    in the page's flash area (swapped there for 409, 410 and 422; htmx flashes its own message for the others)."""
+    if isinstance(exc, OperationRefused):
+        raise PermissionDenied(str(exc.detail)) from exc
+    status = exc.status if isinstance(exc, DomainError) else exc.status_code
+    status = 422 if status == 400 else status
+    text = refusal_text(exc)
+    if request.htmx:
+        response = HttpResponse(format_html('<div id="flash" role="alert" aria-live="assertive">{}</div>', text),
+                                status=status)
+        response["HX-Retarget"], response["HX-Reswap"] = "#flash", "outerHTML"
+        return response
+    return render(request, "errors/refused.html", {"message": text}, status=status)
+
+
+# Answered by `refusal_response` when a view lets one through (permissions.require wraps every view)
+UNEXPECTED_REFUSALS = (DomainError, APIException)
 
 
 def paginate(items, page_number, *, per_page: int = PAGE_SIZE):

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_POST, require_safe
 from agents import operations
 from curation import permissions
 from curation.labels import label
-from curation.views.common import caller_of, paginate
+from curation.views.common import caller_of, paginate, refusal_text
 from knowledge.errors import KnowledgeStateError
 from core.errors import DomainError
 from knowledge.limits import CONTENT_MAX, TASK_MAX
@@ -63,15 +63,8 @@ def resolve(request, conflict_id):
     except KnowledgeStateError as exc:
         return _card(request, conflict_id, status=409, error=exc.message)
     except DomainError as exc:  # refused input (an unknown action, a text over the limits): said on the card
-        return _card(request, conflict_id, status=422, error=_readable(exc))
+        return _card(request, conflict_id, status=422, error=refusal_text(exc))
     return _card(request, conflict_id, done=True)
-
-
-def _readable(exc: DomainError) -> str:
-    fields = getattr(exc, "api_fields", lambda: {})() or {}
-    details = "; ".join(f"{name}: {' '.join(map(str, errors)) if isinstance(errors, list) else errors}"
-                        for name, errors in fields.items())
-    return f"{exc.message}{' (' + details + ')' if details else ''}"
 
 
 @permissions.require(permissions.CURATE)

@@ -43,6 +43,21 @@ def resource_detail(request, resource_id):
     })
 
 
+LEGACY_REVEAL = "/reveal"  # the old reveal link's suffix
+
+
+def resource_page(request, resource_id):
+    """A resource's one address: GET shows it, POST reveals its secret. The action is not a suffix of the path,
+    since an id may contain '/' and end in "/reveal" (`cred/x/reveal` has a page of its own). The old reveal link,
+    a POST to `<id>/reveal/`, still reveals `<id>` when no resource is named `<id>/reveal`."""
+    if request.method != "POST":
+        return resource_detail(request, resource_id)
+    old_link = resource_id.removesuffix(LEGACY_REVEAL)
+    if old_link != resource_id and not Resource.objects.filter(pk=resource_id).exists():
+        resource_id = old_link
+    return resource_reveal(request, resource_id)
+
+
 @never_cache  # the secret must not stay in a browser's or a proxy's cache (Cache-Control: no-store)
 @permissions.require(permissions.REVEAL)
 @require_POST

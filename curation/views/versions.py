@@ -6,6 +6,7 @@ from django.views.decorators.http import require_POST, require_safe
 from rest_framework.exceptions import ValidationError
 
 from agents import operations
+from core.errors import DomainError
 from curation import permissions
 from curation.diff import diff_rows, state, state_names
 from curation.views.common import caller_of, render_parts
@@ -35,5 +36,9 @@ def version_restore(request, knowledge_id, number):
         operations.call("knowledge_restore_version", caller_of(request), knowledge_id=item.id, data={"version": number})
     except ValidationError:  # no such version
         raise Http404(f"{item.id} has no version {number}") from None
+    except DomainError as exc:
+        if exc.status != 400:  # not about the number (a filter's refusal): answered as any refusal is (permissions.require)
+            raise
+        raise Http404(f"{item.id} has no version {number}") from None  # refused by the input check: no version 0 exists
     context = detail_context(_item(item.id), oob=True, restored=number)
     return render_parts(request, DETAIL, ["content", "versions", "fields"], context)

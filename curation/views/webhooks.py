@@ -5,6 +5,7 @@ from django.db.models import F, Window
 from django.db.models.functions import RowNumber
 from django.http import HttpResponse
 from django.shortcuts import render
+from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST, require_safe
@@ -32,10 +33,11 @@ def latest_deliveries(subscriptions) -> dict:
     return latest
 
 
-def card(subscription, *, secret: str | None = None, message: str = "", deliveries: list | None = None) -> dict:
+def card(subscription, *, secret: str | None = None, message: str = "", error: str = "",
+         deliveries: list | None = None) -> dict:
     if deliveries is None:
         deliveries = latest_deliveries([subscription])[subscription.pk]
-    return {"sub": subscription, "deliveries": deliveries, "secret": secret, "message": message}
+    return {"sub": subscription, "deliveries": deliveries, "secret": secret, "message": message, "error": error}
 
 
 def subscriptions_context(request) -> dict:
@@ -44,11 +46,11 @@ def subscriptions_context(request) -> dict:
     return {"cards": [card(sub, deliveries=latest[sub.pk]) for sub in found["results"]], "count": found["count"]}
 
 
-def _card_response(request, webhook_id, **extra):
+def _card_response(request, webhook_id, *, status: int = 200, **extra):
     from webhooks.operations import visible_subscription
 
     sub = visible_subscription(caller_of(request), webhook_id)
-    return render(request, f"{PAGE}#subscription", {"card": card(sub, **extra)})
+    return render(request, f"{PAGE}#subscription", {"card": card(sub, **extra)}, status=status)
 
 
 @permissions.require(permissions.CURATE)
@@ -87,7 +89,10 @@ def webhook_pause(request, webhook_id):
 @permissions.require(permissions.CURATE)
 @require_POST
 def webhook_resume(request, webhook_id):
-    operations.call("webhook_change", caller_of(request), data={"active": True}, webhook_id=str(webhook_id))
+    try:
+        operations.call("webhook_change", caller_of(request), data={"active": True}, webhook_id=str(webhook_id))
+    except DomainError as exc:  # its maker may no longer curate: said on the card, which stays paused
+        return _card_response(request, webhook_id, error=exc.message, status=exc.status)
     return _card_response(request, webhook_id, message=_("Resumed."))
 
 
@@ -95,7 +100,7 @@ def webhook_resume(request, webhook_id):
 @require_POST
 def webhook_delete(request, webhook_id):
     operations.call("webhook_delete", caller_of(request), webhook_id=str(webhook_id))
-    return HttpResponse('<p class="ok" role="status">Subscription deleted.</p>')
+    return HttpResponse(format_html('<p class="ok" role="status">{}</p>', _("Subscription deleted.")))
 
 
 @never_cache  # as resource_reveal: the secret must not stay in a browser's or a proxy's cache (Cache-Control: no-store)

@@ -35,3 +35,18 @@ def test_every_get_page_answers_head_for_its_role(viewer_client, django_user_mod
             head = client.head(url)
             assert (head.status_code, head.content) == (200, b""), url
             assert client.get(url).status_code == 200, url
+
+
+@pytest.mark.parametrize("template", ["400.html", "403.html", "403_csrf.html", "404.html", "500.html",
+                                      "errors/refused.html"])
+def test_error_pages_name_an_empty_favicon_so_the_browser_asks_for_none(template):
+    from django.template.loader import render_to_string
+
+    assert '<link rel="icon" href="data:,">' in render_to_string(template)
+
+
+def test_a_404_and_a_403_page_name_an_empty_favicon(viewer_client):
+    missing = viewer_client.get("/knowledge/knowledge-20000101-none/")
+    refused = viewer_client.post("/review/find/")
+    assert (missing.status_code, refused.status_code) == (404, 403)
+    assert all(b'<link rel="icon" href="data:,">' in r.content for r in (missing, refused))

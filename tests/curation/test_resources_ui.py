@@ -83,3 +83,23 @@ def test_audit_targets_link_to_their_pages(admin_client_, secret_resource):
     assert f'<td><a href="/knowledge/{item.id}/">{item.id}</a></td>' in body
     assert f'<td><a href="/resources/{resource.id}/">{resource.id}</a></td>' in body
     assert "<td>token-7</td>" in body  # neither: plain text
+
+
+def test_a_resource_whose_id_ends_in_reveal_has_a_page_and_a_reveal_of_its_own(admin_client_):
+    make_resource("cred/x", secure_body=SECRET + "-x")
+    make_resource("cred/x/reveal", secure_body=SECRET + "-reveal", body="the one ending in reveal")
+    listed = admin_client_.get("/resources/?q=cred/x").content.decode()
+    assert 'href="/resources/cred/x/reveal/"' in listed
+    page = admin_client_.get("/resources/cred/x/reveal/")
+    assert page.status_code == 200 and "the one ending in reveal" in page.content.decode()
+    assert 'hx-post="/resources/cred/x/reveal/"' in page.content.decode()  # its reveal button: its own address
+    revealed = admin_client_.post("/resources/cred/x/reveal/").content.decode()
+    assert SECRET + "-reveal" in revealed and SECRET + "-x" not in revealed
+    assert SECRET + "-x" in admin_client_.post("/resources/cred/x/").content.decode()
+    assert list(RevealEvent.objects.order_by("id").values_list("resource_id", flat=True)) == ["cred/x/reveal", "cred/x"]
+
+
+def test_the_old_reveal_link_still_reveals_when_no_resource_is_named_so(admin_client_, secret_resource):
+    resource, _ = secret_resource
+    assert admin_client_.get(f"/resources/{resource.id}/reveal/").status_code == 404  # a page: of no resource
+    assert SECRET in admin_client_.post(f"/resources/{resource.id}/reveal/").content.decode()
