@@ -8,37 +8,39 @@ from urllib.parse import unquote
 import pytest
 
 from knowhub_client import (
-    AsyncKnowHub, KnowHub, KnowHubError, NotFound, RetryPolicy, ServerError, tools,
+    AsyncKnowHub, InvalidArgument, KnowHub, KnowHubError, NotFound, RetryPolicy, ServerError, tools,
 )
 from tests.clients.test_client_retries import Flaky
 
-EVIL = ["../../admin", "..", ".", "x/../../api/export?scopes=org:other#frag", "%2e%2e%2fadmin", "a b?c#d"]
+EVIL = ["../../admin", "..", ".", "x/../../api/export?scopes=org:other#frag", "%2e%2e%2fadmin", "a b?c#d",
+        "knowledge-20260101-abcd/versions", "", "a\x00b", "ünï"]
 
-# (call, the path's segments with {} where the caller's value goes)
+# (call, the path's segments with {} where the caller's value goes, the argument named when it is refused)
 BY_ID = [
-    (lambda hub, v: hub.knowledge_get(v), "api/knowledge/{}"),
-    (lambda hub, v: hub.knowledge_update(v, add_helpful_case={"outcome": "ok"}), "api/knowledge/{}"),
-    (lambda hub, v: hub.knowledge_edit(v, content="c"), "api/knowledge/{}"),
-    (lambda hub, v: hub.knowledge_versions(v), "api/knowledge/{}/versions"),
-    (lambda hub, v: hub.knowledge_restore_version(v, 1), "api/knowledge/{}/restore"),
-    (lambda hub, v: hub.knowledge_archive(v), "api/knowledge/{}/archive"),
-    (lambda hub, v: hub.knowledge_activate(v), "api/knowledge/{}/activate"),
-    (lambda hub, v: hub.knowledge_unmerge(v), "api/knowledge/{}/unmerge"),
-    (lambda hub, v: hub.knowledge_supersede(v, "other"), "api/knowledge/{}/supersede"),
-    (lambda hub, v: hub.resource_get(v), "api/resource/{}"),
-    (lambda hub, v: hub.resource_get(v, reveal=True), "api/resource/{}"),
-    (lambda hub, v: hub.job_get(v), "api/jobs/{}"),
-    (lambda hub, v: hub.job_get({"job": {"id": v}}), "api/jobs/{}"),
-    (lambda hub, v: hub.evolve_rollback(v), "api/jobs/{}/rollback"),
-    (lambda hub, v: hub.evolve_accept(v), "api/jobs/{}/accept"),
-    (lambda hub, v: hub.evolve_reject(v), "api/jobs/{}/reject"),
-    (lambda hub, v: hub.document_get(v), "api/documents/{}"),
-    (lambda hub, v: hub.webhook_get(v), "api/webhooks/{}"),
-    (lambda hub, v: hub.webhook_change(v, active=False), "api/webhooks/{}"),
-    (lambda hub, v: hub.webhook_delete(v), "api/webhooks/{}"),
-    (lambda hub, v: hub.webhook_resend(v, "d1"), "api/webhooks/{}/deliveries/d1/resend"),
-    (lambda hub, v: hub.webhook_resend("w1", v), "api/webhooks/w1/deliveries/{}/resend"),
+    (lambda hub, v: hub.knowledge_get(v), "api/knowledge/{}", "knowledge_id"),
+    (lambda hub, v: hub.knowledge_update(v, add_helpful_case={"outcome": "ok"}), "api/knowledge/{}", "knowledge_id"),
+    (lambda hub, v: hub.knowledge_edit(v, content="c"), "api/knowledge/{}", "knowledge_id"),
+    (lambda hub, v: hub.knowledge_versions(v), "api/knowledge/{}/versions", "knowledge_id"),
+    (lambda hub, v: hub.knowledge_restore_version(v, 1), "api/knowledge/{}/restore", "knowledge_id"),
+    (lambda hub, v: hub.knowledge_archive(v), "api/knowledge/{}/archive", "knowledge_id"),
+    (lambda hub, v: hub.knowledge_activate(v), "api/knowledge/{}/activate", "knowledge_id"),
+    (lambda hub, v: hub.knowledge_unmerge(v), "api/knowledge/{}/unmerge", "knowledge_id"),
+    (lambda hub, v: hub.knowledge_supersede(v, "other"), "api/knowledge/{}/supersede", "knowledge_id"),
+    (lambda hub, v: hub.resource_get(v), "api/resource/{}", "id"),
+    (lambda hub, v: hub.resource_get(v, reveal=True), "api/resource/{}", "id"),
+    (lambda hub, v: hub.job_get(v), "api/jobs/{}", "job"),
+    (lambda hub, v: hub.job_get({"job": {"id": v or "x/y"}}), "api/jobs/{}", "job"),
+    (lambda hub, v: hub.evolve_rollback(v), "api/jobs/{}/rollback", "job"),
+    (lambda hub, v: hub.evolve_accept(v), "api/jobs/{}/accept", "job"),
+    (lambda hub, v: hub.evolve_reject(v), "api/jobs/{}/reject", "job"),
+    (lambda hub, v: hub.document_get(v), "api/documents/{}", "document_id"),
+    (lambda hub, v: hub.webhook_get(v), "api/webhooks/{}", "webhook_id"),
+    (lambda hub, v: hub.webhook_change(v, active=False), "api/webhooks/{}", "webhook_id"),
+    (lambda hub, v: hub.webhook_delete(v), "api/webhooks/{}", "webhook_id"),
+    (lambda hub, v: hub.webhook_resend(v, "d1"), "api/webhooks/{}/deliveries/d1/resend", "webhook_id"),
+    (lambda hub, v: hub.webhook_resend("w1", v), "api/webhooks/w1/deliveries/{}/resend", "delivery_id"),
 ]
+VALID = ["knowledge-20260101-abcd", "3f2b8c1e-9d4a-4b7e-8f00-0c5a1b2c3d4e", "a.b_c-d"]
 
 
 @pytest.fixture
@@ -48,29 +50,41 @@ def flaky():
     server.close()
 
 
-def test_every_id_in_a_path_stays_one_segment_of_its_own_endpoint(flaky):
+def test_an_id_no_server_id_can_be_is_refused_by_name_before_any_request(flaky):
+    """The server decodes %2F before routing: "knowledge-…/versions" sent encoded would reach the versions listing."""
     with KnowHub(flaky.url, token="kh_x", retry=RetryPolicy(retries=0)) as hub:
-        for call, template in BY_ID:
+        for call, template, argument in BY_ID:
             for value in EVIL:
+                if template.startswith("api/resource/") and value == "knowledge-20260101-abcd/versions":
+                    continue  # a resource id is path-like
+                with pytest.raises(InvalidArgument) as refused:
+                    call(hub, value)
+                assert refused.value.argument == argument and argument in str(refused.value), (template, value)
+    assert flaky.requests == []
+
+
+def test_every_id_a_server_can_hold_stays_one_segment_of_its_own_endpoint(flaky):
+    with KnowHub(flaky.url, token="kh_x", retry=RetryPolicy(retries=0)) as hub:
+        for call, template, _ in BY_ID:
+            for value in VALID + (["credentials/website_a"] if template.startswith("api/resource/") else []):
                 flaky.script.append((200, {}, {"id": "x", "status": "succeeded"}))
                 call(hub, value)
                 method, raw = flaky.requests.pop()
                 path, _, query = raw.partition("?")
                 expected = ["", *template.split("/")]
-                assert "#" not in raw and [unquote(s) for s in path.split("/")] == \
-                    [value if s == "{}" else s for s in expected], (template, value, raw)
-                assert all(s not in (".", "..") for s in path.split("/")), raw
+                assert [unquote(s) for s in path.split("/")] == [value if s == "{}" else s for s in expected], raw
                 assert query in ("", "reveal=true"), raw
 
 
-def test_the_async_client_encodes_ids_alike(flaky):
+def test_the_async_client_checks_and_encodes_ids_alike(flaky):
     async def scenario():
         async with AsyncKnowHub(flaky.url, retry=RetryPolicy(retries=0)) as hub:
-            await hub.resource_get("../../admin", reveal=True)
-            await hub.knowledge_get("..")
+            await hub.resource_get("credentials/website_a", reveal=True)
+            with pytest.raises(InvalidArgument, match="knowledge_id"):
+                await hub.knowledge_get("knowledge-20260101-abcd/versions")
 
     asyncio.run(scenario())
-    assert flaky.requests == [("GET", "/api/resource/..%2F..%2Fadmin?reveal=true"), ("GET", "/api/knowledge/%2E%2E")]
+    assert flaky.requests == [("GET", "/api/resource/credentials%2Fwebsite_a?reveal=true")]
 
 
 def test_an_html_page_is_an_error_with_its_text_not_its_markup(flaky):

@@ -12,8 +12,8 @@ from knowhub_client._transport import RetryPolicy
 from knowhub_client.agno import knowhub_retriever, search_knowledge_base, search_knowledge_base_schema
 from knowhub_client.client import AsyncKnowHub, KnowHub
 from knowhub_client.errors import (
-    AuthenticationFailed, BadRequest, Conflict, ConnectionFailed, Gone, JobFailed, JobTimeout, KnowHubError,
-    NotFound, PayloadTooLarge, PermissionDenied, RateLimited, ServerError,
+    AuthenticationFailed, BadRequest, Conflict, ConnectionFailed, Gone, InvalidArgument, JobFailed, JobTimeout,
+    KnowHubError, NotFound, PayloadTooLarge, PermissionDenied, RateLimited, ServerError,
 )
 from knowhub_client.filters import (
     AND, CONTAINS, EQ, GT, GTE, IN, LT, LTE, NEQ, NIN, NOT, OR, STARTSWITH, FilterExpr,
@@ -25,6 +25,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AND", "CONTAINS", "EQ", "GT", "GTE", "IN", "LT", "LTE", "NEQ", "NIN", "NOT", "OR", "STARTSWITH",
     "AsyncKnowHub", "AuthenticationFailed", "async_tools", "BadRequest", "Conflict", "ConnectionFailed", "FilterExpr", "Gone",
+    "InvalidArgument",
     "JobFailed", "JobTimeout", "KnowHub", "KnowHubError", "NotFound", "PayloadTooLarge", "PermissionDenied",
     "RateLimited", "RetryPolicy", "ServerError", "knowhub_retriever", "openai_schemas", "search_knowledge_base",
     "search_knowledge_base_schema", "tools",

@@ -1,19 +1,60 @@
 """Each API operation as a `Call`: built once here, sent by the sync or the async client."""
 from __future__ import annotations
 
+import re
 import uuid
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote
 
-from knowhub_client._transport import Call
+from knowhub_client._transport import Call, check_header
+from knowhub_client.errors import InvalidArgument
 from knowhub_client.filters import filter_json
 
+# What a server id can hold: knowledge ids (knowledge/ids.py) and UUIDs (jobs, documents, webhooks, deliveries) fit
+# `_ID`; resource ids are path-like (resources/models.py RESOURCE_ID_PATTERN). Anything else cannot name an item,
+# and sent anyway it could name another endpoint: the server decodes %2F before routing, so
+# "knowledge-…/versions" would reach the versions listing.
+_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")
+_RESOURCE_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*(/[A-Za-z0-9_-][A-Za-z0-9_.-]*)*")
 
-def _segment(value: Any) -> str:
-    """`value` as one URL path segment of its endpoint: "/", "?", "#" and "%" percent-encoded, and the dots of
-    "." and ".." too, which an HTTP client would resolve (`knowledge_get("..")` must not GET /api)."""
-    segment = quote(str(value), safe="")
-    return segment.replace(".", "%2E") if segment in (".", "..") else segment
+
+def _segment(value: Any, argument: str, *, path_like: bool = False) -> str:
+    """`value` as one URL path segment of its endpoint, or `InvalidArgument` naming `argument` when no id can be it
+    (a "/" outside a resource id, "..", "?", a space, ...). A resource id's "/" is sent encoded (%2F)."""
+    text = str(value) if isinstance(value, (str, int, uuid.UUID)) and not isinstance(value, bool) else None
+    if text is None or not (_RESOURCE_ID if path_like else _ID).fullmatch(text):
+        shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
+        allowed = "letters, digits, '_', '-', '.' and '/' between parts" if path_like else "letters, digits, '_', '-', '.'"
+        raise InvalidArgument(argument, f"{shown} is not an id ({allowed}; not starting with '.')")
+    return quote(text, safe="")
+
+
+def _strings(value: Any, argument: str, *, joined: bool = False) -> list[str] | None:
+    """A list-of-text argument: None stays None, one string is a list of it (``types="tool"`` means
+    ``["tool"]``, not its letters), and every element must be a string. `joined`: the list is sent comma-joined,
+    so an element holding a comma (it would arrive as two) is refused."""
+    if value is None:
+        return None
+    values = [value] if isinstance(value, str) else list(value) if isinstance(value, Iterable) else None
+    if values is None or isinstance(value, (dict, bytes)):
+        raise InvalidArgument(argument, f"must be a list of strings, not {type(value).__name__}")
+    for n, element in enumerate(values):
+        if not isinstance(element, str):
+            raise InvalidArgument(argument, f"element {n} must be a string, not {type(element).__name__}")
+        if joined and "," in element:
+            raise InvalidArgument(argument, f"element {n} holds a comma, which would split it in two")
+    return values
+
+
+def _text(value: Any, argument: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidArgument(argument, f"must be a string, not {type(value).__name__}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidArgument(argument, "holds a character that is not Unicode text (a lone surrogate)") from None
+    return value
 
 
 def _conflict_id(value: Any) -> int:
@@ -34,7 +75,8 @@ def knowledge_search(query: str, top_k: int, min_score: int, types: list[str] | 
                      scopes: list[str] | None, rank: str | None, explain: bool, *, answer_floor: float | None = None,
                      relevance_floor: float | None = None, relevance_ratio: float | None = None,
                      include_superseded: bool = False) -> Call:
-    body = _drop_none({"q": query, "top_k": top_k, "min_score": min_score, "types": types, "scopes": scopes,
+    body = _drop_none({"q": _text(query, "query"), "top_k": top_k, "min_score": min_score,
+                       "types": _strings(types, "types"), "scopes": _strings(scopes, "scopes"),
                        "filters": filter_json(filters), "rank": rank, "explain": explain or None,
                        "answer_floor": answer_floor, "relevance_floor": relevance_floor,
                        "relevance_ratio": relevance_ratio, "include_superseded": include_superseded or None})
@@ -46,10 +88,11 @@ def knowledge_save(*, task: str, content: str, types: list[str], tags: dict[str,
                    urls: list[str] | None, agent_id: str | None, submitted_by: str, score: int, message_id: str,
                    resource_ids: list[str] | None, idempotency_key: str | None,
                    secure_resource_id: str | None = None, confidence: float | None = None) -> Call:
-    source = _drop_none({"name": source_name, "category": source_category, "urls": urls or [],
+    source = _drop_none({"name": source_name, "category": source_category, "urls": _strings(urls, "urls") or [],
                          "agent_id": agent_id, "submitted_by": submitted_by, "message_id": message_id})
-    body = _drop_none({"task": task, "content": content, "types": list(types), "tags": tags, "scopes": scopes,
-                       "owner": owner, "resource_ids": resource_ids, "source": source, "score": score,
+    body = _drop_none({"task": task, "content": content, "types": _strings(types, "types"), "tags": tags,
+                       "scopes": _strings(scopes, "scopes"), "owner": owner,
+                       "resource_ids": _strings(resource_ids, "resource_ids"), "source": source, "score": score,
                        "message_id": message_id, "secure_resource_id": secure_resource_id,
                        "eval": None if confidence is None else {"confidence": confidence}})
     return _keyed(Call("POST", "/api/knowledge", json=body), idempotency_key)
@@ -57,12 +100,14 @@ def knowledge_save(*, task: str, content: str, types: list[str], tags: dict[str,
 
 def _keyed(call: Call, key: str | None) -> Call:
     """With an Idempotency-Key the server replays the first reply, so the save may be retried."""
-    key = key or str(uuid.uuid4())
-    return Call(call.method, call.path, json=call.json, idempotent=True, headers={"Idempotency-Key": key})
+    if key:
+        check_header("idempotency_key", _text(key, "idempotency_key"))
+    return Call(call.method, call.path, json=call.json, idempotent=True,
+                headers={"Idempotency-Key": key or str(uuid.uuid4())})
 
 
 def knowledge_get(knowledge_id: str) -> Call:
-    return Call("GET", f"/api/knowledge/{_segment(knowledge_id)}", idempotent=True)
+    return Call("GET", f"/api/knowledge/{_segment(knowledge_id, 'knowledge_id')}", idempotent=True)
 
 
 def knowledge_update(knowledge_id: str, add_helpful_case: dict[str, Any] | None, add_harmful_case: dict[str, Any] | None,
@@ -71,14 +116,15 @@ def knowledge_update(knowledge_id: str, add_helpful_case: dict[str, Any] | None,
                        "update_score": update_score, "evolve_feedback": evolve_feedback,
                        "search_id": None if search_id is None else str(search_id)})
     # Not idempotent: a case is appended each time it is sent.
-    return Call("PUT", f"/api/knowledge/{_segment(knowledge_id)}", json=body)
+    return Call("PUT", f"/api/knowledge/{_segment(knowledge_id, 'knowledge_id')}", json=body)
 
 
 def knowledge_edit(knowledge_id: str, task: str | None, content: str | None, tags: dict[str, str] | None,
                    types: list[str] | None, reason: str) -> Call:
-    body = _drop_none({"task": task, "content": content, "tags": tags, "types": types, "reason": reason})
+    body = _drop_none({"task": task, "content": content, "tags": tags, "types": _strings(types, "types"),
+                       "reason": reason})
     # Not idempotent: every edit keeps a version.
-    return Call("PATCH", f"/api/knowledge/{_segment(knowledge_id)}", json=body)
+    return Call("PATCH", f"/api/knowledge/{_segment(knowledge_id, 'knowledge_id')}", json=body)
 
 
 def knowledge_batch_update(feedback_list: list[dict[str, Any]], search_id: str | None = None) -> Call:
@@ -95,7 +141,8 @@ def knowledge_bulk_save(items: list[dict[str, Any]], idempotency_key: str | None
 
 
 def knowledge_list(limit: int, types: list[str] | None, scopes: list[str] | None, cursor: str | None) -> Call:
-    return Call("GET", "/api/knowledge", params={"limit": limit, "types": types, "scopes": scopes, "cursor": cursor},
+    return Call("GET", "/api/knowledge", params={"limit": limit, "types": _strings(types, "types", joined=True),
+                                                 "scopes": _strings(scopes, "scopes", joined=True), "cursor": cursor},
                 idempotent=True)
 
 
@@ -111,19 +158,19 @@ def resource_save(*, id: str, title: str, body: str, secure_body: str, content_t
                   metadata: dict[str, Any] | None, scopes: list[str] | None, expires_at: str | None,
                   idempotency_key: str | None) -> Call:
     payload = _drop_none({"id": id, "title": title, "body": body, "secure_body": secure_body,
-                          "content_type": content_type, "metadata": metadata or {}, "scopes": scopes,
+                          "content_type": content_type, "metadata": metadata or {}, "scopes": _strings(scopes, "scopes"),
                           "expires_at": expires_at})
     return _keyed(Call("POST", "/api/resource", json=payload), idempotency_key)
 
 
 def resource_get(resource_id: str, reveal: bool) -> Call:
     # One segment even when the id is path-like ("credentials/website_a"): the server decodes %2F back.
-    return Call("GET", f"/api/resource/{_segment(resource_id)}",
+    return Call("GET", f"/api/resource/{_segment(resource_id, 'id', path_like=True)}",
                 params={"reveal": "true"} if reveal else None, idempotent=True)
 
 
 def _item_path(knowledge_id: str, action: str) -> str:
-    return f"/api/knowledge/{_segment(knowledge_id)}/{action}"
+    return f"/api/knowledge/{_segment(knowledge_id, 'knowledge_id')}/{action}"
 
 
 def knowledge_versions(knowledge_id: str) -> Call:
@@ -167,7 +214,7 @@ def conflict_reopen(conflict_id: int) -> Call:
 
 def evolve_review(job_id: str, action: str) -> Call:
     """`action` is accept or reject (a job awaiting review)."""
-    return Call("POST", f"/api/jobs/{_segment(job_id)}/{action}")
+    return Call("POST", f"/api/jobs/{_segment(job_id, 'job')}/{action}")
 
 
 def merge_proposals(status: str = "pending") -> Call:
@@ -175,19 +222,19 @@ def merge_proposals(status: str = "pending") -> Call:
 
 
 def merge_approve(ids: list[str], task: str | None, content: str | None) -> Call:
-    return Call("POST", "/api/merges/approve", json=_drop_none({"ids": list(ids), "task": task, "content": content}))
+    return Call("POST", "/api/merges/approve", json=_drop_none({"ids": _strings(ids, "ids"), "task": task, "content": content}))
 
 
 def merge_reject(ids: list[str]) -> Call:
-    return Call("POST", "/api/merges/reject", json={"ids": list(ids)}, idempotent=True)
+    return Call("POST", "/api/merges/reject", json={"ids": _strings(ids, "ids")}, idempotent=True)
 
 
 def evolve_rollback(job_id: str) -> Call:
-    return Call("POST", f"/api/jobs/{_segment(job_id)}/rollback")
+    return Call("POST", f"/api/jobs/{_segment(job_id, 'job')}/rollback")
 
 
 def job_get(job_id: str) -> Call:
-    return Call("GET", f"/api/jobs/{_segment(job_id)}", idempotent=True)
+    return Call("GET", f"/api/jobs/{_segment(job_id, 'job')}", idempotent=True)
 
 
 def job_id_of(job: str | dict[str, Any]) -> str:
@@ -208,8 +255,13 @@ PASSPHRASE_HEADER = "X-KnowHub-Passphrase"
 
 def knowledge_export(scopes: list[str] | None, passphrase: str | None) -> Call:
     """GET /api/export (JSON Lines, streamed); the passphrase goes in a header, never in the URL."""
-    return Call("GET", "/api/export", params={"scopes": scopes}, idempotent=True,  # UTF-8: any passphrase
-                headers={PASSPHRASE_HEADER: passphrase.encode("utf-8")} if passphrase else {})
+    headers: dict[str, str | bytes] = {}
+    if passphrase:  # UTF-8: any passphrase a header can hold
+        encoded = _text(passphrase, "passphrase").encode("utf-8")
+        check_header("passphrase", encoded, ascii_only=False)
+        headers[PASSPHRASE_HEADER] = encoded
+    return Call("GET", "/api/export", params={"scopes": _strings(scopes, "scopes", joined=True)}, idempotent=True,
+                headers=headers)
 
 
 def export_sink(output: Any) -> tuple[Any, Any] | None:
@@ -233,7 +285,8 @@ def import_upload(path: Any, data: bytes | str | None) -> tuple[str, bytes]:
 
 
 def import_form(scopes: list[str] | None, types: list[str] | None, passphrase: str | None) -> dict[str, str]:
-    form = {"scopes": ",".join(scopes or []), "types": ",".join(types or [])}
+    form = {"scopes": ",".join(_strings(scopes, "scopes", joined=True) or []),
+            "types": ",".join(_strings(types, "types", joined=True) or [])}
     if passphrase:
         form["passphrase"] = passphrase
     return {k: v for k, v in form.items() if v}
@@ -243,7 +296,8 @@ def document_ingest(source: Any, data: bytes | str | None, *, scopes: list[str] 
                     chunk_size: int | None, chunk_overlap: int | None) -> dict[str, Any]:
     """The keyword arguments of the POST /api/documents request: a JSON body for a URL, else a multipart upload
     (`source` is a path to read, or a name for `data`)."""
-    fields = _drop_none({"scopes": scopes or None, "types": types or None, "chunk_size": chunk_size,
+    fields = _drop_none({"scopes": _strings(scopes, "scopes", joined=True) or None,
+                         "types": _strings(types, "types", joined=True) or None, "chunk_size": chunk_size,
                          "chunk_overlap": chunk_overlap})
     if data is None and isinstance(source, str) and source.lower().startswith(("http://", "https://")):
         return {"json": {**fields, "url": source}}
@@ -257,16 +311,17 @@ def document_list(status: str | None, limit: int, offset: int) -> Call:
 
 
 def document_get(document_id: str) -> Call:
-    return Call("GET", f"/api/documents/{_segment(document_id)}", idempotent=True)
+    return Call("GET", f"/api/documents/{_segment(document_id, 'document_id')}", idempotent=True)
 
 
 def _webhook_path(webhook_id: str, *rest: str) -> str:
-    return "/".join(["/api/webhooks", _segment(webhook_id), *rest])
+    return "/".join(["/api/webhooks", _segment(webhook_id, "webhook_id"), *rest])
 
 
 def webhook_subscribe(url: str, events: list[str], scopes: list[str] | None, description: str) -> Call:
     # Not idempotent: each call makes a subscription with its own secret.
-    return Call("POST", "/api/webhooks", json=_drop_none({"url": url, "events": list(events), "scopes": scopes,
+    return Call("POST", "/api/webhooks", json=_drop_none({"url": url, "events": _strings(events, "events"),
+                                                          "scopes": _strings(scopes, "scopes"),
                                                           "description": description}))
 
 
@@ -280,7 +335,8 @@ def webhook_get(webhook_id: str, reveal: bool) -> Call:
 
 def webhook_change(webhook_id: str, *, url: str | None, events: list[str] | None, scopes: list[str] | None,
                    description: str | None, active: bool | None) -> Call:
-    body = _drop_none({"url": url, "events": events, "scopes": scopes, "description": description, "active": active})
+    body = _drop_none({"url": url, "events": _strings(events, "events"), "scopes": _strings(scopes, "scopes"),
+                       "description": description, "active": active})
     return Call("PATCH", _webhook_path(webhook_id), json=body, idempotent=True)  # the same change twice is one
 
 
@@ -289,4 +345,4 @@ def webhook_delete(webhook_id: str) -> Call:
 
 
 def webhook_resend(webhook_id: str, delivery_id: str) -> Call:
-    return Call("POST", _webhook_path(webhook_id, "deliveries", _segment(delivery_id), "resend"))
+    return Call("POST", _webhook_path(webhook_id, "deliveries", _segment(delivery_id, "delivery_id"), "resend"))

@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from knowhub_client.errors import ConnectionFailed, KnowHubError, error_for
+from knowhub_client.errors import ConnectionFailed, InvalidArgument, KnowHubError, error_for
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
@@ -128,9 +128,40 @@ class Body:
                                     request=self.response.request)
 
 
+def shown_url(url: Any) -> str:
+    """A URL for a message: a password in it (``http://user:PW@host``) replaced by ``***``."""
+    try:
+        parsed = httpx.URL(str(url))
+    except (httpx.InvalidURL, TypeError, ValueError):
+        return "<invalid URL>"
+    if parsed.password:
+        parsed = parsed.copy_with(userinfo=parsed.userinfo.partition(b":")[0] + b":***")
+    return str(parsed)
+
+
 def too_large(response: httpx.Response, limit: int) -> KnowHubError:
-    return KnowHubError(f"the reply from {response.request.url} is over {limit} bytes (max_response_bytes)",
+    return KnowHubError(f"the reply from {shown_url(response.request.url)} is over {limit} bytes (max_response_bytes)",
                         status=response.status_code, code="response_too_large")
+
+
+def _forbidden_in_header(value: str | bytes, *, ascii_only: bool) -> str | None:
+    """Why `value` cannot be a header's value (as h11 checks it), or None when it can."""
+    data = value if isinstance(value, bytes) else value.encode("utf-8", errors="surrogatepass")
+    if ascii_only and any(byte > 0x7E for byte in data):
+        return "must be ASCII"
+    if any(byte < 0x20 or byte == 0x7F for byte in data):
+        return "holds a control character (a line break, NUL, ...) that HTTP does not allow in a header"
+    if data != data.strip(b" "):
+        return "must not begin or end with a space"
+    return None
+
+
+def check_header(argument: str, value: str | bytes, *, ascii_only: bool = True) -> None:
+    """`value` checked for a header: an `InvalidArgument` naming `argument` (never the value, a secret perhaps)
+    where HTTP forbids it. Unchecked, httpx's error would carry the whole value into every message and log."""
+    problem = _forbidden_in_header(value, ascii_only=ascii_only)
+    if problem:
+        raise InvalidArgument(argument, problem)
 
 
 def wire_headers(headers: dict[str, str | bytes]) -> list[tuple[bytes, bytes]]:
@@ -140,14 +171,56 @@ def wire_headers(headers: dict[str, str | bytes]) -> list[tuple[bytes, bytes]]:
 
 
 def headers_for(token: str | None, user_agent: str) -> dict[str, str]:
+    """The client's own headers. A token's surrounding whitespace (a file's newline) goes; one it cannot send
+    is refused here, when the client is built, by name."""
     headers = {"Accept": "application/json", "User-Agent": user_agent}
+    if token is not None and not isinstance(token, str):
+        raise InvalidArgument("token", f"must be a string, not {type(token).__name__}")
+    token = (token or "").strip()
     if token:
+        check_header("token", token)
         headers["Authorization"] = f"Bearer {token}"
     return headers
 
 
+MAX_DEPTH = 100
+
+
+def check_sendable(call: Call) -> None:
+    """Refuse, naming the argument, what JSON or a URL cannot carry: NaN and infinities (JSON has none), text
+    that is not Unicode (a lone surrogate), nesting deeper than `MAX_DEPTH`. Iterative: depth cannot crash it."""
+    pending: list[tuple[Any, str, int]] = [(value, str(key), 1) for key, value in (call.params or {}).items()]
+    if isinstance(call.json, dict):
+        pending += [(value, str(key), 1) for key, value in call.json.items()]
+    elif call.json is not None:
+        pending.append((call.json, "body", 0))
+    while pending:
+        value, where, depth = pending.pop()
+        if depth > MAX_DEPTH:
+            raise InvalidArgument(where.split(".")[0].split("[")[0], f"is nested more than {MAX_DEPTH} levels deep")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InvalidArgument(where, "must be a finite number (not NaN or infinity)")
+        if isinstance(value, str):
+            _check_text(value, where)
+        elif isinstance(value, dict):
+            for key, inner in value.items():
+                if isinstance(key, str):
+                    _check_text(key, where)
+                pending.append((inner, f"{where}.{key}", depth + 1))
+        elif isinstance(value, (list, tuple)):
+            pending += [(inner, f"{where}[{n}]", depth + 1) for n, inner in enumerate(value)]
+
+
+def _check_text(value: str, where: str) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidArgument(where, "holds a character that is not Unicode text (a lone surrogate)") from None
+
+
 def clean_params(params: dict[str, Any] | None) -> dict[str, Any] | None:
-    """Query parameters without Nones; lists become the server's comma form."""
+    """Query parameters without Nones; lists become the server's comma form (`_calls` refuses an element
+    holding a comma, which would arrive as two)."""
     if not params:
         return None
     return {k: ",".join(v) if isinstance(v, (list, tuple)) else v for k, v in params.items() if v is not None}
@@ -172,28 +245,50 @@ def _code_of(content: bytes) -> str | None:
 
 
 def retry_after_error(call: Call, exc: httpx.TransportError, attempt: int, policy: RetryPolicy) -> float | None:
+    if isinstance(exc, httpx.LocalProtocolError):  # the request itself cannot be sent: no retry will do better
+        return None
     never_sent = isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout))
     if (never_sent or call.idempotent) and attempt < policy.retries:
         return policy.delay(attempt, None)
     return None
 
 
-def connection_failed(call: Call, exc: httpx.TransportError, base_url: str) -> ConnectionFailed:
-    return ConnectionFailed(f"{call.method} {base_url}{call.path} failed: {type(exc).__name__}: {exc}".strip(": "))
+def connection_failed(call: Call, exc: httpx.TransportError, base_url: str) -> KnowHubError:
+    """The error to raise for a transport failure: `ConnectionFailed`, chained to it. httpx's LocalProtocolError (a
+    request HTTP cannot carry) is no connection failure, and its text holds the offending header's value (a token,
+    perhaps), so it is neither shown nor chained."""
+    where = f"{call.method} {shown_url(base_url)}{call.path}"
+    if isinstance(exc, httpx.LocalProtocolError):
+        failure: KnowHubError = KnowHubError(f"{where} could not be sent: it is not valid HTTP (a header value "
+                                             "holds a character HTTP does not allow)", code="invalid_request")
+        failure.__cause__ = None
+    else:
+        failure = ConnectionFailed(f"{where} failed: {type(exc).__name__}: {exc}".strip(": "))
+        failure.__cause__ = exc
+    failure.__suppress_context__ = True  # `raise` inside the except block must not chain what was left out
+    return failure
+
+
+_KINDS = {type(None): "null", list: "a list", str: "a string", int: "a number", float: "a number", bool: "a boolean"}
 
 
 def result_of(response: httpx.Response, content: bytes | None = None) -> dict[str, Any]:
-    """The JSON body of a 2xx reply, or the typed error for anything else. `content` is the body when it was
-    read by `Body` (else the response's own)."""
+    """The JSON object of a 2xx reply, or the typed error for anything else. `content` is the body when it was
+    read by `Body` (else the response's own). Every endpoint answers an object (exports stream apart), so a 2xx
+    with anything else (empty, a list, a string) is a server or a proxy answering something other than the API."""
     content = response.content if content is None else content
     try:
         body = json.loads(content) if content else None
     except (ValueError, RecursionError):  # not JSON, or nested too deep to parse
         body = None
     if response.is_success:
-        if body is None and content:
-            raise KnowHubError(f"expected JSON from {response.request.url}, got {response.headers.get('content-type')}",
+        url = shown_url(response.request.url)
+        if body is None and content.strip() not in (b"", b"null"):
+            raise KnowHubError(f"expected JSON from {url}, got {response.headers.get('content-type')}",
                                status=response.status_code)
-        return body if isinstance(body, dict) else {"result": body}
+        if not isinstance(body, dict):
+            got = "an empty body" if not content.strip() else f"JSON {_KINDS.get(type(body), type(body).__name__)}"
+            raise KnowHubError(f"expected JSON (an object) from {url}, got {got}", status=response.status_code)
+        return body
     text = content.decode(response.encoding or "utf-8", errors="replace")
     raise error_for(response.status_code, body, text, response.headers.get("content-type", ""))

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 SEARCH_INSTRUCTIONS = (
-    "You have a knowledge base you can search using the search_knowledge_base tool. Search before answering "
+    "You have a knowledge base you can search using the {tool} tool. Search before answering "
     "questions—don't assume you know the answer. For ambiguous questions, search first rather than asking for "
     "clarification."
 )
@@ -13,7 +13,7 @@ AGENTIC_FILTER_INSTRUCTIONS = """The knowledge base contains documents with thes
 Always use filters when the user query indicates specific metadata.
 
 Examples:
-1. If the user asks about a specific {first_key} like "{first_value}", you MUST use the search_knowledge_base tool with the filters parameter set to [{{"key": "{first_key}", "value": "{first_value}"}}].
+1. If the user asks about a specific {first_key} like "{first_value}", you MUST use the {tool} tool with the filters parameter set to [{{"key": "{first_key}", "value": "{first_value}"}}].
 2. If the user asks for items of one kind, filter on the matching key, e.g. [{{"key": "types", "value": "tool"}}].
 
 General Guidelines:
@@ -22,7 +22,7 @@ General Guidelines:
 - If multiple filters are relevant, combine them in the filters parameter (e.g., [{{"key": "{first_key}", "value": "{first_value}"}}, {{"key": "types", "value": "tool"}}]).
 - Ensure the filter keys match the valid metadata filters: {keys}.
 
-You can use the search_knowledge_base tool to search the knowledge base and get the most relevant documents. Make sure to pass the filters as [{{"key": "<filter_key>", "value": "<filter_value>"}}] objects."""
+You can use the {tool} tool to search the knowledge base and get the most relevant documents. Make sure to pass the filters as [{{"key": "<filter_key>", "value": "<filter_value>"}}] objects."""
 
 
 def filter_key_names(filters_reply: dict[str, Any]) -> list[str]:
@@ -30,9 +30,10 @@ def filter_key_names(filters_reply: dict[str, Any]) -> list[str]:
     return list((filters_reply.get("keys") or {}).keys())
 
 
-def build_context_text(filters_reply: dict[str, Any] | None) -> str:
-    """Agno's `Knowledge.build_context()`: search instructions, plus filter instructions when agentic."""
-    parts = [SEARCH_INSTRUCTIONS]
+def build_context_text(filters_reply: dict[str, Any] | None, tool_name: str = "search_knowledge_base") -> str:
+    """Agno's `Knowledge.build_context()`: search instructions, plus filter instructions when agentic, naming the
+    search tool the model has (Agno's ``search_knowledge_base``, or the OpenAI tools' ``knowledge_search``)."""
+    parts = [SEARCH_INSTRUCTIONS.format(tool=tool_name)]
     if filters_reply is not None:
         keys = filters_reply.get("keys") or {}
         if keys:
@@ -40,7 +41,7 @@ def build_context_text(filters_reply: dict[str, Any] | None) -> str:
             samples = _samples(keys[first_key])
             parts.append("")
             parts.append(AGENTIC_FILTER_INSTRUCTIONS.format(
-                keys=", ".join(keys), first_key=first_key, first_value=samples[0] if samples else "value"))
+                tool=tool_name, keys=", ".join(keys), first_key=first_key, first_value=samples[0] if samples else "value"))
     return "<knowledge_base>\n" + "\n".join(parts) + "\n</knowledge_base>"
 
 

@@ -16,9 +16,12 @@ Without Agno, `search_knowledge_base` gives the same tool to any framework (seed
 >>> search("selenium login")                       # static filters, always applied
 >>> search = search_knowledge_base(hub, enable_agentic_filters=True)
 >>> search("selenium login", filters=[{"key": "tags.domain", "value": "web"}])
+
+With an `AsyncKnowHub` both are coroutine functions (Agno awaits them in ``agent.arun``).
 """
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Callable
 from typing import Any
@@ -28,56 +31,113 @@ from knowhub_client.errors import KnowHubError
 from knowhub_client.filters import filter_json
 
 DEFAULT_NUM_DOCUMENTS = 5
+_FAILURES = (KnowHubError, TypeError, ValueError, RecursionError)  # what a search can raise for a model's input
+
+
+def _is_async(hub: Any) -> bool:
+    return inspect.iscoroutinefunction(getattr(hub, "knowledge_search", None))
+
+
+def _results(found: Any) -> list[dict[str, Any]]:
+    results = found.get("results") if isinstance(found, dict) else None
+    if not isinstance(results, list):
+        raise KnowHubError("expected search results, got a reply without them", code="invalid_reply")
+    return [r for r in results if isinstance(r, dict)]
 
 
 def knowhub_retriever(hub: Any, *, min_score: int = 3, types: list[str] | None = None,
-                      default_filters: Any = None) -> Callable[..., list[dict[str, Any]] | None]:
+                      default_filters: Any = None) -> Callable[..., Any]:
     """A function for ``Agent(knowledge_retriever=...)``: ``(query, num_documents, filters, **kwargs)`` → documents.
 
     ``filters`` (from Agno) and ``default_filters`` are ANDed; either may be Agno ``FilterExpr`` objects,
-    ours, JSON, or Agno's ``{key: value}`` dict. Returns None when nothing matched, like Agno's own.
+    ours, JSON, or Agno's ``{key: value}`` dict. Returns None when nothing matched, like Agno's own. Given an
+    `AsyncKnowHub`, it is a coroutine function (for ``agent.arun``, which awaits it).
     """
+
+    def arguments(num_documents: int | None, filters: Any) -> dict[str, Any]:
+        combined = [f for f in (filter_json(default_filters), filter_json(filters)) if f]
+        return {"top_k": num_documents or DEFAULT_NUM_DOCUMENTS, "min_score": min_score, "types": types,
+                "filters": combined or None}
+
+    def documents(found: Any) -> list[dict[str, Any]] | None:
+        return as_documents(_results(found), found.get("search_id")) or None
+
+    if _is_async(hub):
+        async def async_retriever(query: str, num_documents: int | None = None, filters: Any = None,
+                                  **kwargs: Any) -> list[dict[str, Any]] | None:
+            return documents(await hub.knowledge_search(query, **arguments(num_documents, filters)))
+
+        return async_retriever
 
     def retriever(query: str, num_documents: int | None = None, filters: Any = None, **kwargs: Any
                   ) -> list[dict[str, Any]] | None:
-        combined = [f for f in (filter_json(default_filters), filter_json(filters)) if f]
-        found = hub.knowledge_search(query, top_k=num_documents or DEFAULT_NUM_DOCUMENTS, min_score=min_score,
-                                     types=types, filters=combined or None)
-        return as_documents(found["results"], found.get("search_id")) or None
+        return documents(hub.knowledge_search(query, **arguments(num_documents, filters)))
 
     return retriever
 
 
+def _tool_text(found: Any) -> str:
+    documents = as_documents(_results(found), found.get("search_id"))
+    return json.dumps(documents, indent=2, ensure_ascii=False) if documents else "No documents found"
+
+
+def _error_text(exc: Exception) -> str:
+    message = exc.message if isinstance(exc, KnowHubError) else "the filters are nested too deeply" \
+        if isinstance(exc, RecursionError) else str(exc)
+    return f"Error searching knowledge base: {message}"
+
+
 def search_knowledge_base(hub: Any, *, knowledge_filters: Any = None, enable_agentic_filters: bool = False,
-                          num_documents: int = DEFAULT_NUM_DOCUMENTS, min_score: int = 3) -> Callable[..., str]:
-    """Agno's ``search_knowledge_base`` tool over KnowHub, returning the JSON text the model reads.
+                          num_documents: int = DEFAULT_NUM_DOCUMENTS, min_score: int = 3) -> Callable[..., Any]:
+    """Agno's ``search_knowledge_base`` tool over KnowHub, returning the JSON text the model reads; any error
+    (the server's, or arguments the client cannot send) is that text too, never raised.
 
     Static ``knowledge_filters`` are fixed here and apply to every search. With
     ``enable_agentic_filters=True`` the tool takes ``filters`` from the model
     (``[{"key": ..., "value": ...}]``) and the seed's precedence holds: the user's
-    (static) filters win over the model's; with neither, no filter.
+    (static) filters win over the model's; with neither, no filter. Given an `AsyncKnowHub`, the tool is a
+    coroutine function.
     """
+
+    def search(query: str, filters: Any) -> Any:
+        return hub.knowledge_search(query, top_k=num_documents, min_score=min_score,
+                                    filters=filter_json(resolve_filters(filters, knowledge_filters)))
 
     def run(query: str, filters: Any) -> str:
         try:
-            found = hub.knowledge_search(query, top_k=num_documents, min_score=min_score, filters=filters)
-        except KnowHubError as exc:
-            return f"Error searching knowledge base: {exc.message}"
-        documents = as_documents(found["results"], found.get("search_id"))
-        return json.dumps(documents, indent=2, ensure_ascii=False) if documents else "No documents found"
+            return _tool_text(search(query, filters))
+        except _FAILURES as exc:
+            return _error_text(exc)
 
+    async def run_async(query: str, filters: Any) -> str:
+        try:
+            return _tool_text(await search(query, filters))
+        except _FAILURES as exc:
+            return _error_text(exc)
+
+    asynchronous = _is_async(hub)
+    # The annotations are what Agno's Function.from_callable turns into the schema: a filter is an object of
+    # strings ({"key": ..., "value": ...}), as in seed 000 and the docstring.
     if enable_agentic_filters:
-        def search_knowledge_base_with_filters(query: str, filters: list[dict[str, Any]] | None = None) -> str:
+        def search_knowledge_base_with_filters(query: str, filters: list[dict[str, str]] | None = None) -> str:
             """Use this function to search the knowledge base for information about a query.
 
             Args:
                 query: The query to search for.
                 filters (optional): The filters to apply to the search, as [{"key": ..., "value": ...}].
             """
-            return run(query, filter_json(resolve_filters(filters, knowledge_filters)))
+            return run(query, filters)
 
-        search_knowledge_base_with_filters.__name__ = "search_knowledge_base"
-        return search_knowledge_base_with_filters
+        async def search_knowledge_base_with_filters_async(query: str,
+                                                           filters: list[dict[str, str]] | None = None) -> str:
+            return await run_async(query, filters)
+
+        chosen: Callable[..., Any] = search_knowledge_base_with_filters
+        if asynchronous:
+            search_knowledge_base_with_filters_async.__doc__ = search_knowledge_base_with_filters.__doc__
+            chosen = search_knowledge_base_with_filters_async
+        chosen.__name__ = "search_knowledge_base"
+        return chosen
 
     def search_knowledge_base_static(query: str) -> str:
         """Use this function to search the knowledge base for information about a query.
@@ -85,10 +145,17 @@ def search_knowledge_base(hub: Any, *, knowledge_filters: Any = None, enable_age
         Args:
             query: The query to search for.
         """
-        return run(query, filter_json(knowledge_filters))
+        return run(query, None)
 
-    search_knowledge_base_static.__name__ = "search_knowledge_base"
-    return search_knowledge_base_static
+    async def search_knowledge_base_static_async(query: str) -> str:
+        return await run_async(query, None)
+
+    chosen = search_knowledge_base_static
+    if asynchronous:
+        search_knowledge_base_static_async.__doc__ = search_knowledge_base_static.__doc__
+        chosen = search_knowledge_base_static_async
+    chosen.__name__ = "search_knowledge_base"
+    return chosen
 
 
 def search_knowledge_base_schema(enable_agentic_filters: bool = False) -> dict[str, Any]:

@@ -9,23 +9,27 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import time
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 
 from knowhub_client import _calls
+from knowhub_client._deadline import bounded_by, deadline_transport, within
+from knowhub_client._export import Export
 from knowhub_client._transport import (
-    MAX_RESPONSE_BYTES, Body, Call, Deadline, RetryPolicy, clean_params, connection_failed, headers_for, result_of,
-    retry_after_error, retry_after_response, wire_headers,
+    MAX_RESPONSE_BYTES, Body, Call, Deadline, RetryPolicy, check_sendable, clean_params, connection_failed,
+    headers_for, result_of, retry_after_error, retry_after_response, wire_headers,
 )
 from knowhub_client.agent_text import build_context_text, goal_knowledge_text
-from knowhub_client.errors import JobFailed, JobTimeout, KnowHubError
+from knowhub_client.errors import ConnectionFailed, JobFailed, JobTimeout, KnowHubError
 
 USER_AGENT = "knowhub-client/0.1"
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_DEADLINE = 120.0
+MIN_POLL_SECONDS = 1.0  # a job poll gets what is left of wait_for_job's timeout, but at least this
+
+ClientDeadline = float | None | Literal["client"]  # an export's bound: seconds, None (none), or the client's
 
 Json = dict[str, Any]
 
@@ -44,6 +48,14 @@ class _Base:
     def _client_kwargs(self) -> dict[str, Any]:
         return {"base_url": self.base_url, "headers": headers_for(self.token, USER_AGENT), "timeout": self.timeout}
 
+    def _deadline(self, seconds: ClientDeadline) -> Deadline:
+        return Deadline(self.deadline if seconds == "client" else seconds)
+
+    def _poll_deadline(self, end: float) -> Deadline:
+        """One poll of `wait_for_job`: within the client's deadline and what is left of the wait."""
+        left = max(end - time.monotonic(), MIN_POLL_SECONDS)
+        return Deadline(left if self.deadline is None else min(self.deadline, left))
+
 
 class KnowHub(_Base):
     """A synchronous KnowHub client. Thread-safe; use as a context manager or call `close()`.
@@ -53,19 +65,20 @@ class KnowHub(_Base):
         token: the agent's Bearer token (``manage.py create_agent_token``).
         timeout: seconds for one HTTP attempt (to connect, and between bytes sent or received).
         deadline: seconds one call may take in all, its attempts and the waits between them included
-            (default 120; None for no bound). No retry starts, and no wait ends, after it; an attempt's
-            timeout is cut to the time left and a reply still arriving then is abandoned
-            (`ConnectionFailed`). Exports are bounded by ``timeout`` alone. Raise it with ``timeout``.
+            (default 120; None for no bound). No retry starts, and no wait ends, after it, however slowly
+            the server sends its headers or body: a reply still arriving then is abandoned
+            (`ConnectionFailed`). Exports too, unless `knowledge_export` is given a ``deadline`` of its own.
         retry: how often and how long to back off on 429 / 5xx / connection errors.
 
-    A reply longer than ``max_response_bytes`` (64 MiB; an attribute) is refused, not buffered.
+    A reply longer than ``max_response_bytes`` (64 MiB; an attribute) is refused, not buffered. A token or
+    argument HTTP or JSON cannot carry (a line break in the token, NaN) is refused with `InvalidArgument`.
     """
 
     def __init__(self, base_url: str, token: str | None = None, *, timeout: float = DEFAULT_TIMEOUT,
                  deadline: float | None = DEFAULT_DEADLINE, retry: RetryPolicy | None = None,
                  transport: httpx.BaseTransport | None = None):
         super().__init__(base_url, token, timeout=timeout, deadline=deadline, retry=retry)
-        self._http = httpx.Client(transport=transport, **self._client_kwargs())
+        self._http = httpx.Client(transport=deadline_transport(transport), **self._client_kwargs())
 
     def __enter__(self) -> KnowHub:
         return self
@@ -79,17 +92,19 @@ class KnowHub(_Base):
     def _send(self, method: str, path: str, deadline: Deadline, **kwargs: Any) -> tuple[httpx.Response, bytes]:
         """One attempt: the reply and its body, read within `max_response_bytes` and the deadline."""
         request = self._http.build_request(method, path, timeout=deadline.timeout(self.timeout), **kwargs)
-        response = self._http.send(request, stream=True)
-        try:
-            body = Body(response, self.max_response_bytes, deadline)
-            for chunk in response.iter_bytes():
-                body.add(chunk)
-        finally:
-            response.close()
+        with bounded_by(deadline):
+            response = self._http.send(request, stream=True)
+            try:
+                body = Body(response, self.max_response_bytes, deadline)
+                for chunk in response.iter_bytes():
+                    body.add(chunk)
+            finally:
+                response.close()
         return response, bytes(body.data)
 
-    def _request(self, call: Call) -> Json:
-        deadline, attempt = Deadline(self.deadline), 0
+    def _request(self, call: Call, deadline: Deadline | None = None) -> Json:
+        check_sendable(call)
+        deadline, attempt = deadline or Deadline(self.deadline), 0
         while True:
             try:
                 response, content = self._send(call.method, call.path, deadline, params=clean_params(call.params),
@@ -97,7 +112,7 @@ class KnowHub(_Base):
             except httpx.TransportError as exc:
                 delay = retry_after_error(call, exc, attempt, self.retry)
                 if delay is None or not deadline.allows(delay):
-                    raise connection_failed(call, exc, self.base_url) from exc
+                    raise connection_failed(call, exc, self.base_url)
             else:
                 delay = retry_after_response(call, response, attempt, self.retry, content)
                 if delay is None or not deadline.allows(delay):
@@ -207,28 +222,39 @@ class KnowHub(_Base):
         return self._request(_calls.knowledge_bulk_save(items, idempotency_key))
 
     def knowledge_export(self, output: Any = None, *, scopes: list[str] | None = None,
-                         passphrase: str | None = None) -> Any:
+                         passphrase: str | None = None, deadline: ClientDeadline = "client") -> Any:
         """Export everything this token may read (GET /api/export, streamed JSON Lines): to ``output`` (a path or
         an open text file; returns ``{"records": n}``), or, without it, as a list of records (header first).
         Secrets stay encrypted; ``passphrase`` seals them for another installation (sent as a header).
 
-        >>> hub.knowledge_export("backup.jsonl")
+        The export must be over within ``deadline`` seconds: the client's (120 by default) unless given here
+        (``None``: no bound). A line, and the records collected without ``output``, over ``max_response_bytes``
+        are refused (`KnowHubError` ``response_too_large``).
+
+        >>> hub.knowledge_export("backup.jsonl", deadline=3600)
         {'records': 42}
         """
-        call = _calls.knowledge_export(scopes, passphrase)
+        call, bound = _calls.knowledge_export(scopes, passphrase), self._deadline(deadline)
         try:
-            with self._http.stream("GET", call.path, params=clean_params(call.params), headers=wire_headers(call.headers)) as response:
-                if not response.is_success:
-                    body = Body(response, self.max_response_bytes, Deadline(None))
-                    for chunk in response.iter_bytes():
-                        body.add(chunk)
-                    result_of(response, bytes(body.data))
-                with _Export(response, output) as export:
-                    for line in response.iter_lines():
-                        export.add(line)
-                return export.result()
+            with bounded_by(bound):
+                request = self._http.build_request("GET", call.path, params=clean_params(call.params),
+                                                   headers=wire_headers(call.headers), timeout=bound.timeout(self.timeout))
+                response = self._http.send(request, stream=True)
+                try:
+                    if not response.is_success:
+                        body = Body(response, self.max_response_bytes, bound)
+                        for chunk in response.iter_bytes():
+                            body.add(chunk)
+                        result_of(response, bytes(body.data))
+                    with Export(response, output, self.max_response_bytes, bound) as export:
+                        for chunk in response.iter_bytes():
+                            export.add(chunk)
+                        export.finish()
+                    return export.result()
+                finally:
+                    response.close()
         except httpx.TransportError as exc:
-            raise connection_failed(call, exc, self.base_url) from exc
+            raise connection_failed(call, exc, self.base_url)
 
     def knowledge_import(self, path: Any, data: bytes | str | None = None, *, scopes: list[str] | None = None,
                          types: list[str] | None = None, passphrase: str | None = None) -> Json:
@@ -244,7 +270,7 @@ class KnowHub(_Base):
             response, body = self._send("POST", "/api/import", Deadline(self.deadline), files={"file": (name, content)},
                                         data=_calls.import_form(scopes, types, passphrase))
         except httpx.TransportError as exc:
-            raise connection_failed(Call("POST", "/api/import"), exc, self.base_url) from exc
+            raise connection_failed(Call("POST", "/api/import"), exc, self.base_url)
         return result_of(response, body)
 
     def document_ingest(self, source: Any, data: bytes | str | None = None, *, scopes: list[str] | None = None,
@@ -264,7 +290,7 @@ class KnowHub(_Base):
         try:
             response, body = self._send("POST", "/api/documents", Deadline(self.deadline), **request)
         except httpx.TransportError as exc:
-            raise connection_failed(Call("POST", "/api/documents"), exc, self.base_url) from exc
+            raise connection_failed(Call("POST", "/api/documents"), exc, self.base_url)
         return result_of(response, body)
 
     def document_list(self, status: str | None = None, limit: int = 20, offset: int = 0) -> Json:
@@ -431,14 +457,20 @@ class KnowHub(_Base):
         >>> hub.wait_for_job(hub.knowledge_slim(dry_run=True), timeout=30)["status"]
         'succeeded'
         """
-        deadline = time.monotonic() + timeout
+        job_id, end, state = _calls.job_id_of(job), time.monotonic() + timeout, None
         while True:
-            state = self.job_get(job)
+            try:
+                state = self._request(_calls.job_get(job_id), self._poll_deadline(end))
+            except ConnectionFailed as exc:
+                if time.monotonic() < end:
+                    raise
+                raise JobTimeout(f"job {job_id}: no answer from the server within {timeout}s",
+                                 job=state or {"id": job_id}) from exc
             if _job_done(state):
                 return state
-            if time.monotonic() >= deadline:
-                raise JobTimeout(f"job {state['id']} still {state['status']} after {timeout}s", job=state)
-            time.sleep(min(interval, max(0.0, deadline - time.monotonic())))
+            if time.monotonic() >= end:
+                raise JobTimeout(f"job {job_id} still {state['status']} after {timeout}s", job=state)
+            time.sleep(min(interval, max(0.0, end - time.monotonic())))
 
     def focus_goal_knowledge(self, goal_description: str, top_k: int = 3, min_score: int = 3) -> str:
         """Goal focus (seed 003): search the goal's description, return the "📚 相关知识" block.
@@ -451,12 +483,15 @@ class KnowHub(_Base):
         """
         return goal_knowledge_text(self.knowledge_search(goal_description, top_k=top_k, min_score=min_score)["results"])
 
-    def build_context(self, enable_agentic_filters: bool = False) -> str:
-        """Agno's ``<knowledge_base>`` instructions; with agentic filters, the valid keys from the server.
+    def build_context(self, enable_agentic_filters: bool = False, *, tool_name: str = "search_knowledge_base") -> str:
+        """Agno's ``<knowledge_base>`` instructions; with agentic filters, the valid keys from the server. They name
+        the search tool the model has: Agno's ``search_knowledge_base``, or ``knowledge_search`` with `tools`.
 
         >>> system_prompt += hub.build_context(enable_agentic_filters=True)
+        >>> schemas, dispatch = tools(hub)
+        >>> system_prompt += hub.build_context(enable_agentic_filters=True, tool_name="knowledge_search")
         """
-        return build_context_text(self.knowledge_filters() if enable_agentic_filters else None)
+        return build_context_text(self.knowledge_filters() if enable_agentic_filters else None, tool_name)
 
 
 class AsyncKnowHub(_Base):
@@ -483,18 +518,22 @@ class AsyncKnowHub(_Base):
 
     async def _send(self, method: str, path: str, deadline: Deadline, **kwargs: Any) -> tuple[httpx.Response, bytes]:
         """See `KnowHub._send`."""
-        request = self._http.build_request(method, path, timeout=deadline.timeout(self.timeout), **kwargs)
-        response = await self._http.send(request, stream=True)
-        try:
-            body = Body(response, self.max_response_bytes, deadline)
-            async for chunk in response.aiter_bytes():
-                body.add(chunk)
-        finally:
-            await response.aclose()
-        return response, bytes(body.data)
+        async def attempt() -> tuple[httpx.Response, bytes]:
+            request = self._http.build_request(method, path, timeout=deadline.timeout(self.timeout), **kwargs)
+            response = await self._http.send(request, stream=True)
+            try:
+                body = Body(response, self.max_response_bytes, deadline)
+                async for chunk in response.aiter_bytes():
+                    body.add(chunk)
+            finally:
+                await response.aclose()
+            return response, bytes(body.data)
 
-    async def _request(self, call: Call) -> Json:
-        deadline, attempt = Deadline(self.deadline), 0
+        return await within(deadline, attempt())
+
+    async def _request(self, call: Call, deadline: Deadline | None = None) -> Json:
+        check_sendable(call)
+        deadline, attempt = deadline or Deadline(self.deadline), 0
         while True:
             try:
                 response, content = await self._send(call.method, call.path, deadline,
@@ -503,7 +542,7 @@ class AsyncKnowHub(_Base):
             except httpx.TransportError as exc:
                 delay = retry_after_error(call, exc, attempt, self.retry)
                 if delay is None or not deadline.allows(delay):
-                    raise connection_failed(call, exc, self.base_url) from exc
+                    raise connection_failed(call, exc, self.base_url)
             else:
                 delay = retry_after_response(call, response, attempt, self.retry, content)
                 if delay is None or not deadline.allows(delay):
@@ -563,23 +602,29 @@ class AsyncKnowHub(_Base):
         return await self._request(_calls.knowledge_bulk_save(items, idempotency_key))
 
     async def knowledge_export(self, output: Any = None, *, scopes: list[str] | None = None,
-                               passphrase: str | None = None) -> Any:
+                               passphrase: str | None = None, deadline: ClientDeadline = "client") -> Any:
         """See `KnowHub.knowledge_export`."""
-        call = _calls.knowledge_export(scopes, passphrase)
-        try:
+        call, bound = _calls.knowledge_export(scopes, passphrase), self._deadline(deadline)
+
+        async def export() -> Any:
             async with self._http.stream("GET", call.path, params=clean_params(call.params),
-                                         headers=wire_headers(call.headers)) as response:
+                                         headers=wire_headers(call.headers),
+                                         timeout=bound.timeout(self.timeout)) as response:
                 if not response.is_success:
-                    body = Body(response, self.max_response_bytes, Deadline(None))
+                    body = Body(response, self.max_response_bytes, bound)
                     async for chunk in response.aiter_bytes():
                         body.add(chunk)
                     result_of(response, bytes(body.data))
-                with _Export(response, output) as export:
-                    async for line in response.aiter_lines():
-                        export.add(line)
-                return export.result()
+                with Export(response, output, self.max_response_bytes, bound) as lines:
+                    async for chunk in response.aiter_bytes():
+                        lines.add(chunk)
+                    lines.finish()
+                return lines.result()
+
+        try:
+            return await within(bound, export())
         except httpx.TransportError as exc:
-            raise connection_failed(call, exc, self.base_url) from exc
+            raise connection_failed(call, exc, self.base_url)
 
     async def knowledge_import(self, path: Any, data: bytes | str | None = None, *, scopes: list[str] | None = None,
                                types: list[str] | None = None, passphrase: str | None = None) -> Json:
@@ -590,7 +635,7 @@ class AsyncKnowHub(_Base):
                                               files={"file": (name, content)},
                                               data=_calls.import_form(scopes, types, passphrase))
         except httpx.TransportError as exc:
-            raise connection_failed(Call("POST", "/api/import"), exc, self.base_url) from exc
+            raise connection_failed(Call("POST", "/api/import"), exc, self.base_url)
         return result_of(response, body)
 
     async def document_ingest(self, source: Any, data: bytes | str | None = None, *, scopes: list[str] | None = None,
@@ -602,7 +647,7 @@ class AsyncKnowHub(_Base):
         try:
             response, body = await self._send("POST", "/api/documents", Deadline(self.deadline), **request)
         except httpx.TransportError as exc:
-            raise connection_failed(Call("POST", "/api/documents"), exc, self.base_url) from exc
+            raise connection_failed(Call("POST", "/api/documents"), exc, self.base_url)
         return result_of(response, body)
 
     async def document_list(self, status: str | None = None, limit: int = 20, offset: int = 0) -> Json:
@@ -738,63 +783,37 @@ class AsyncKnowHub(_Base):
 
     async def wait_for_job(self, job: str | Json, timeout: float = 60.0, interval: float = 0.5) -> Json:
         """See `KnowHub.wait_for_job`."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
+        job_id, end, state = _calls.job_id_of(job), time.monotonic() + timeout, None
         while True:
-            state = await self.job_get(job)
+            try:
+                state = await self._request(_calls.job_get(job_id), self._poll_deadline(end))
+            except ConnectionFailed as exc:
+                if time.monotonic() < end:
+                    raise
+                raise JobTimeout(f"job {job_id}: no answer from the server within {timeout}s",
+                                 job=state or {"id": job_id}) from exc
             if _job_done(state):
                 return state
-            if loop.time() >= deadline:
-                raise JobTimeout(f"job {state['id']} still {state['status']} after {timeout}s", job=state)
-            await asyncio.sleep(min(interval, max(0.0, deadline - loop.time())))
+            if time.monotonic() >= end:
+                raise JobTimeout(f"job {job_id} still {state['status']} after {timeout}s", job=state)
+            await asyncio.sleep(min(interval, max(0.0, end - time.monotonic())))
 
     async def focus_goal_knowledge(self, goal_description: str, top_k: int = 3, min_score: int = 3) -> str:
         """See `KnowHub.focus_goal_knowledge`."""
         found = await self.knowledge_search(goal_description, top_k=top_k, min_score=min_score)
         return goal_knowledge_text(found["results"])
 
-    async def build_context(self, enable_agentic_filters: bool = False) -> str:
+    async def build_context(self, enable_agentic_filters: bool = False, *,
+                            tool_name: str = "search_knowledge_base") -> str:
         """See `KnowHub.build_context`."""
-        return build_context_text(await self.knowledge_filters() if enable_agentic_filters else None)
+        return build_context_text(await self.knowledge_filters() if enable_agentic_filters else None, tool_name)
 
 
 def _job_done(state: Json) -> bool:
-    if state["status"] == "failed":
-        raise JobFailed(f"job {state['id']} failed: {state.get('error') or 'no error given'}", job=state)
-    return bool(state["status"] == "succeeded")
-
-
-class _Export:
-    """An export's lines as they arrive: written to `output` (the result is their count), or parsed into records.
-    An HTML page (a login or proxy page answering 200) is refused before anything is written."""
-
-    def __init__(self, response: httpx.Response, output: Any):
-        kind = response.headers.get("content-type", "")
-        if "html" in kind.lower():
-            raise KnowHubError(f"expected JSON Lines from {response.request.url}, got {kind}",
-                               status=response.status_code)
-        self.url, self.count = response.request.url, 0
-        self.records: list[Any] = []
-        self.sink = _calls.export_sink(output)
-
-    def __enter__(self) -> _Export:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.sink is not None:
-            self.sink[1]()
-
-    def add(self, line: str) -> None:
-        if not line.strip():
-            return
-        self.count += 1
-        if self.sink is not None:
-            self.sink[0](line + "\n")
-            return
-        try:
-            self.records.append(json.loads(line))
-        except ValueError as exc:
-            raise KnowHubError(f"line {self.count} of the export from {self.url} is not JSON: {exc}") from exc
-
-    def result(self) -> Any:
-        return self.records if self.sink is None else {"records": self.count}
+    status = state.get("status")
+    if not isinstance(status, str):
+        raise KnowHubError(f"expected a job with a status, got a reply without one (keys {sorted(state)[:10]})",
+                           code="invalid_reply")
+    if status == "failed":
+        raise JobFailed(f"job {state.get('id')} failed: {state.get('error') or 'no error given'}", job=state)
+    return status == "succeeded"

@@ -78,6 +78,17 @@ class ConnectionFailed(KnowHubError):
     """The server could not be reached, or did not answer in time."""
 
 
+class InvalidArgument(KnowHubError, ValueError):
+    """An argument the client cannot send as given (refused before any request); `fields` names it.
+
+    The message never repeats the value: it may be a token, a passphrase or a secret.
+    """
+
+    def __init__(self, argument: str, problem: str):
+        super().__init__(f"{argument}: {problem}", code="invalid_argument", fields={argument: [problem]})
+        self.argument = argument
+
+
 class JobFailed(KnowHubError):
     """A background job (evolve, slim) ended in `failed`; `job` is its last state."""
 

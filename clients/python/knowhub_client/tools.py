@@ -18,6 +18,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from knowhub_client.agent_text import agentic_filters_dict
 from knowhub_client.errors import KnowHubError
 
 TYPES = ["user_profile", "strategy", "tool", "usecase", "definition", "plan"]
@@ -40,6 +41,10 @@ TOOL_DEFINITIONS: list[dict[str, Any]] = [
               "top_k": {"type": "integer", "minimum": 1, "maximum": 100, "default": 5},
               "min_score": {"type": "integer", "minimum": 1, "maximum": 5, "default": 3},
               "types": {**_TYPES, "description": "only items of these types"},
+              "filters": {"type": "array", "description": "metadata filters (keys in the instructions), each "
+                          '{"key": ..., "value": ...}; all must match', "items": {
+                              "type": "object", "required": ["key", "value"], "additionalProperties": False,
+                              "properties": {"key": {"type": "string"}, "value": {"type": "string"}}}},
           }, ["query"]),
     _tool("knowledge_save", "Save a new piece of knowledge learned while working.", {
         "task": {"type": "string", "description": "in what situation, to reach what goal"},
@@ -109,6 +114,7 @@ TOOL_DEFINITIONS: list[dict[str, Any]] = [
 ]
 
 TOOL_NAMES = tuple(t["name"] for t in TOOL_DEFINITIONS)
+_ARGUMENTS = {t["name"]: frozenset(t["parameters"]["properties"]) for t in TOOL_DEFINITIONS}
 
 
 def openai_schemas(api: str = "chat") -> list[dict[str, Any]]:
@@ -132,7 +138,8 @@ def tools(hub: Any, *, api: str = "chat") -> tuple[list[dict[str, Any]], Callabl
     """The OpenAI tool schemas and ``dispatch(tool_call) -> str`` (the JSON result to send back).
 
     ``hub`` is a sync `KnowHub`. Errors become ``{"error": {"code", "message", "fields"}}`` so the
-    model can read and correct them; an unknown tool or malformed arguments too.
+    model can read and correct them; an unknown tool, an argument its schema does not list, or malformed
+    arguments too. ``hub.build_context(True, tool_name="knowledge_search")`` tells the model the filter keys.
     """
 
     def dispatch(tool_call: Any) -> str:
@@ -141,7 +148,7 @@ def tools(hub: Any, *, api: str = "chat") -> tuple[list[dict[str, Any]], Callabl
             return refusal
         try:
             return _result(method(**arguments))
-        except (TypeError, KnowHubError) as exc:
+        except (TypeError, ValueError, RecursionError, KnowHubError) as exc:
             return _failure(exc)
 
     return openai_schemas(api), dispatch
@@ -156,7 +163,7 @@ def async_tools(hub: Any, *, api: str = "chat") -> tuple[list[dict[str, Any]], C
             return refusal
         try:
             return _result(await method(**arguments))
-        except (TypeError, KnowHubError) as exc:
+        except (TypeError, ValueError, RecursionError, KnowHubError) as exc:
             return _failure(exc)
 
     return openai_schemas(api), dispatch
@@ -169,10 +176,18 @@ def _resolve(hub: Any, tool_call: Any) -> tuple[Any, dict[str, Any], str | None]
         arguments = json.loads(raw) if isinstance(raw, str) else dict(raw)
     except (TypeError, ValueError) as exc:
         return None, {}, _error("invalid_arguments", f"arguments are not a JSON object: {exc}")
+    except RecursionError:
+        return None, {}, _error("invalid_arguments", "arguments are nested too deeply")
     if name not in TOOL_NAMES:
         return None, {}, _error("unknown_tool", f"no tool named {name!r}; tools: {', '.join(TOOL_NAMES)}")
     if not isinstance(arguments, dict):
         return None, {}, _error("invalid_arguments", "arguments must be a JSON object")
+    unknown = sorted(str(key) for key in arguments if key not in _ARGUMENTS[name])
+    if unknown:  # the client's methods take more (idempotency_key, ...) than the model is offered
+        return None, {}, _error("invalid_arguments", f"{name} takes no argument {', '.join(map(repr, unknown))}; "
+                                f"it takes {', '.join(sorted(_ARGUMENTS[name]))}")
+    if name == "knowledge_search" and isinstance(arguments.get("filters"), list):
+        arguments["filters"] = agentic_filters_dict(arguments["filters"]) or None  # the server's {key: value} form
     return getattr(hub, name), arguments, None
 
 
@@ -184,7 +199,9 @@ def _failure(exc: Exception) -> str:
     if isinstance(exc, KnowHubError):
         return json.dumps({"error": {"code": exc.code, "message": exc.message, "fields": exc.fields,
                                      "status": exc.status}}, ensure_ascii=False)
-    return _error("invalid_arguments", str(exc))  # a TypeError: an argument the tool does not take, or a missing one
+    if isinstance(exc, RecursionError):
+        return _error("invalid_arguments", "arguments are nested too deeply")
+    return _error("invalid_arguments", str(exc))  # a TypeError: a missing argument; a ValueError: a bad one
 
 
 def _error(code: str, message: str) -> str:
