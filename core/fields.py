@@ -9,6 +9,7 @@ from rest_framework import serializers
 from rest_framework.fields import empty
 
 SCOPE_RE = re.compile(r"^[a-z][a-z0-9_]*:[^\s,]+$")  # kind:name, e.g. org:acme, user:bob
+SCOPES_MAX = 50  # scopes in one list a request gives (an item's, a search's or a list's narrowing)
 
 
 def valid_scopes(value):
@@ -19,12 +20,79 @@ def valid_scopes(value):
     return value
 
 
+# Text for a number, where a value comes as text (a query string, a form): ASCII digits only. Python's int() and
+# float() would also read "５", "١٠", " 5 " and "5_0"; DRF's IntegerField also "5.0".
+ASCII_INTEGER = re.compile(r"-?[0-9]+", re.ASCII)
+ASCII_NUMBER = re.compile(r"-?(?:[0-9]+(?:[.][0-9]*)?|[.][0-9]+)(?:[eE][-+]?[0-9]+)?", re.ASCII)
+
+# A serializer's context key saying its data's values are text, as in a query string (a CSV row): numbers come as
+# strings there. A query string or a form (a QueryDict) says so by itself.
+TEXT_VALUES = "text_values"
+
+
+def reads_text(field: serializers.Field) -> bool:
+    """Whether `field`'s serializer was given text for every value (a QueryDict, or TEXT_VALUES in its context)."""
+    root = field.root
+    return isinstance(getattr(root, "initial_data", None), QueryDict) or bool(root.context.get(TEXT_VALUES))
+
+
 class StrictCharField(serializers.CharField):
-    """A CharField that refuses numbers and booleans instead of coercing them."""
+    """A CharField that refuses numbers and booleans instead of coercing them.
+
+    `trim_whitespace=False` keeps the text exactly as sent (content, a resource's body and secret, tag values: code
+    keeps its indentation, a password its spaces); an all-whitespace value still counts as blank, refused unless
+    `allow_blank`. Names and one-line titles (a task, a resource's title) keep DRF's default: trimmed."""
+
+    def run_validation(self, data=empty):
+        if not self.trim_whitespace and not self.allow_blank and isinstance(data, str) and data and not data.strip():
+            self.fail("blank")
+        return super().run_validation(data)
 
     def to_internal_value(self, data):
         if not isinstance(data, str):
             raise serializers.ValidationError(_("must be a string"))
+        return super().to_internal_value(data)
+
+
+class StrictRegexField(StrictCharField, serializers.RegexField):
+    """A RegexField that refuses numbers and booleans instead of coercing them."""
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """A JSON integer (not 5.0, "5" or true); where values are text (`reads_text`), ASCII digits ("5", not "5.0" or
+    "５"). `text=True` reads such text in a JSON body too: for a value that also arrives as text from a CSV import."""
+
+    def __init__(self, *, text: bool = False, **kwargs):
+        self.text = text
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        if isinstance(data, str) and (self.text or reads_text(self)):
+            if len(data) > self.MAX_STRING_LENGTH:
+                self.fail("max_string_length")
+            if not ASCII_INTEGER.fullmatch(data):
+                self.fail("invalid")
+        elif isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictFloatField(serializers.FloatField):
+    """A JSON number (not "0.5" or true); where values are text (`reads_text`), an ASCII decimal ("0.5", "1e-3").
+    `text=True` as for StrictIntegerField."""
+
+    def __init__(self, *, text: bool = False, **kwargs):
+        self.text = text
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        if isinstance(data, str) and (self.text or reads_text(self)):
+            if len(data) > self.MAX_STRING_LENGTH:
+                self.fail("max_string_length")
+            if not ASCII_NUMBER.fullmatch(data):
+                self.fail("invalid")
+        elif isinstance(data, bool) or not isinstance(data, (int, float)):
+            self.fail("invalid")
         return super().to_internal_value(data)
 
 

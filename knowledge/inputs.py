@@ -1,5 +1,6 @@
 """Request bodies and query parameters of the agent API (seed 003)."""
 import json
+import sys
 from collections.abc import Iterable, Mapping
 
 from django.utils.translation import gettext as _
@@ -7,17 +8,23 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core.safe_json import MAX_DEPTH, json_problem
-from knowledge.limits import BULK_SAVE_MAX, CONTENT_MAX, EVOLVE_FEEDBACK_MAX, QUERY_MAX, REASON_MAX, TASK_MAX
+from knowledge.limits import BULK_SAVE_MAX, CONTENT_MAX, EVOLVE_FEEDBACK_MAX, QUERY_MAX, REASON_MAX, SCOPE_MAX, TASK_MAX
 from knowledge.models import KNOWLEDGE_TYPES
 from knowledge.search.filters import FilterError, parse_filter
 from knowledge.search.rerank import ANSWER_FLOOR, RANK_MODES, RELATIVE_FLOOR, RELEVANCE_FLOOR
-from core.fields import NoUnknownFields, StrictBooleanField, valid_scopes
+from core.fields import (
+    SCOPES_MAX, NoUnknownFields, StrictBooleanField, StrictCharField, StrictFloatField, StrictIntegerField, valid_scopes,
+)
 from knowledge.serializers import SourceSerializer, TagsField, tags_problem
 from knowledge.services import DOCUMENT_KEY
 
 
 class CommaListField(serializers.ListField):
-    """`a,b` in a query string, or a JSON list in a body; an empty value (`?scopes=,`, `[""]`) is refused."""
+    """`a,b` in a query string, or a JSON list in a body; an empty value (`?scopes=,`, `[""]`) is refused. It has a
+    `max_length` (no default: every use says how many): a longer list is refused before any element is checked."""
+
+    def __init__(self, *, max_length: int, **kwargs):
+        super().__init__(max_length=max_length, **kwargs)
 
     def to_internal_value(self, data):
         if isinstance(data, str):
@@ -27,7 +34,21 @@ class CommaListField(serializers.ListField):
             data = [piece.strip() for part in data for piece in part.split(",")]
             if "" in data:
                 raise serializers.ValidationError(_("an empty value; give names separated by commas"))
+        if isinstance(data, list) and len(data) > self.max_length:
+            self.fail("max_length", max_length=self.max_length)
         return super().to_internal_value(data)
+
+
+def _search_types():
+    """A search's or a list's `types`: names from the closed set, no more of them than the set has."""
+    return CommaListField(child=serializers.ChoiceField(choices=KNOWLEDGE_TYPES), required=False, default=list,
+                          max_length=len(KNOWLEDGE_TYPES))
+
+
+def _search_scopes():
+    """A search's or a list's `scopes` to narrow to: each kind:name (`valid_scopes`), as many as an item may hold."""
+    return CommaListField(child=StrictCharField(max_length=SCOPE_MAX), required=False, default=list,
+                          max_length=SCOPES_MAX)
 
 
 @extend_schema_field({
@@ -48,6 +69,9 @@ class FilterField(serializers.Field):
                 raise serializers.ValidationError(_("not valid JSON: %(problem)s") % {"problem": exc.msg}) from exc
             except RecursionError:
                 raise serializers.ValidationError(_("nests deeper than %(depth)s levels") % {"depth": MAX_DEPTH}) from None
+            except ValueError:  # not a JSONDecodeError: an integer past Python's int_max_str_digits (4,300)
+                raise serializers.ValidationError(_("not valid JSON: %(problem)s") % {
+                    "problem": f"a number has more than {sys.get_int_max_str_digits()} digits"}) from None
         found = json_problem(data)
         if found:
             where, problem = found
@@ -62,32 +86,35 @@ class FilterField(serializers.Field):
 
 
 class SearchInput(NoUnknownFields, serializers.Serializer):
-    q = serializers.CharField(max_length=QUERY_MAX, allow_blank=True, required=False, default="")
-    top_k = serializers.IntegerField(min_value=1, max_value=100, default=5)
-    min_score = serializers.IntegerField(min_value=1, max_value=5, default=3)
-    types = CommaListField(child=serializers.ChoiceField(choices=KNOWLEDGE_TYPES), required=False, default=list)
-    scopes = CommaListField(child=serializers.CharField(max_length=200), required=False, default=list)
+    q = StrictCharField(max_length=QUERY_MAX, allow_blank=True, required=False, default="")
+    top_k = StrictIntegerField(min_value=1, max_value=100, default=5)
+    min_score = StrictIntegerField(min_value=1, max_value=5, default=3)
+    types = _search_types()
+    scopes = _search_scopes()
     filters = FilterField(required=False, default=None)
     rank = serializers.ChoiceField(choices=RANK_MODES, default="quality")
-    answer_floor = serializers.FloatField(
+    answer_floor = StrictFloatField(
         min_value=0.0, max_value=1.0, default=ANSWER_FLOOR,
         help_text="the calibrated relevance the best candidate must reach, else the query has no answer (an empty list)")
-    relevance_floor = serializers.FloatField(
+    relevance_floor = StrictFloatField(
         min_value=0.0, max_value=1.0, default=RELEVANCE_FLOOR,
         help_text="the least calibrated relevance a result may have")
-    relevance_ratio = serializers.FloatField(
+    relevance_ratio = StrictFloatField(
         min_value=0.0, max_value=1.0, default=RELATIVE_FLOOR,
         help_text="the least relevance a result may have as a share of the best candidate's")
     explain = StrictBooleanField(default=False)
     include_superseded = StrictBooleanField(
         default=False, help_text="also search items a better one superseded (each names it in `superseded_by`)")
 
+    def validate_scopes(self, value):
+        return valid_scopes(value)
+
 
 @extend_schema_field({
     "type": "string", "maxLength": 200, "pattern": "^[A-Za-z0-9_-]*$",
     "description": "Opaque: the `next` of the previous page, unchanged. Any other value is refused (400).",
 })
-class CursorField(serializers.CharField):
+class CursorField(StrictCharField):
     def to_internal_value(self, data):
         from knowledge.pagination import decode_cursor
 
@@ -99,17 +126,21 @@ class CursorField(serializers.CharField):
 
 
 class KnowledgeListInput(NoUnknownFields, serializers.Serializer):
-    limit = serializers.IntegerField(min_value=1, max_value=100, default=10)
-    types = CommaListField(child=serializers.ChoiceField(choices=KNOWLEDGE_TYPES), required=False, default=list)
-    scopes = CommaListField(child=serializers.CharField(max_length=200), required=False, default=list)
+    limit = StrictIntegerField(min_value=1, max_value=100, default=10)
+    types = _search_types()
+    scopes = _search_scopes()
     cursor = CursorField(required=False, allow_blank=True, default=None, max_length=200)
+
+    def validate_scopes(self, value):
+        return valid_scopes(value)
 
 
 class SaveEvalInput(NoUnknownFields, serializers.Serializer):
     """`eval` on a save: the score and confidence to start with. The counters and histories come from feedback."""
 
-    score = serializers.IntegerField(min_value=1, max_value=5, required=False)
-    confidence = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
+    # text=True: the CSV import (ingest.importer) gives both as the cells' text
+    score = StrictIntegerField(min_value=1, max_value=5, required=False, text=True)
+    confidence = StrictFloatField(min_value=0.0, max_value=1.0, required=False, text=True)
 
     def to_internal_value(self, data):
         if isinstance(data, Mapping):
@@ -123,18 +154,19 @@ class SaveEvalInput(NoUnknownFields, serializers.Serializer):
 class KnowledgeCreateInput(NoUnknownFields, serializers.Serializer):
     """POST /api/knowledge: the seed's request body."""
 
-    task = serializers.CharField(max_length=TASK_MAX)
-    content = serializers.CharField(max_length=CONTENT_MAX)
+    task = StrictCharField(max_length=TASK_MAX)
+    content = StrictCharField(max_length=CONTENT_MAX, trim_whitespace=False)
     types = serializers.ListField(child=serializers.ChoiceField(choices=KNOWLEDGE_TYPES), min_length=1)
     tags = TagsField(required=False, default=dict)
-    scopes = serializers.ListField(child=serializers.CharField(max_length=200), required=False, min_length=1, max_length=50)
-    owner = serializers.CharField(max_length=200, required=False)
-    resource_ids = serializers.ListField(child=serializers.CharField(max_length=255), required=False, default=list)
+    scopes = serializers.ListField(child=StrictCharField(max_length=SCOPE_MAX), required=False, min_length=1,
+                                   max_length=SCOPES_MAX)
+    owner = StrictCharField(max_length=200, required=False)
+    resource_ids = serializers.ListField(child=StrictCharField(max_length=255), required=False, default=list)
     source = SourceSerializer(required=False, default=dict)
-    score = serializers.IntegerField(min_value=1, max_value=5, required=False)
+    score = StrictIntegerField(min_value=1, max_value=5, required=False, text=True)  # text: as SaveEvalInput's
     eval = SaveEvalInput(required=False, help_text="the seed's `eval`: `score` and `confidence` to start with")
-    message_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
-    secure_resource_id = serializers.CharField(
+    message_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
+    secure_resource_id = StrictCharField(
         max_length=255, required=False, allow_blank=True, default="",
         help_text="the seed's reference to a secret-holding resource (a credential or cookie); kept, and linked")
 
@@ -161,11 +193,14 @@ class KnowledgeCreateInput(NoUnknownFields, serializers.Serializer):
 class KnowledgePatchInput(NoUnknownFields, serializers.Serializer):
     """PATCH /api/knowledge/{id}: plain edits by the item's owner; each keeps a version."""
 
-    task = serializers.CharField(max_length=TASK_MAX, required=False)
-    content = serializers.CharField(max_length=CONTENT_MAX, required=False)
+    task = StrictCharField(max_length=TASK_MAX, required=False)
+    content = StrictCharField(max_length=CONTENT_MAX, required=False, trim_whitespace=False)
     tags = TagsField(required=False, names_checked=False)  # against the item's own names: operations.knowledge_edit
     types = serializers.ListField(child=serializers.ChoiceField(choices=KNOWLEDGE_TYPES), min_length=1, required=False)
-    reason = serializers.CharField(max_length=REASON_MAX, required=False, allow_blank=True, default="")
+    reason = StrictCharField(max_length=REASON_MAX, required=False, allow_blank=True, default="")
+    base_updated_at = serializers.DateTimeField(required=False, help_text=(
+        "the item's `updated_at` as you read it (GET's reply): if the item changed since, the edit is refused "
+        "(409 naming base_updated_at) instead of undoing that change; without it the last edit wins"))
 
     def validate(self, attrs):
         if not set(attrs) - {"reason"}:
@@ -194,8 +229,8 @@ class KnowledgeUpdateInput(NoUnknownFields, serializers.Serializer):
 
     add_helpful_case = CaseField(required=False, allow_null=True)
     add_harmful_case = CaseField(required=False, allow_null=True)
-    update_score = serializers.IntegerField(min_value=1, max_value=5, required=False, allow_null=True)
-    evolve_feedback = serializers.CharField(max_length=EVOLVE_FEEDBACK_MAX, required=False, allow_null=True, allow_blank=True)
+    update_score = StrictIntegerField(min_value=1, max_value=5, required=False, allow_null=True)
+    evolve_feedback = StrictCharField(max_length=EVOLVE_FEEDBACK_MAX, required=False, allow_null=True, allow_blank=True)
     search_id = serializers.UUIDField(required=False, allow_null=True, help_text=SEARCH_ID_HELP)
 
     def validate(self, attrs):
@@ -206,7 +241,7 @@ class KnowledgeUpdateInput(NoUnknownFields, serializers.Serializer):
 
 
 class FeedbackEntry(NoUnknownFields, serializers.Serializer):
-    knowledge_id = serializers.CharField(max_length=40)
+    knowledge_id = StrictCharField(max_length=40)
     is_helpful = StrictBooleanField()
     case = CaseField(required=False, default=dict)
     search_id = serializers.UUIDField(required=False, allow_null=True, default=None, help_text=SEARCH_ID_HELP)
@@ -224,7 +259,7 @@ class BulkSaveInput(NoUnknownFields, serializers.Serializer):
 
 
 class SlimInput(NoUnknownFields, serializers.Serializer):
-    model = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    model = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
     dry_run = StrictBooleanField(default=False)
 
 

@@ -7,7 +7,13 @@ the log into a judged query: helpful items are relevant, harmful ones judged not
 engine ranks the same query now, per scope: a team sees whether a ranking change helped its own
 agents. Logs stay in their scopes (`search_logs_visible_to`) and are deleted after
 KNOWHUB_SEARCH_LOG_RETENTION_DAYS (`search_logs_forget`).
+
+A log's size is bounded whatever the search asked: its query by QUERY_MAX, its results by top_k, its `types` and
+`scopes` by the inputs' caps (and cut to LOGGED_LIST_MAX of at most LOGGED_NAME_MAX characters here as well), and its
+filter expression, which may lawfully hold thousands of long values, is kept only up to LOGGED_FILTERS_MAX characters
+of JSON. A log missing part of its parameters says `"truncated": true`, and is not re-run by `ranked_now`.
 """
+import json
 import re
 import uuid
 from collections import defaultdict
@@ -27,6 +33,9 @@ from knowledge.models import FeedbackCase, SearchLog
 from knowledge.search.metrics import mean, mrr_at_k, ndcg_at_k
 
 AT_K = 10
+LOGGED_FILTERS_MAX = 16_000  # characters of a filter expression's JSON a log keeps; a longer one is left out
+LOGGED_LIST_MAX = 50  # names of `types` or `scopes` a log keeps (the inputs take no more: core.fields.SCOPES_MAX)
+LOGGED_NAME_MAX = 200  # characters of each (knowledge.limits.SCOPE_MAX)
 EVERY_SCOPE = "(every scope)"  # the report's row for logs of people, whose searches saw every scope
 DEFAULT_RETENTION_DAYS = 30
 
@@ -55,8 +64,8 @@ def search_log_record(*, principal: str, readable_scopes: Iterable[str] | None, 
     of them is refused as an unknown `search_id`. Inside a caller's transaction the log is that transaction's."""
     log = SearchLog(
         principal=principal, scopes=logged_scopes(readable_scopes=readable_scopes, requested=scopes), query=query,
-        parameters={"top_k": top_k, "min_score": min_score, "types": list(types or []), "scopes": list(scopes or []),
-                    "rank": rank, "filters": filters.to_dict() if filters is not None else None},
+        parameters=logged_parameters(top_k=top_k, min_score=min_score, types=types, scopes=scopes, rank=rank,
+                                     filters=filters),
         result_ids=list(result_ids),
     )
     if not connection.get_autocommit():  # in a caller's transaction: that one decides
@@ -66,6 +75,27 @@ def search_log_record(*, principal: str, readable_scopes: Iterable[str] | None, 
         cursor.execute(sql, [field.get_db_prep_save(getattr(log, field.attname), connection) for field in fields])
     log._state.adding, log._state.db = False, connection.alias
     return log
+
+
+def logged_parameters(*, top_k: int, min_score: int, types: Sequence[str] | None, scopes: Sequence[str] | None,
+                      rank: str, filters) -> dict:
+    """What a log keeps of a search's parameters: all of them, unless that would be more than the module's bounds
+    allow; then as much as they allow, and `"truncated": true`."""
+    types, scopes = list(types or []), list(scopes or [])
+    kept_types, kept_scopes = _cut(types), _cut(scopes)
+    expression = filters.to_dict() if filters is not None else None
+    truncated = kept_types != types or kept_scopes != scopes
+    if expression is not None and len(json.dumps(expression, default=str)) > LOGGED_FILTERS_MAX:
+        expression, truncated = None, True
+    parameters = {"top_k": top_k, "min_score": min_score, "types": kept_types, "scopes": kept_scopes, "rank": rank,
+                  "filters": expression}
+    if truncated:
+        parameters["truncated"] = True
+    return parameters
+
+
+def _cut(names: list[str]) -> list[str]:
+    return [str(name)[:LOGGED_NAME_MAX] for name in names[:LOGGED_LIST_MAX]]
 
 
 @cache
@@ -137,11 +167,14 @@ def _gains(cases: Iterable[tuple[str, str]]) -> dict[str, int]:
 
 
 def ranked_now(log: SearchLog) -> list[str]:
-    """The ids the engine returns for the logged query today, with the logged parameters and scopes."""
+    """The ids the engine returns for the logged query today, with the logged parameters and scopes (none for a log
+    whose parameters were truncated, as for one whose filter the parser no longer takes)."""
     from knowledge.search import engine
     from knowledge.search.filters import parse_filter
 
     params = log.parameters
+    if params.get("truncated"):  # the search as it ran is not all there: re-running the rest would be another search
+        return []
     try:
         filters = parse_filter(params["filters"]) if params.get("filters") else None
     except KnowledgeError:  # a filter the parser no longer takes: the query finds nothing now

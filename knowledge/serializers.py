@@ -14,7 +14,7 @@ from knowledge.models import KNOWLEDGE_TYPES, Knowledge
 
 
 
-class HttpUrlField(serializers.CharField):
+class HttpUrlField(StrictCharField):
     """An absolute http(s) URL: the only kind a page may link to (no javascript:, data:, file:)."""
 
     def to_internal_value(self, data):
@@ -51,7 +51,8 @@ class TagsField(serializers.DictField):
 
     def __init__(self, *, names_checked: bool = True, **kwargs):
         self.names_checked = names_checked
-        super().__init__(child=StrictCharField(allow_blank=True, max_length=TAG_VALUE_MAX), **kwargs)
+        # a value as sent: EQ("tags.w", "  sp  ") finds the item saved with "  sp  "
+        super().__init__(child=StrictCharField(allow_blank=True, max_length=TAG_VALUE_MAX, trim_whitespace=False), **kwargs)
 
     def to_internal_value(self, data):
         tags = super().to_internal_value(data)
@@ -62,13 +63,13 @@ class TagsField(serializers.DictField):
 
 
 class SourceSerializer(NoUnknownFields, serializers.Serializer):
-    name = serializers.CharField(required=False, allow_blank=True, max_length=500)
-    category = serializers.CharField(required=False, allow_blank=True, max_length=100)
+    name = StrictCharField(required=False, allow_blank=True, max_length=500)
+    category = StrictCharField(required=False, allow_blank=True, max_length=100)
     urls = serializers.ListField(child=HttpUrlField(max_length=2000), required=False, max_length=100)
-    agent_id = serializers.CharField(required=False, allow_blank=True, max_length=200)
-    submitted_by = serializers.CharField(required=False, allow_blank=True, max_length=200)
-    timestamp = serializers.CharField(required=False, allow_blank=True, max_length=40)
-    message_id = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    agent_id = StrictCharField(required=False, allow_blank=True, max_length=200)
+    submitted_by = StrictCharField(required=False, allow_blank=True, max_length=200)
+    timestamp = StrictCharField(required=False, allow_blank=True, max_length=40)
+    message_id = StrictCharField(required=False, allow_blank=True, max_length=200)
 
     def validate_timestamp(self, value):
         if value and serializers.DateTimeField().to_internal_value(value) is None:
@@ -104,7 +105,7 @@ class KnowledgeSerializer(serializers.Serializer):
     tags = TagsField(required=False, default=dict)
     scopes = serializers.ListField(child=serializers.CharField(max_length=200), min_length=1, max_length=50)
     owner = serializers.CharField(max_length=200)
-    content = serializers.CharField(max_length=CONTENT_MAX)
+    content = serializers.CharField(max_length=CONTENT_MAX, trim_whitespace=False)  # restored as exported
     resource_ids = serializers.ListField(child=serializers.CharField(max_length=255), required=False, default=list)
     secure_resource_id = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
     source = SourceSerializer(required=False, default=dict)

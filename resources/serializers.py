@@ -1,19 +1,20 @@
 """What resource operations take and send (seed 003, scenarios 1-4)."""
 from rest_framework import serializers
 
-from core.fields import SCOPE_RE, NoUnknownFields, StrictBooleanField
+from core.fields import SCOPE_RE, NoUnknownFields, StrictBooleanField, StrictCharField, StrictRegexField
 from resources.models import RESOURCE_ID_PATTERN, ResourceContentType
 
 
 class ResourceInput(NoUnknownFields, serializers.Serializer):
-    id = serializers.RegexField(RESOURCE_ID_PATTERN, max_length=255,
+    id = StrictRegexField(RESOURCE_ID_PATTERN, max_length=255,
                                 error_messages={"invalid": "must be path-like, e.g. code/selenium/login"})
-    title = serializers.CharField(max_length=300)
-    body = serializers.CharField(required=False, allow_blank=True, default="", max_length=1_000_000)
-    secure_body = serializers.CharField(required=False, allow_blank=True, default="", max_length=100_000)
+    title = StrictCharField(max_length=300)  # a one-line name: trimmed, as a task is
+    # as sent: code keeps its indentation, a password its spaces
+    body = StrictCharField(required=False, allow_blank=True, default="", max_length=1_000_000, trim_whitespace=False)
+    secure_body = StrictCharField(required=False, allow_blank=True, default="", max_length=100_000, trim_whitespace=False)
     content_type = serializers.ChoiceField(choices=ResourceContentType.values, default="text")
     metadata = serializers.DictField(required=False, default=dict)
-    scopes = serializers.ListField(child=serializers.RegexField(SCOPE_RE.pattern, max_length=200), required=False, min_length=1)
+    scopes = serializers.ListField(child=StrictRegexField(SCOPE_RE.pattern, max_length=200), required=False, min_length=1)
     expires_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
 
     def validate(self, attrs):

@@ -100,6 +100,22 @@ def test_filters_nested_1300_levels_in_a_query_string_are_a_400(agent):
     assert_invalid(agent.get("/api/knowledge/search", {"q": "x", "filters": deep}), "filters")
 
 
+HUGE_NUMBER = "9" * 4301  # past Python's int_max_str_digits: json.loads raises a ValueError, not a JSONDecodeError
+
+
+@pytest.mark.parametrize("text", [
+    '{"op": "GT", "key": "score", "value": %s}' % HUGE_NUMBER,
+    '{"op": "IN", "key": "score", "value": [1, %s]}' % HUGE_NUMBER,
+    "[%s]" % HUGE_NUMBER,
+])
+def test_filters_holding_an_integer_of_thousands_of_digits_are_a_400_naming_filters(agent, text):
+    for response in (agent.get("/api/knowledge/search", {"q": "x", "filters": text}),
+                     agent.post("/api/knowledge/search", {"q": "x", "filters": text}, format="json")):
+        error = assert_invalid(response, "filters")
+        assert error["code"] == "invalid" and "4300 digits" in error["message"], error
+        assert "sys." not in error["message"]  # not Python's advice to its programmer
+
+
 def test_filters_nested_within_the_json_limit_meet_the_filter_parser_depth_limit(agent):
     deep = {"op": "EQ", "key": "score", "value": 3}
     for _ in range(20):
@@ -160,6 +176,46 @@ def test_is_helpful_in_a_batch_must_be_a_json_boolean(agent):
 @pytest.mark.parametrize("query", [{"scopes": ","}, {"scopes": "org:acme,"}, {"types": ","}])
 def test_empty_names_in_a_comma_list_are_a_400(agent, query):
     assert_invalid(agent.get("/api/knowledge", query), next(iter(query)))
+
+
+LONG_SCOPE = "org:" + "a" * 197  # 201 characters
+
+
+@pytest.mark.parametrize(("field", "value", "named"), [
+    ("scopes", [f"org:team{n}" for n in range(51)], "scopes"),  # more than an item may hold
+    ("scopes", ["org:acme", LONG_SCOPE], "scopes.1"),
+    ("scopes", ["acme"], "scopes"),  # not kind:name
+    ("types", ["tool"] * 7, "types"),  # more than there are types
+    ("types", ["nonsense"], "types.0"),
+])
+@pytest.mark.parametrize("request_", ["search GET", "search POST", "list GET"])
+def test_search_and_list_refuse_too_many_too_long_or_malformed_names(agent, field, value, named, request_):
+    if request_ == "search GET":
+        response = agent.get("/api/knowledge/search", {"q": "x", field: ",".join(value)})
+    elif request_ == "search POST":
+        response = agent.post("/api/knowledge/search", {"q": "x", field: value}, format="json")
+    else:
+        response = agent.get("/api/knowledge", {field: ",".join(value)})
+    assert_invalid(response, named)
+
+
+def test_a_search_with_thousands_of_long_scopes_is_refused_and_logs_nothing(agent):
+    from knowledge.models import SearchLog
+
+    scopes = [f"org:{n:0>196}" for n in range(12_000)]  # ~2.4 MB: once a 200 and a 2.4 MB search log row
+    assert "no more than 50" in assert_invalid(
+        agent.post("/api/knowledge/search", {"q": "x", "scopes": scopes}, format="json"), "scopes")["message"]
+    assert_invalid(agent.get("/api/knowledge/search", {"q": "x", "scopes": ",".join(scopes[:2_000])}), "scopes")
+    assert not SearchLog.objects.exists()
+
+
+def test_fifty_scopes_and_every_type_are_still_taken(agent):
+    scopes = ["org:acme", *(f"team:t{n}" for n in range(49))]
+    types = ["user_profile", "strategy", "tool", "usecase", "definition", "plan"]
+    for response in (agent.get("/api/knowledge/search", {"q": "x", "scopes": ",".join(scopes), "types": ",".join(types)}),
+                     agent.post("/api/knowledge/search", {"q": "x", "scopes": scopes, "types": types}, format="json"),
+                     agent.get("/api/knowledge", {"scopes": ",".join(scopes), "types": ",".join(types)})):
+        assert response.status_code == 200, response.content[:300]
 
 
 def test_an_empty_scope_in_a_json_list_is_a_400(agent):

@@ -1,4 +1,5 @@
 """Learning from use: searches are logged, feedback cites them, the ranking is scored on them, logs expire."""
+import json
 import math
 import uuid
 from datetime import timedelta
@@ -332,3 +333,41 @@ def test_the_rerun_sees_only_the_logged_scopes_and_filters():
         **log.parameters, "filters": parse_filter({"op": "EQ", "key": "types", "value": "tool"}).to_dict()})
     log.refresh_from_db()
     assert ranked_now(log) == [mine.id]
+
+
+def stored_bytes(log: SearchLog) -> int:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_column_size(parameters) FROM knowledge_searchlog WHERE id = %s", [log.pk])
+        return cursor.fetchone()[0]
+
+
+def test_a_search_with_a_filter_of_a_megabyte_logs_a_bounded_row_saying_it_is_truncated():
+    from knowledge.search_log import LOGGED_FILTERS_MAX, ranked_now
+
+    item("Deploy the staging proxy")
+    values = [f"{n:0>500}" for n in range(100)]  # the filter parser's limits: 100 values of 500 characters
+    huge = {"op": "OR", "conditions": [{"op": "IN", "key": f"tags.k{n}", "value": values} for n in range(20)]}
+    agent = client_for("research_agent", ["org:acme"])
+    response = agent.post("/api/knowledge/search", {"q": "staging proxy", "filters": huge, "min_score": 1},
+                          format="json")
+    assert response.status_code == 200, response.content[:300]
+    log = SearchLog.objects.get(pk=response.json()["search_id"])
+    assert log.parameters == {"top_k": 5, "min_score": 1, "types": [], "scopes": [], "rank": "quality",
+                              "filters": None, "truncated": True}
+    assert stored_bytes(log) < 1_000 and ranked_now(log) == []  # not re-run as the unfiltered search it is not
+    small = agent.post("/api/knowledge/search", {"q": "staging proxy", "filters": {**huge, "conditions": [
+        {"op": "IN", "key": "tags.k", "value": values[:20]}]}}, format="json").json()
+    kept = SearchLog.objects.get(pk=small["search_id"]).parameters
+    assert "truncated" not in kept and len(json.dumps(kept["filters"])) < LOGGED_FILTERS_MAX
+
+
+def test_a_log_keeps_at_most_fifty_names_of_types_and_scopes_of_at_most_200_characters():
+    from knowledge.search_log import logged_parameters
+
+    kept = logged_parameters(top_k=5, min_score=3, types=["tool"] * 60, scopes=["org:" + "x" * 1_000] * 12_000,
+                             rank="quality", filters=None)
+    assert kept["types"] == ["tool"] * 50 and kept["scopes"] == ["org:" + "x" * 196] * 50 and kept["truncated"] is True
+    assert "truncated" not in logged_parameters(top_k=5, min_score=3, types=["tool"], scopes=["org:acme"],
+                                                rank="quality", filters=None)
