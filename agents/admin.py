@@ -1,9 +1,10 @@
 from django import forms
 from django.contrib import admin, messages
+from django.utils.translation import gettext as _
 
 from agents.models import AgentToken, AuditEvent
 from agents.services import agent_token_create
-from core.admin_tools import AppendOnlyAdmin
+from core.admin_tools import AppendOnlyAdmin, SafeJSONField
 from agents.static_filters import check_static_filters
 from core.errors import DomainError
 
@@ -12,6 +13,7 @@ class AgentTokenForm(forms.ModelForm):
     class Meta:
         model = AgentToken
         fields = ["agent_id", "name", "readable_scopes", "writable_scopes", "can_read_secrets", "can_curate", "static_filters", "is_active"]
+        field_classes = {"static_filters": SafeJSONField}  # a lone surrogate shown again safely, not a 500
 
     def clean_static_filters(self):
         value = self.cleaned_data.get("static_filters")
@@ -39,7 +41,8 @@ class AgentTokenAdmin(admin.ModelAdmin):
             can_read_secrets=obj.can_read_secrets, can_curate=obj.can_curate, static_filters=obj.static_filters,
         )
         obj.pk, obj.key_prefix, obj.key_hash, obj.created_at = token.pk, token.key_prefix, token.key_hash, token.created_at
-        messages.warning(request, f"Token for agent:{token.agent_id}: {raw_key} — copy it now, it is not shown again.")
+        messages.warning(request, _("Token for agent:%(agent)s: %(key)s — copy it now, it is not shown again.")
+                         % {"agent": token.agent_id, "key": raw_key})
 
 
 @admin.register(AuditEvent)

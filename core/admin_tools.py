@@ -1,8 +1,16 @@
-"""What every admin here shares: append-only evidence, and changelists whose URL filters never end in a 500."""
+"""What every admin here shares: append-only evidence, changelists whose URL filters never end in a 500, JSON fields
+held to the API's rules for JSON, and the API's refusals shown as form errors."""
+import json
+
+from django import forms
 from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.views.main import ChangeList
 from django.db import DataError, transaction
+from django.forms.fields import InvalidJSONInput
+
+from core.errors import invalid_fields
+from core.safe_json import json_problem
 
 
 class AppendOnlyAdmin(admin.ModelAdmin):
@@ -66,3 +74,38 @@ def refuse_bad_lookups_everywhere(site=admin.site) -> None:
     for model_admin in site._registry.values():
         if not isinstance(model_admin, RefusesBadLookups) and model_admin.get_changelist(None) is ChangeList:
             model_admin.get_changelist = lambda request, **kwargs: ChangeListRefusingBadLookups
+
+
+class SafeJSONField(forms.JSONField):
+    """A form's JSON field refusing what the API's bodies refuse (`json_problem`: a NUL, a lone surrogate, deeper
+    than 32 levels; PostgreSQL's jsonb holds neither of the first two), as an error naming the path.
+
+    Django's own field parses `"\\ud800"` and writes the parsed value back into the page it shows the error on, where
+    the lone surrogate cannot be encoded (a 500): a value holding one is shown again as the text that was typed."""
+
+    def validate(self, value):
+        super().validate(value)
+        found = json_problem(value)
+        if found:
+            where, problem = found
+            raise forms.ValidationError(problem if where == "non_field_errors" else f"{where}: {problem}",
+                                        code="invalid")
+
+    def bound_data(self, data, initial):
+        value = super().bound_data(data, initial)
+        if not isinstance(value, InvalidJSONInput) and data is not None and json_problem(value):
+            return InvalidJSONInput(data)  # the typed text: only escapes, never the character itself
+        return value
+
+    def prepare_value(self, value):
+        if not isinstance(value, InvalidJSONInput) and json_problem(value):
+            return json.dumps(value, cls=self.encoder)  # ASCII: escapes instead of what no page can hold
+        return super().prepare_value(value)
+
+
+def add_refusals(form, refused) -> None:
+    """The API's refusal (a DRF ValidationError) as errors on the form's fields, a nested one's path below its field
+    kept (`urls.0: ...`); an error on a field the form lacks goes above the form."""
+    for name, detail in refused.detail.items():
+        message = invalid_fields({name: detail})[0].removeprefix(f"{name}: ").removeprefix(f"{name}.")
+        form.add_error(name if name in form.fields else None, message)

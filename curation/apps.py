@@ -1,9 +1,10 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class CurationConfig(AppConfig):
     name = "curation"
-    verbose_name = "Curation UI"
+    verbose_name = _("Curation UI")
 
     def ready(self):
         from core.admin_tools import refuse_bad_lookups_everywhere

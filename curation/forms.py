@@ -87,6 +87,8 @@ class EditForm(forms.Form):
     types = forms.MultipleChoiceField(label=_("Types"), choices=TYPES, widget=forms.CheckboxSelectMultiple)
     reason = forms.CharField(label=_("Reason"), required=False, max_length=REASON_MAX,
                              help_text=_("why (kept with the version)"))
+    # the item's updated_at when the form was opened: a save after someone else's change is refused, not a revert
+    base_updated_at = forms.DateTimeField(required=False, widget=forms.HiddenInput)
 
     def __init__(self, *args, item=None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -106,7 +108,8 @@ class EditForm(forms.Form):
     @staticmethod
     def initial_for(item) -> dict:
         return {"task": item.task, "content": item.content, "types": item.types,
-                "tags": ", ".join(f"{k}={v}" for k, v in item.tags.items())}
+                "tags": ", ".join(f"{k}={v}" for k, v in item.tags.items()),
+                "base_updated_at": item.updated_at.isoformat()}  # a string: every microsecond kept
 
 
 class FeedbackForm(forms.Form):

@@ -21,6 +21,7 @@ from rest_framework.exceptions import PermissionDenied
 
 from core.errors import DomainError
 from knowledge import services
+from knowledge.limits import TASK_MAX
 from knowledge.models import Knowledge, KnowledgeStatus
 from knowledge.search import indexing
 
@@ -155,8 +156,8 @@ def apply_chunks(caller, *, kind: str, uri: str, content_hash: str, chunks, scop
         if candidates:
             item = candidates[0]
             claimed.add(item.id)
-            if item.task != chunk.title[:10_000]:  # the text stayed, its section was renamed
-                services.knowledge_edit(caller, knowledge_id=item.id, task=chunk.title[:10_000],
+            if item.task != chunk.title[:TASK_MAX]:  # the text stayed, its section was renamed
+                services.knowledge_edit(caller, knowledge_id=item.id, task=chunk.title[:TASK_MAX],
                                         reason=f"{uri}: its section's heading changed")
                 item = Knowledge.objects.get(pk=item.id)
             _point(item, document=_document(kind, uri, content_hash, chunk, extra), active=True)
@@ -172,14 +173,14 @@ def apply_chunks(caller, *, kind: str, uri: str, content_hash: str, chunks, scop
         item = by_position.get(chunk.index)
         if item is not None and item.id not in claimed:
             claimed.add(item.id)
-            services.knowledge_edit(caller, knowledge_id=item.id, task=chunk.title[:10_000], content=chunk.text,
+            services.knowledge_edit(caller, knowledge_id=item.id, task=chunk.title[:TASK_MAX], content=chunk.text,
                                     reason=f"{uri} changed (chunk {chunk.index + 1})")
             _point(Knowledge.objects.get(pk=item.id), document=document, active=True)
             outcome.updated.append(item.id)
             outcome.by_chunk[chunk.index] = item.id
         else:
             created = services.knowledge_create(
-                caller, task=chunk.title[:10_000], content=chunk.text, types=types, scopes=scopes, embed=False,
+                caller, task=chunk.title[:TASK_MAX], content=chunk.text, types=types, scopes=scopes, embed=False,
                 source={"name": source_name or uri, "category": "document", DOCUMENT: document})
             outcome.created.append(created.id)
             outcome.by_chunk[chunk.index] = created.id

@@ -2,6 +2,7 @@ import uuid
 
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from jobs.kinds import scopes_params, subject_readers
 
@@ -26,6 +27,8 @@ class WorkerHeartbeat(models.Model):
 
     class Meta:
         ordering = ["hostname", "started_at"]
+        verbose_name = _("worker heartbeat")
+        verbose_name_plural = _("worker heartbeats")
 
     def __str__(self) -> str:
         return self.instance
@@ -79,9 +82,9 @@ class Job(models.Model):
     error = models.TextField(blank=True, default="")
     requested_by = models.CharField(max_length=200)
     attempts = models.PositiveSmallIntegerField(default=0)
-    worker = models.CharField(max_length=255, blank=True, default="", help_text="the worker instance (hostname/pid/boot id) that claimed it last")
+    worker = models.CharField(max_length=255, blank=True, default="", help_text=_("the worker instance (hostname/pid/boot id) that claimed it last"))
     created_at = models.DateTimeField(default=timezone.now)
-    sent_at = models.DateTimeField(default=timezone.now, help_text="when its message was last sent to the broker")
+    sent_at = models.DateTimeField(default=timezone.now, help_text=_("when its message was last sent to the broker"))
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

@@ -13,23 +13,26 @@ from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.forms.models import BaseInlineFormSet
-from rest_framework.exceptions import PermissionDenied
+from django.http import Http404
+from django.utils.translation import gettext_lazy as _
+from rest_framework.exceptions import APIException, PermissionDenied
 from rest_framework.exceptions import ValidationError as Refused
 
+from agents import operations
 from agents.audit import audit_record
 from agents.caller import Caller
-from core.admin_tools import AppendOnlyAdmin, RefusesBadLookups
-from core.errors import invalid_fields
+from core.admin_tools import AppendOnlyAdmin, RefusesBadLookups, SafeJSONField, add_refusals
+from core.errors import DomainError
 from knowledge import services
 from knowledge.inputs import item_changes_check
-from knowledge.errors import KnowledgeStateError, ResourceScopeError, UnknownResourceError
+from knowledge.errors import ResourceScopeError, UnknownResourceError
 from knowledge.models import KNOWLEDGE_TYPES, FeedbackCase, Knowledge, KnowledgeResource, KnowledgeVersion
 
 ADMIN_REASON = "edited in the admin"
 
 
 class TypeFilter(admin.SimpleListFilter):
-    title = "type"
+    title = _("type")
     parameter_name = "type"
 
     def lookups(self, request, model_admin):
@@ -42,7 +45,7 @@ class TypeFilter(admin.SimpleListFilter):
 
 
 class ScopeFilter(admin.SimpleListFilter):
-    title = "scope"
+    title = _("scope")
     parameter_name = "scope"
 
     def lookups(self, request, model_admin):
@@ -69,6 +72,14 @@ def check_links(caller, *, scopes, resource_ids, secure_resource_id: str = "") -
 def linked_resource_ids(item) -> list[str]:
     return list(KnowledgeResource.objects.filter(knowledge_id=item.pk).order_by("position", "id")
                 .values_list("resource_id", flat=True))
+
+
+def refusal_text(knowledge_id: str, exc: Exception) -> str:
+    """An operation's refusal of one item, in a line."""
+    if isinstance(exc, Http404):
+        return _("%(id)s: no such item visible to you") % {"id": knowledge_id}
+    message = exc.message if isinstance(exc, DomainError) else str(getattr(exc, "detail", exc))
+    return message if knowledge_id in message else f"{knowledge_id}: {message}"
 
 
 class KnowledgeResourceFormSet(BaseInlineFormSet):
@@ -100,13 +111,6 @@ class KnowledgeResourceInline(admin.TabularInline):
         return type(formset.__name__, (formset,), {"caller": Caller.for_user(request.user)})
 
 
-def add_refusals(form, refused: Refused) -> None:
-    """The API's refusal as errors on the form's fields, a nested one's path below its field kept (`urls.0: ...`)."""
-    for name, detail in refused.detail.items():
-        message = invalid_fields({name: detail})[0].removeprefix(f"{name}: ").removeprefix(f"{name}.")
-        form.add_error(name if name in form.fields else None, message)
-
-
 class KnowledgeAdminForm(forms.ModelForm):
     """What a field is changed to passes the API's rules for it (`inputs.item_changes_check`; the tag names the item
     has already may stay). Widening an item's scopes lets its new readers see its links: they must pass the API's
@@ -114,6 +118,9 @@ class KnowledgeAdminForm(forms.ModelForm):
     KnowledgeAdmin."""
 
     caller = None
+
+    class Meta:
+        field_classes = {"tags": SafeJSONField, "source": SafeJSONField}
 
     def clean(self):
         cleaned = super().clean()
@@ -124,6 +131,8 @@ class KnowledgeAdminForm(forms.ModelForm):
             add_refusals(self, exc)
         scopes = cleaned.get("scopes")
         stored = self.instance
+        if stored.pk and stored.status == Knowledge.Status.MERGED and set(services.TEXT_FIELDS) & set(changed):
+            self.add_error(None, services.not_editable(stored.pk, stored.status, stored.merged_into_id))
         if stored.pk and scopes is not None and set(scopes) - set(stored.scopes):
             try:
                 check_links(self.caller, scopes=scopes, resource_ids=linked_resource_ids(stored),
@@ -212,37 +221,35 @@ class KnowledgeAdmin(RefusesBadLookups, admin.ModelAdmin):
             services.knowledge_change_fields(caller, knowledge_id=obj.pk, changes=changes, reason=ADMIN_REASON)
             audit_record(principal=caller.principal, operation="admin_knowledge_change", target=obj.pk, args=changes)
 
-    def _set_status(self, request, queryset, status: str, verb: str):
+    def _set_status(self, request, queryset, operation: str, done: str):
+        """Each selected item through the operation the API and the curation UI call (`knowledge_archive`,
+        `knowledge_activate`: which un-supersedes a superseded item and reopens its conflict), audited by the chain."""
         caller = Caller.for_user(request.user)
-        principal = caller.principal
-        done, refused = [], []
+        changed, refused = [], []
         for knowledge_id in queryset.values_list("pk", flat=True):
             try:
-                with transaction.atomic():
-                    services.knowledge_set_status(caller, knowledge_id=knowledge_id, status=status)
-                    audit_record(principal=principal, operation=f"admin_knowledge_{verb}", target=knowledge_id,
-                                 args={"status": status})
-                done.append(knowledge_id)
-            except KnowledgeStateError as exc:
-                refused.append(exc.message)
-        if done:
-            self.message_user(request, f"{verb.capitalize()}d {len(done)}: {', '.join(done)}", messages.SUCCESS)
+                operations.call(operation, caller, knowledge_id=knowledge_id, data={"reason": ADMIN_REASON})
+                changed.append(knowledge_id)
+            except (DomainError, APIException, Http404) as exc:
+                refused.append(refusal_text(knowledge_id, exc))
+        if changed:
+            self.message_user(request, done % {"count": len(changed), "ids": ", ".join(changed)}, messages.SUCCESS)
         for message in refused:
             self.message_user(request, message, messages.WARNING)
 
-    @admin.action(description="Archive the selected items (reversible: Make active)", permissions=["change"])
+    @admin.action(description=_("Archive the selected items (reversible: Make active)"), permissions=["change"])
     def archive(self, request, queryset):
-        self._set_status(request, queryset, Knowledge.Status.ARCHIVED, "archive")
+        self._set_status(request, queryset, "knowledge_archive", _("Archived %(count)d: %(ids)s"))
 
-    @admin.action(description="Make the selected archived items active again", permissions=["change"])
+    @admin.action(description=_("Make the selected archived or superseded items active again"), permissions=["change"])
     def make_active(self, request, queryset):
-        self._set_status(request, queryset, Knowledge.Status.ACTIVE, "activate")
+        self._set_status(request, queryset, "knowledge_activate", _("Made active %(count)d: %(ids)s"))
 
-    @admin.display(description="task")
+    @admin.display(description=_("task"))
     def short_task(self, obj):
         return obj.task if len(obj.task) <= 80 else obj.task[:77] + "..."
 
-    @admin.display(description="quality", ordering="quality_order")
+    @admin.display(description=_("quality"), ordering="quality_order")
     def quality(self, obj):
         return obj.quality_score
 

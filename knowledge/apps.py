@@ -2,13 +2,14 @@ import logging
 
 from django.apps import AppConfig
 from django.db.models.signals import post_migrate
+from django.utils.translation import gettext_lazy as _
 
 logger = logging.getLogger(__name__)
 
 
 class KnowledgeConfig(AppConfig):
     name = "knowledge"
-    verbose_name = "Knowledge"
+    verbose_name = _("Knowledge")
 
     def ready(self):
         post_migrate.connect(_ensure_vector_index, sender=self)

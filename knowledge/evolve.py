@@ -17,6 +17,7 @@ from agents.caller import Caller
 from jobs.models import Job
 from jobs.services import job_annotate, job_claim, job_create, job_fail, job_holds_claim, job_succeed
 from knowledge import llm, services
+from knowledge.services import not_editable
 from knowledge.errors import KnowledgeStateError
 from knowledge.limits import CONTENT_MAX, TASK_MAX
 from knowledge.models import Knowledge, KnowledgeVersion
@@ -52,7 +53,10 @@ def evolve_request(caller, *, knowledge_id: str, feedback: str) -> Job:
     if not llm.llm_configured():
         raise llm.LLMNotConfigured()
 
-    scopes = Knowledge.objects.filter(pk=knowledge_id).values_list("scopes", flat=True).first() or []
+    scopes, status, merged_into = Knowledge.objects.filter(pk=knowledge_id).values_list(
+        "scopes", "status", "merged_into").first() or ([], Knowledge.Status.ACTIVE, None)
+    if status != Knowledge.Status.ACTIVE:  # a rewrite of an item no search returns; a merged one's text is its unmerge's
+        raise KnowledgeStateError(not_editable(knowledge_id, status, merged_into), field="knowledge_id")
     return job_create(kind="evolve", subject=knowledge_id, requested_by=caller.principal,
                       params={"feedback": feedback, "model": settings.KNOWHUB_LLM_MODEL, "review": review_required(scopes)})
 

@@ -14,6 +14,7 @@ from django.db import models
 from django.db.models import F, Q
 from django.db.models.lookups import Exact
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 from django.contrib.postgres.search import SearchVectorField
 from pgvector.django import VectorField
 
@@ -92,7 +93,7 @@ class Knowledge(models.Model):
     )
     superseded_by = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="supersedes",
-        help_text="the item that replaced this one (status superseded); making it active again clears it",
+        help_text=_("the item that replaced this one (status superseded); making it active again clears it"),
     )
 
     # No fixed dimension: the embedder is configurable. Each embedder gets a
@@ -112,7 +113,8 @@ class Knowledge(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        verbose_name_plural = "knowledge"
+        verbose_name = _("knowledge item")
+        verbose_name_plural = _("knowledge")
         indexes = [
             GinIndex(fields=["types"], name="knowledge_types_gin"),
             GinIndex(fields=["scopes"], name="knowledge_scopes_gin"),
@@ -202,6 +204,8 @@ class KnowledgeResource(models.Model):
 
     class Meta:
         ordering = ["position"]
+        verbose_name = _("linked resource")
+        verbose_name_plural = _("linked resources")
         constraints = [
             models.UniqueConstraint(fields=["knowledge", "resource"], name="knowledge_resource_once"),
         ]
@@ -216,7 +220,7 @@ class FeedbackCase(models.Model):
 
     knowledge = models.ForeignKey(Knowledge, on_delete=models.CASCADE, related_name="feedback_cases")
     kind = models.CharField(max_length=7, choices=Kind.choices)
-    case = models.JSONField(default=dict, help_text="The case as reported: task, outcome, reason, timestamp, ...")
+    case = models.JSONField(default=dict, help_text=_("The case as reported: task, outcome, reason, timestamp, ..."))
     reported_by = models.CharField(max_length=200, blank=True, default="")
     # The logged search the reporter found the item in (its `search_id`); null when none was sent
     # or the log has passed its retention period.
@@ -225,6 +229,8 @@ class FeedbackCase(models.Model):
 
     class Meta:
         ordering = ["id"]
+        verbose_name = _("feedback case")
+        verbose_name_plural = _("feedback cases")
         indexes = [
             models.Index(fields=["knowledge", "kind", "id"], name="feedback_by_item"),
             models.Index(fields=["created_at", "kind"], name="feedback_created"),  # the dashboard's days and recent reports
@@ -242,13 +248,15 @@ class KnowledgeVersion(models.Model):
     task = models.TextField()
     content = models.TextField()
     tags = models.JSONField(default=dict, blank=True)
-    changed_by = models.CharField(max_length=200, help_text="agent:<id>, user:<name> or job:<kind>:<id>")
+    changed_by = models.CharField(max_length=200, help_text=_("agent:<id>, user:<name> or job:<kind>:<id>"))
     reason = models.TextField(blank=True, default="")
     job = models.ForeignKey("jobs.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="versions")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["knowledge", "-number"]
+        verbose_name = _("knowledge version")
+        verbose_name_plural = _("knowledge versions")
         indexes = [models.Index(fields=["-created_at"], name="version_created")]  # the dashboard's recent edits
         constraints = [
             models.UniqueConstraint(fields=["knowledge", "number"], name="knowledge_version_number_unique"),
@@ -288,9 +296,9 @@ class SearchLog(models.Model):
     principal = models.CharField(max_length=200)
     scopes = ArrayField(models.CharField(max_length=200), null=True, blank=True)
     query = models.TextField()
-    parameters = models.JSONField(default=dict, help_text="top_k, min_score, types, scopes, rank, filters (JSON)")
+    parameters = models.JSONField(default=dict, help_text=_("top_k, min_score, types, scopes, rank, filters (JSON)"))
     result_ids = ArrayField(models.CharField(max_length=40), default=list, blank=True,
-                            help_text="the ids returned, best first")
+                            help_text=_("the ids returned, best first"))
 
     class Meta:
         ordering = ["-created_at"]
@@ -325,10 +333,10 @@ class Conflict(models.Model):
     second = models.ForeignKey(Knowledge, on_delete=models.CASCADE, related_name="+")
     kind = models.CharField(max_length=13, choices=Kind.choices)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
-    explanation = models.TextField(blank=True, default="", help_text="the LLM's reason for its judgment")
-    similarity = models.FloatField(default=0, help_text="the candidate step's vector similarity (knowledge.neighbours)")
-    detected_for = models.CharField(max_length=40, help_text="the item whose save or edit found the pair")
-    model = models.CharField(max_length=200, blank=True, default="", help_text="the LLM that judged it; empty: none")
+    explanation = models.TextField(blank=True, default="", help_text=_("the LLM's reason for its judgment"))
+    similarity = models.FloatField(default=0, help_text=_("the candidate step's vector similarity (knowledge.neighbours)"))
+    detected_for = models.CharField(max_length=40, help_text=_("the item whose save or edit found the pair"))
+    model = models.CharField(max_length=200, blank=True, default="", help_text=_("the LLM that judged it; empty: none"))
     resolution = models.JSONField(default=dict, blank=True)
     resolved_by = models.CharField(max_length=200, blank=True, default="")
     resolved_at = models.DateTimeField(null=True, blank=True)
@@ -364,11 +372,11 @@ class MergeProposal(models.Model):
         EDITED = "edited", "edited and approved"
         REJECTED = "rejected"
 
-    ids = ArrayField(models.CharField(max_length=40), help_text="the items of the group, sorted")
+    ids = ArrayField(models.CharField(max_length=40), help_text=_("the items of the group, sorted"))
     task = models.TextField(blank=True, default="")
     content = models.TextField(blank=True, default="")
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
-    job_id = models.UUIDField(null=True, blank=True, help_text="the slim job that proposed it")
+    job_id = models.UUIDField(null=True, blank=True, help_text=_("the slim job that proposed it"))
     conflict = models.ForeignKey(Conflict, null=True, blank=True, on_delete=models.SET_NULL, related_name="proposals")
     merged_id = models.CharField(max_length=40, blank=True, default="")
     decided_by = models.CharField(max_length=200, blank=True, default="")

@@ -15,7 +15,7 @@ from rest_framework.exceptions import PermissionDenied
 from core import events
 from knowledge.errors import KnowledgeIdConflictError, KnowledgeStateError, ResourceScopeError, UnknownResourceError
 from knowledge.ids import MAX_SUFFIX_LENGTH, SUFFIX_LENGTH, new_knowledge_id
-from knowledge.models import FeedbackCase, Knowledge, KnowledgeResource, KnowledgeVersion
+from knowledge.models import FeedbackCase, Knowledge, KnowledgeResource, KnowledgeStatus, KnowledgeVersion
 from knowledge.search import indexing
 
 SOURCE_KEYS = ("name", "category", "urls", "agent_id", "submitted_by", "timestamp", "message_id")
@@ -187,6 +187,14 @@ def _is_primary_key_violation(exc: IntegrityError) -> bool:
 
 
 @transaction.atomic
+def not_editable(knowledge_id: str, status: str, merged_into: str | None) -> str:
+    """Why an item's text cannot be changed (edit, evolve) in its `status`."""
+    if status == KnowledgeStatus.MERGED:
+        return _("%(id)s was merged into %(into)s: change that item, or unmerge this one first") % {
+            "id": knowledge_id, "into": merged_into}
+    return _("%(id)s is %(status)s: make it active first") % {"id": knowledge_id, "status": status}
+
+
 def knowledge_edit(
     caller,
     *,
@@ -196,16 +204,24 @@ def knowledge_edit(
     content: str | None = None,
     tags: Mapping[str, str] | None = None,
     types: Iterable[str] | None = None,
+    base_updated_at: datetime | None = None,
     job=None,
 ) -> Knowledge:
     """Change an item's text, tags or types, keeping the previous task/content/tags as a version.
 
     Raises Knowledge.DoesNotExist, or PermissionDenied unless `caller` may write one of its scopes (who may
     edit whose item is the operation's rule, `changeable_item`). The row lock serialises concurrent edits,
-    so version numbers never collide and no edit is silently overwritten.
+    so version numbers never collide. With `base_updated_at` (the `updated_at` the editor read) an edit of
+    an item changed since is refused (KnowledgeStateError, 409 naming `base_updated_at`) instead of undoing
+    that change; without it the last edit wins.
     """
     item = Knowledge.objects.select_for_update().get(pk=knowledge_id)
     require_write_any(caller, item)
+    if item.status == KnowledgeStatus.MERGED:  # its text is what unmerging it brings back, as it was when merged
+        raise KnowledgeStateError(not_editable(item.id, item.status, item.merged_into_id), field="knowledge_id")
+    if base_updated_at is not None and item.updated_at != base_updated_at:
+        # compared under the row lock: of two edits read from the same state, the second waits and is refused
+        raise stale_edit(item, changed=_text_changed_since(item, base_updated_at))
     changes = {
         name: value for name, value in (("task", task), ("content", content), ("tags", None if tags is None else dict(tags)),
                                         ("types", None if types is None else list(dict.fromkeys(types))))
@@ -233,6 +249,28 @@ def knowledge_edit(
     events.emit(events.KNOWLEDGE_UPDATED, scopes=item.scopes,
                 data=events.knowledge_data(item, changed=sorted(changes), reason=reason[:200], by=caller.principal))
     return item
+
+
+STALE_FIELD = "base_updated_at"
+
+
+def stale_edit(item: Knowledge, *, changed: list[str]) -> KnowledgeStateError:
+    """The refusal of an edit read from an older state of `item` (409), naming the precondition and what changed."""
+    what = ", ".join(changed) if changed else _("its feedback, score, status or types")
+    now = item.updated_at.isoformat().replace("+00:00", "Z")  # as GET's reply writes it
+    return KnowledgeStateError(
+        _("%(id)s changed since you opened it (%(what)s; updated_at is now %(now)s): read it again and redo your "
+          "edit on the current text") % {"id": item.id, "what": what, "now": now},
+        field=STALE_FIELD)
+
+
+def _text_changed_since(item: Knowledge, moment: datetime) -> list[str]:
+    """Which of task/content/tags differ from what they were at `moment`: the oldest version written after it
+    holds the text as it was then. Empty when no text changed (feedback, the score, the status or types did)."""
+    then = item.versions.filter(created_at__gt=moment).order_by("number").only("task", "content", "tags").first()
+    if then is None:
+        return []
+    return [name for name in ("task", "content", "tags") if getattr(then, name) != getattr(item, name)]
 
 
 def knowledge_restore_version(caller, *, knowledge_id: str, number: int) -> Knowledge:

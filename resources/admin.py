@@ -6,12 +6,12 @@ from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
 from rest_framework.exceptions import ValidationError as Refused
 
 from agents.audit import audit_record
 from agents.caller import Caller
-from core.admin_tools import AppendOnlyAdmin, RefusesBadLookups
-from core.errors import invalid_fields
+from core.admin_tools import AppendOnlyAdmin, RefusesBadLookups, SafeJSONField, add_refusals
 from resources.models import Resource, ResourceVersion, RevealEvent
 from resources.serializers import ResourceInput
 from resources.services import resource_change_fields, resource_reveal, resource_version_reveal, secret_expired
@@ -43,7 +43,7 @@ class RevealInAdmin:
             raise PermissionDenied
         obj = get_object_or_404(self.model, pk=object_id)
         context = {**self.admin_site.each_context(request), "opts": self.model._meta, "original": obj,
-                   "title": f"Reveal the secret of {obj}", "has_secret": bool(obj.secure_body), "secret": None,
+                   "title": _("Reveal the secret of %(resource)s") % {"resource": obj}, "has_secret": bool(obj.secure_body), "secret": None,
                    "expired": secret_expired(obj)}
         if request.method == "POST" and context["has_secret"] and not context["expired"]:
             context["secret"] = self.reveal(Caller.for_user(request.user), obj, remote_addr=request.META.get("REMOTE_ADDR"),
@@ -52,18 +52,21 @@ class RevealInAdmin:
         response["Cache-Control"] = "no-store"
         return response
 
-    @admin.display(description="secret")
+    @admin.display(description=_("secret"))
     def reveal_link(self, obj):
         if not obj.secure_body:
             return "—"
         info = self.model._meta.app_label, self.model._meta.model_name
-        return format_html('<a href="{}">reveal…</a>', reverse("admin:%s_%s_reveal" % info, args=[obj.pk]))
+        return format_html('<a href="{}">{}</a>', reverse("admin:%s_%s_reveal" % info, args=[obj.pk]), _("reveal…"))
 
 
 class ResourceAdminForm(forms.ModelForm):
     """A new resource, and what a field of one is changed to, pass the API's rules for a saved resource
     (`ResourceInput`: a path-like id, scopes as kind:name and at least one, the length limits, metadata an object):
     a refusal is an error on its field. An empty value (no expiry) is left to the model's own check."""
+
+    class Meta:
+        field_classes = {"metadata": SafeJSONField}
 
     def clean(self):
         cleaned = super().clean()
@@ -74,9 +77,7 @@ class ResourceAdminForm(forms.ModelForm):
         try:  # partial: a field the form refused already (a missing title) is not refused twice
             ResourceInput(data=given, partial=True).is_valid(raise_exception=True)
         except Refused as exc:
-            for name, detail in exc.detail.items():
-                message = invalid_fields({name: detail})[0].removeprefix(f"{name}: ").removeprefix(f"{name}.")
-                self.add_error(name if name in self.fields else None, message)
+            add_refusals(self, exc)
         return cleaned
 
 
@@ -122,15 +123,15 @@ class ResourceAdmin(RefusesBadLookups, RevealInAdmin, admin.ModelAdmin):
     def reveal(self, caller, obj, **request_info):
         return resource_reveal(caller, resource=obj, **request_info)
 
-    @admin.display(description="used by")
+    @admin.display(description=_("used by"))
     def dependent_knowledge(self, obj):
         return obj.knowledge.count()
 
-    @admin.display(boolean=True, description="secret")
+    @admin.display(boolean=True, description=_("secret"))
     def has_secret(self, obj):
         return obj.has_secret
 
-    @admin.display(description="secret")
+    @admin.display(description=_("secret"))
     def secret_access(self, obj):
         return self.reveal_link(obj) if obj.pk else "—"
 

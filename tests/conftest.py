@@ -126,6 +126,8 @@ def llm_worker(fake_openai, django_db_setup, django_db_blocker):
 # Each entry costs seconds to minutes of subprocesses or waiting; a listed module must exist and a listed
 # test must be defined in it, or the run stops (a stale entry would quietly slow the fast suite down).
 SLOW_TESTS = [
+    # An import job run by a real Celery worker of its own.
+    "tests/ingest/test_import_jobs.py::test_a_real_worker_runs_the_import_job_and_keeps_the_report",
     # Conflict detection through a real worker of its own (detection on): a save over the API raises a conflict.
     "tests/knowledge/test_conflicts.py::test_a_save_through_the_api_raises_a_conflict_through_the_real_worker",
     # Fault injection: a real Celery worker against a loopback LLM that fails, stalls or answers junk,
@@ -223,4 +225,15 @@ def test_broker_emptied_first():
         from knowhub_site.celery import app
 
         app.control.purge()
+    yield
+
+
+@pytest.fixture(autouse=True)
+def default_language():
+    """Each test starts in the default language, as a worker or a shell does: a test client's request in Chinese
+    leaves its language active in the thread (LocaleMiddleware activates it and nothing resets it), and the messages
+    the services raise outside a request (filter errors, search notes) would then come out in Chinese."""
+    from django.utils import translation
+
+    translation.deactivate()
     yield

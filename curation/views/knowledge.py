@@ -16,6 +16,7 @@ from knowledge import selectors
 from knowledge.errors import KnowledgeStateError
 from knowledge.limits import QUERY_MAX
 from knowledge.models import Conflict, FeedbackCase, Knowledge
+from knowledge.services import STALE_FIELD
 
 LIST = "curation/knowledge_list.html"
 DETAIL = "curation/knowledge_detail.html"
@@ -119,16 +120,34 @@ def knowledge_edit(request, knowledge_id):
     if not form.is_valid():
         return render(request, f"{DETAIL}#edit-form", {"item": item, "form": form}, status=422)
     data = form.cleaned_data
+    edit = {"reason": data["reason"] or "edited in the curation UI", "task": data["task"], "content": data["content"],
+            "tags": data["tags"], "types": data["types"]}
+    if data["base_updated_at"] is not None:
+        edit["base_updated_at"] = data["base_updated_at"].isoformat()
     try:
-        operations.call("knowledge_edit", caller_of(request), knowledge_id=item.id, data={
-            "reason": data["reason"] or "edited in the curation UI", "task": data["task"], "content": data["content"],
-            "tags": data["tags"], "types": data["types"]})
+        operations.call("knowledge_edit", caller_of(request), knowledge_id=item.id, data=edit)
     except REFUSALS as exc:  # what the form could not check: said in place
+        if isinstance(exc, KnowledgeStateError) and exc.field == STALE_FIELD:
+            return _stale_edit(request, item.id, form, exc)
         refuse(form, exc)
         status = 409 if isinstance(exc, KnowledgeStateError) else 422  # 409: the item is no longer editable
         return render(request, f"{DETAIL}#edit-form", {"item": item, "form": form}, status=status)
     context = detail_context(_item(item.id), oob=True, saved=True)
     return render_parts(request, DETAIL, ["content", "versions", "fields"], context)
+
+
+def _stale_edit(request, knowledge_id: str, form: EditForm, exc: KnowledgeStateError) -> HttpResponse:
+    """Someone saved the item after this form was opened: nothing was written. The form again, holding the current
+    text (and its updated_at, the base of the next save), with the curator's own change beside it to redo; 409."""
+    current = _item(knowledge_id)
+    fresh = EditForm(initial=EditForm.initial_for(current), item=current)
+    mine, now = form.cleaned_data, EditForm.initial_for(current)
+    mine = {**mine, "tags": ", ".join(f"{k}={v}" for k, v in mine["tags"].items())}
+    unsaved = [(form[name].label, mine[name]) for name in ("task", "content", "tags") if mine[name] != now[name]]
+    if list(mine["types"]) != list(now["types"]):
+        unsaved.append((form["types"].label, ", ".join(mine["types"])))
+    return render(request, f"{DETAIL}#edit-form", {"item": current, "form": fresh, "stale": exc.message,
+                                                   "unsaved": unsaved}, status=409)
 
 
 def _feedback_panel(request, knowledge_id, form, *, form_name: str, record) -> HttpResponse:

@@ -279,13 +279,17 @@ def _raw_id(raw):
 
 @operation("knowledge_edit", input=inputs.KnowledgePatchInput, output=KnowledgeSerializer, writes=True,
            permission="write")
-def knowledge_edit(caller: Caller, *, knowledge_id, reason, **changes) -> Knowledge:
-    """Edit an item's text, tags or types (its owner, or a curator); the old text is kept as a version."""
+def knowledge_edit(caller: Caller, *, knowledge_id, reason, base_updated_at=None, **changes) -> Knowledge:
+    """Edit an item's text, tags or types (its owner, or a curator); the old text is kept as a version.
+
+    With `base_updated_at` (the `updated_at` the caller read) an item changed since is 409, not overwritten."""
+    if not changes:  # the input requires a change besides the reason; the precondition is none either
+        raise ValidationError({"non_field_errors": ["give at least one of task, content, tags, types"]})
     item = changeable_item(caller, knowledge_id)
     problem = tags_problem(changes["tags"], kept=item.tags) if changes.get("tags") is not None else None
     if problem:
         raise ValidationError({"tags": [problem]})
-    services.knowledge_edit(caller, knowledge_id=item.id, reason=reason, **changes)
+    services.knowledge_edit(caller, knowledge_id=item.id, reason=reason, base_updated_at=base_updated_at, **changes)
     return selectors.knowledge_get(knowledge_id=item.id)
 
 

@@ -240,3 +240,38 @@ def test_an_edit_the_operation_refuses_is_said_in_place_and_changes_nothing(cura
     body = tasks_in(response)
     assert response.status_code == 422 and 'id="content-errors"' in body and "Content: no secrets here" in body
     assert Knowledge.objects.get(pk=item.id).task == "Old task" and not item.versions.exists()
+
+
+def test_a_save_from_a_form_opened_before_another_save_is_refused_in_place_with_the_current_text(
+        curator_client, client, django_user_model):
+    """Two curators open the same item's form; the second save, from the stale form, must not undo the first."""
+    import re
+
+    from tests.curation.conftest import user_in
+
+    item = make_knowledge(task="Two tabs item", content="original content", embed=False)
+    opened = tasks_in(curator_client.get(f"/knowledge/{item.id}/edit/", HTTP_HX_REQUEST="true"))
+    base = re.search(r'<input type="hidden" name="base_updated_at" value="([^"]+)"', opened).group(1)
+    other = client.__class__()
+    other.force_login(user_in(django_user_model, "curator", "cora"))
+    first = other.post(f"/knowledge/{item.id}/edit/", {"task": "Two tabs item", "content": "original content + A's fix",
+                                                       "types": ["tool"], "base_updated_at": base})
+    assert first.status_code == 200
+
+    stale = curator_client.post(f"/knowledge/{item.id}/edit/", {
+        "task": "Two tabs item (renamed by B)", "content": "original content", "types": ["tool"], "reason": "B",
+        "base_updated_at": base}, HTTP_HX_REQUEST="true")
+
+    body = tasks_in(stale)
+    assert stale.status_code == 409 and 'id="edit-stale"' in body and "changed since you opened it" in body
+    assert "original content + A&#x27;s fix</textarea>" in body  # the form holds the current text
+    assert "<pre>Two tabs item (renamed by B)</pre>" in body  # and the unsaved change, to redo
+    item.refresh_from_db()
+    assert (item.task, item.content, item.versions.count()) == ("Two tabs item", "original content + A's fix", 1)
+    new_base = re.search(r'name="base_updated_at" value="([^"]+)"', body).group(1)
+    redone = curator_client.post(f"/knowledge/{item.id}/edit/", {
+        "task": "Two tabs item (renamed by B)", "content": "original content + A's fix", "types": ["tool"],
+        "base_updated_at": new_base}, HTTP_HX_REQUEST="true")
+    assert redone.status_code == 200
+    item.refresh_from_db()
+    assert (item.task, item.content) == ("Two tabs item (renamed by B)", "original content + A's fix")

@@ -63,3 +63,17 @@ def test_an_items_explanation_gives_the_gate_reason_in_the_readers_language(view
     assert "left out: score 2 is below min_score 3" in viewer_client.get(url).content.decode()
     assert "被排除：评分 2 低于最低评分 3" in viewer_client.get(url, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
 
+
+
+@pytest.mark.parametrize("filters, chinese", [
+    ('{"op": "EQ", "key": "types"}', "EQ 需要 &quot;op&quot;, &quot;key&quot;, &quot;value&quot;（缺少 value）"),
+    ('{"op": "EQ", "key": "bogus", "value": 1}', "未知的过滤键 &#x27;bogus&#x27;"),
+    ('{"op": "GT", "key": "score", "value": "many"}', "score 上的 GT 需要数字"),
+])
+def test_in_chinese_a_bad_filter_is_named_in_chinese(viewer_client, items, filters, chinese):
+    from urllib.parse import quote
+
+    token, _ = agent_token_create(agent_id="research_agent", readable_scopes=["org:acme"])
+    url = f"/playground/?token={token.pk}&q=x&top_k=5&min_score=3&rank=quality&filters={quote(filters)}"
+    response = viewer_client.get(url, HTTP_ACCEPT_LANGUAGE="zh-hans")
+    assert response.status_code == 422 and chinese in response.content.decode()

@@ -60,3 +60,23 @@ def test_a_slim_jobs_counts_are_labelled_in_chinese(viewer_client):
                              progress={"pairs_checked": 4, "groups_found": 1, "merged": 0})
     html = viewer_client.get(f"/jobs/{job.id}/", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
     assert "已检查 4 对" in html and "找到 1 组" in html and "groupsfound" not in html and "pairschecked" not in html
+
+
+def test_the_admin_in_chinese_names_models_actions_columns_and_results_in_chinese(client, curator):
+    from tests.factories import make_resource
+
+    client.force_login(curator)
+    index = client.get("/admin/", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "知识版本" in index and "机密显示事件" in index and "工作进程心跳" in index
+    assert "Knowledge versions" not in index and "Reveal events" not in index and "Worker heartbeats" not in index
+    item = make_knowledge(embed=False)
+    listing = client.get("/admin/knowledge/knowledge/", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "归档所选条目" in listing and "Archive the selected items" not in listing
+    done = client.post("/admin/knowledge/knowledge/", {"action": "archive", "_selected_action": [item.pk]},
+                       HTTP_ACCEPT_LANGUAGE="zh-hans", follow=True).content.decode()
+    assert f"已归档 1 个：{item.pk}" in done
+    make_resource("code/login", secure_body="pw", scopes=["org:acme"])
+    resources = client.get("/admin/resources/resource/", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "被使用于" in resources and "used by" not in resources.lower().replace("被使用于", "")
+    reveal = client.get("/admin/resources/resource/code/login/reveal/", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "显示 code/login (text) 的机密" in reveal and "Reveal the secret of" not in reveal

@@ -169,8 +169,28 @@ def test_the_admin_archives_instead_of_deleting_and_can_make_active_again(client
     assert Knowledge.objects.get(pk=item.pk).status == "archived"
     client.post("/admin/knowledge/knowledge/", {"action": "make_active", "_selected_action": [item.pk]})
     assert Knowledge.objects.get(pk=item.pk).status == "active"
-    assert list(AuditEvent.objects.order_by("at").values_list("operation", flat=True)) == [
-        "admin_knowledge_archive", "admin_knowledge_activate"]
+    assert list(AuditEvent.objects.order_by("at").values_list("operation", flat=True)) == [  # the operations' audit
+        "knowledge_archive", "knowledge_activate"]
+
+
+def test_make_active_brings_a_superseded_item_back_as_the_api_does_and_reopens_its_conflict(client, curator):
+    from knowledge.models import Conflict, Knowledge
+
+    first, second = sorted([make_knowledge(task="probe the db"), make_knowledge(task="probe the database")],
+                           key=lambda item: item.pk)
+    Knowledge.objects.filter(pk=first.pk).update(status="superseded", superseded_by=second)
+    conflict = Conflict.objects.create(first=first, second=second, kind="duplicate", status="superseded",
+                                       detected_for=second.pk, resolved_by="user:alice",
+                                       resolution={"superseded": first.pk, "successor": second.pk})
+    client.force_login(curator)
+
+    response = client.post("/admin/knowledge/knowledge/", {"action": "make_active", "_selected_action": [first.pk]},
+                           follow=True)
+
+    assert f"Made active 1: {first.pk}" in response.content.decode()
+    back = Knowledge.objects.get(pk=first.pk)
+    assert (back.status, back.superseded_by_id) == ("active", None)
+    assert (Conflict.objects.get(pk=conflict.pk).status, Conflict.objects.get(pk=conflict.pk).resolution) == ("open", {})
 
 
 def test_the_admin_never_archives_a_merged_item_or_deletes_a_resource(client, curator):
@@ -206,3 +226,29 @@ def test_an_admin_resource_edit_keeps_the_old_state_and_its_secret(client, curat
     assert version.title == "old title"
     assert resource_version_reveal(acting("user:alice", can_read_secrets=True), version=version, remote_addr=None) == "pw-1"
     assert AuditEvent.objects.get().operation == "admin_resource_change"
+
+
+def test_a_resources_metadata_holding_a_lone_surrogate_is_an_error_on_the_field_not_a_500(client, curator):
+    from resources.models import Resource
+
+    make_resource("code/login", title="login", metadata={"lang": "py"})
+    client.force_login(curator)
+    url = "/admin/resources/resource/code/login/change/"
+    response = client.post(url, {**_change_form_data(client.get(url)), "metadata": '{"a": "\\ud800"}'})
+
+    assert response.status_code == 200 and "\\ud800" in response.content.decode()
+    assert "a: " in " ".join(response.context["adminform"].form.errors["metadata"])
+    assert Resource.objects.get(pk="code/login").metadata == {"lang": "py"}
+
+
+def test_a_tokens_static_filter_holding_a_lone_surrogate_is_an_error_not_a_500(client, curator):
+    from agents.models import AgentToken
+
+    client.force_login(curator)
+    response = client.post("/admin/agents/agenttoken/add/", {
+        "agent_id": "a", "readable_scopes": "org:acme", "writable_scopes": "", "is_active": "on",
+        "static_filters": '{"op": "EQ", "key": "tags.domain", "value": "\\ud800"}',
+    })
+    assert response.status_code == 200 and "\\ud800" in response.content.decode()
+    assert "value: " in " ".join(response.context["adminform"].form.errors["static_filters"])
+    assert not AgentToken.objects.exists()

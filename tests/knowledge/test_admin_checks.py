@@ -69,3 +69,40 @@ def test_a_document_items_source_keeps_the_hubs_own_document_key(client, curator
 
     assert response.status_code == 302, response.context["adminform"].form.errors
     assert Knowledge.objects.get(pk=item.pk).source["document"] == {"kind": "markdown", "uri": "runbook.md"}
+
+
+@pytest.mark.parametrize("field, value, refusal", [
+    ("tags", '{"a": "\\ud800"}', "a: "),
+    ("source", '{"name": "\\udfff"}', "name: "),
+    ("source", '{"name": "nul \\u0000 here"}', "name: "),
+    ("tags", '{"\\ud800": "x"}', "a key"),
+])
+def test_a_json_field_holding_a_lone_surrogate_or_nul_is_an_error_on_its_field_shown_again_safely(
+        client, curator, field, value, refusal):
+    """Django's JSONField parses `\\ud800` and wrote it back into the page raw: a 500 encoding the error page."""
+    item = make_knowledge(task="Rotate the keys", content="Monthly.", tags={"domain": "ops"})
+    client.force_login(curator)
+
+    response = _post_change(client, item, **{field: value})
+
+    assert response.status_code == 200
+    page = response.content.decode()  # encodes: no lone surrogate reached the page
+    assert refusal in " ".join(response.context["adminform"].form.errors.get(field, []))
+    assert value.replace('"', "&quot;") in page  # what was typed is shown again, as typed, to correct
+    stored = Knowledge.objects.get(pk=item.pk)
+    assert (stored.tags, stored.versions.count()) == ({"domain": "ops"}, 0)
+
+
+def test_a_merged_items_text_is_not_changed_in_the_admin_either(client, curator):
+    from knowledge import slim
+    from tests.callers import acting
+
+    a, b = make_knowledge(task="Tabs please", content="tabs in Makefiles"), make_knowledge(task="Use tabs")
+    merged = slim.slim_approve(acting("user:carl"), ids=[a.id, b.id], task="Tabs", content="Indent with tabs")
+    client.force_login(curator)
+
+    response = _post_change(client, Knowledge.objects.get(pk=a.id), content="patched while merged")
+
+    assert response.status_code == 200
+    assert merged.id in " ".join(response.context["adminform"].form.non_field_errors())
+    assert Knowledge.objects.get(pk=a.id).content == "tabs in Makefiles"

@@ -194,3 +194,30 @@ def test_items_in_different_scopes_are_not_merged_into_one_scope(django_user_mod
     merged = carl.post("/api/merges/approve", {"ids": [here.id, same.id], "task": "Rotate keys", "content": "daily"},
                        format="json")
     assert merged.status_code == 200 and merged.json()["scopes"] == ["team:x"]
+
+
+def test_a_merged_original_cannot_be_edited_or_evolved_so_unmerge_brings_back_its_text_as_merged(curator_token, settings):
+    a, b = make_knowledge(task="Tabs please", content="tabs in Makefiles"), make_knowledge(task="Use tabs")
+    merged = slim.slim_approve(acting("user:carl"), ids=[a.id, b.id], task="Tabs", content="Indent with tabs")
+
+    edit = curator_token.patch(f"/api/knowledge/{a.id}", {"content": "patched while merged", "reason": "x"}, format="json")
+    assert edit.status_code == 409 and edit.json()["error"]["fields"] == {"knowledge_id": [edit.json()["error"]["message"]]}
+    assert merged.id in edit.json()["error"]["message"]
+    settings.KNOWHUB_LLM_MODEL, settings.OPENAI_API_KEY = "fake", "x"
+    evolve = curator_token.put(f"/api/knowledge/{a.id}", {"evolve_feedback": "make it shorter"}, format="json")
+    assert evolve.status_code == 409 and not Job.objects.filter(kind="evolve", subject=a.id).exists()
+
+    curator_token.post(f"/api/knowledge/{merged.id}/unmerge", format="json")
+    assert Knowledge.objects.get(pk=a.id).content == "tabs in Makefiles"
+    assert curator_token.patch(f"/api/knowledge/{a.id}", {"content": "fine again", "reason": "x"},
+                               format="json").status_code == 200
+
+
+def test_an_archived_item_is_not_evolved(owner, settings):
+    item = make_knowledge(task="Export the monthly orders", owner="agent:research_agent")
+    owner.post(f"/api/knowledge/{item.id}/archive", {"reason": "outdated"}, format="json")
+    settings.KNOWHUB_LLM_MODEL, settings.OPENAI_API_KEY = "fake", "x"
+    refused = owner.put(f"/api/knowledge/{item.id}", {"evolve_feedback": "update it", "add_helpful_case": {"n": 1}},
+                        format="json")
+    assert refused.status_code == 409 and "active" in refused.json()["error"]["message"]
+    assert Knowledge.objects.get(pk=item.id).helpful == 0  # the whole request refused, the case too

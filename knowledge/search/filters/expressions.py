@@ -8,6 +8,8 @@ from typing import Any, ClassVar
 
 from django.db.models import Q, QuerySet
 from django.db.models.lookups import GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from knowledge.search.filters.keys import EVERYTHING, NEVER, FilterError, Key, resolve_key
 
@@ -88,8 +90,8 @@ class Condition(FilterExpr):
         self.field: Key = resolve_key(key)
         if self.op not in self.field.operators:
             raise FilterError(
-                f"operator {self.op} does not apply to key {key} ({self.field.type_name}); "
-                f"valid operators for it: {', '.join(self.field.operators)}"
+                _("operator %(op)s does not apply to key %(key)s (%(type)s); valid operators for it: %(valid)s")
+                % {"op": self.op, "key": key, "type": self.field.type_name, "valid": ", ".join(self.field.operators)}
             )
         self.cleaned = self.field.clean(self.op, value)
 
@@ -188,7 +190,7 @@ class STARTSWITH(Condition):
 def _check_expressions(op: str, expressions: tuple) -> list[FilterExpr]:
     for expr in expressions:
         if not isinstance(expr, FilterExpr):
-            raise FilterError(f"{op} combines filter expressions, not {type(expr).__name__}")
+            raise FilterError(_("%(op)s combines filter expressions, not %(kind)s") % {"op": op, "kind": type(expr).__name__})
     return list(expressions)
 
 
@@ -269,7 +271,7 @@ def parse_filter(data: Any) -> FilterExpr:
 def _parse(data: Any, *, depth: int) -> FilterExpr:
     # Depth is checked while descending, so a deeply nested document cannot exhaust the stack.
     if depth > MAX_DEPTH:
-        raise FilterError(f"filters nest deeper than {MAX_DEPTH} levels")
+        raise FilterError(_("filters nest deeper than %(depth)d levels") % {"depth": MAX_DEPTH})
     if isinstance(data, FilterExpr):
         return data
     if callable(getattr(data, "to_dict", None)):  # e.g. agno.filters.EQ
@@ -280,8 +282,8 @@ def _parse(data: Any, *, depth: int) -> FilterExpr:
         return AND(*(_parse(item, depth=depth + 1) for item in _bounded(data)))
     if not isinstance(data, dict):
         raise FilterError(
-            'a filter is an object with "op", a {"key": value} object or a list of filters, '
-            f"not {type(data).__name__}"
+            _('a filter is an object with "op", a {"key": value} object or a list of filters, not %(kind)s')
+            % {"kind": type(data).__name__}
         )
     if "op" not in data and set(data) == {"key", "value"} and isinstance(data["key"], str):
         # Agno's agentic filters: the model's [{"key": "tags.domain", "value": "x"}], AND of EQ (IN for a list)
@@ -292,18 +294,19 @@ def _parse(data: Any, *, depth: int) -> FilterExpr:
     # ASCII letters only, in either case: str.upper() maps "ı" to "I" and "ſ" to "S", so "ıN" would mean IN
     cls = OPERATORS.get(op.upper()) if isinstance(op, str) and op.isascii() else None
     if cls is None:
-        raise FilterError(f"unknown filter operator {op!r:.60}; valid operators: {', '.join(VALID_OPERATORS)}")
+        raise FilterError(_("unknown filter operator %(op)s; valid operators: %(valid)s") % {
+            "op": f"{op!r:.60}", "valid": ", ".join(VALID_OPERATORS)})
     if cls in (AND, OR):
         _expect_fields(data, cls.op, required=("conditions",))
         conditions = data["conditions"]
         if not isinstance(conditions, list):
-            raise FilterError(f'{cls.op} takes "conditions": a list of filters')
+            raise FilterError(_('%(op)s takes "conditions": a list of filters') % {"op": cls.op})
         return cls(*(_parse(item, depth=depth + 1) for item in _bounded(conditions)))
     if cls is NOT:
         _expect_fields(data, "NOT", required=("condition",))
         if data["condition"] is None or data["condition"] in ([], {}):
             # no condition means everything, whose negation is nothing: almost surely not what was meant
-            raise FilterError(f'NOT takes "condition": a filter, not {json.dumps(data["condition"])}')
+            raise FilterError(_('NOT takes "condition": a filter, not %(value)s') % {"value": json.dumps(data["condition"])})
         return NOT(_parse(data["condition"], depth=depth + 1))
     if issubclass(cls, _ListCondition):  # Agno writes "values"; a "value" (list or single) is accepted too
         names = ("key", "values") if "values" in data else ("key", "value")
@@ -323,7 +326,8 @@ def _parse_legacy(data: dict) -> FilterExpr:
 
 def _bounded(items):
     if len(items) > MAX_CONDITIONS:
-        raise FilterError(f"filters are limited to {MAX_CONDITIONS} conditions, got {len(items)} in one list")
+        raise FilterError(_("filters are limited to %(most)d conditions, got %(count)d in one list") % {
+            "most": MAX_CONDITIONS, "count": len(items)})
     return items
 
 
@@ -332,8 +336,13 @@ def _expect_fields(data: dict, op: str, *, required: tuple[str, ...]) -> None:
     extra = sorted(str(name) for name in data if name != "op" and name not in required)
     if missing or extra:
         wanted = ", ".join(f'"{name}"' for name in ("op", *required))
-        problem = f"missing {', '.join(missing)}" if missing else f"unexpected {', '.join(extra)}"
-        raise FilterError(f"{op} takes {wanted} ({problem})")
+        problem = (_("missing %(names)s") % {"names": ", ".join(missing)} if missing
+                   else _("unexpected %(names)s") % {"names": ", ".join(extra)})
+        raise FilterError(_("%(op)s takes %(wanted)s (%(problem)s)") % {"op": op, "wanted": wanted, "problem": problem})
+
+
+LIMITED = {"conditions": gettext_lazy("filters are limited to %(most)d conditions"),
+           "AND/OR/NOT operators": gettext_lazy("filters are limited to %(most)d AND/OR/NOT operators")}
 
 
 def _check_limits(expr: FilterExpr) -> None:
@@ -341,11 +350,11 @@ def _check_limits(expr: FilterExpr) -> None:
 
     def visit(node: FilterExpr, depth: int) -> None:
         if depth > MAX_DEPTH:
-            raise FilterError(f"filters nest deeper than {MAX_DEPTH} levels")
+            raise FilterError(_("filters nest deeper than %(depth)d levels") % {"depth": MAX_DEPTH})
         kind = "conditions" if isinstance(node, Condition) else "AND/OR/NOT operators"
         counts[kind] += 1
         if counts[kind] > MAX_CONDITIONS:
-            raise FilterError(f"filters are limited to {MAX_CONDITIONS} {kind}")
+            raise FilterError(LIMITED[kind] % {"most": MAX_CONDITIONS})
         for child in node.children():
             visit(child, depth + 1)
 

@@ -23,6 +23,7 @@ from django.db.models.functions import Cast, Coalesce, Collate
 from django.db.models.lookups import (
     Exact, GreaterThan, GreaterThanOrEqual, IContains, LessThan, LessThanOrEqual, Regex, StartsWith,
 )
+from django.utils.translation import gettext as _
 
 from knowledge.errors import KnowledgeError
 from knowledge.limits import TAG_NAME
@@ -59,9 +60,11 @@ def _kind(value: Any) -> str:
 
 def _string(key: str, op: str, value: Any) -> str:
     if not isinstance(value, str):
-        raise FilterError(f"{op} on {key} takes a string, not {_kind(value)} ({value!r:.60})")
+        raise FilterError(_("%(op)s on %(key)s takes a string, not %(kind)s (%(value)s)") % {
+            "op": op, "key": key, "kind": _kind(value), "value": f"{value!r:.60}"})
     if len(value) > MAX_STRING_LENGTH:
-        raise FilterError(f"{op} on {key}: strings are limited to {MAX_STRING_LENGTH} characters")
+        raise FilterError(_("%(op)s on %(key)s: strings are limited to %(most)d characters") % {
+            "op": op, "key": key, "most": MAX_STRING_LENGTH})
     return value
 
 
@@ -76,25 +79,32 @@ def _number(key: str, op: str, value: Any, *, bounds: tuple[int, int] | None = N
     """`value` as a Decimal the database takes; `bounds`, for a whole-number column, the range its type holds;
     `real`, a double precision column (compared as one: a value must be a normal double's)."""
     if isinstance(value, bool) or not isinstance(value, (int, float, Decimal, str)):
-        raise FilterError(f"{op} on {key} takes a number, not {_kind(value)} ({value!r:.60})")
+        raise FilterError(_("%(op)s on %(key)s takes a number, not %(kind)s (%(value)s)") % {
+            "op": op, "key": key, "kind": _kind(value), "value": f"{value!r:.60}"})
     try:
         number = Decimal(str(value).strip())
     except (InvalidOperation, ValueError):  # ValueError: an int past Python's 4,300 digits for str()
-        raise FilterError(f"{op} on {key} takes a number, not {value!r:.60}") from None
+        raise FilterError(_("%(op)s on %(key)s takes a number, not %(value)s") % {
+            "op": op, "key": key, "value": f"{value!r:.60}"}) from None
     if not number.is_finite():
-        raise FilterError(f"{op} on {key} takes a finite number, not {value!r:.60}")
+        raise FilterError(_("%(op)s on %(key)s takes a finite number, not %(value)s") % {
+            "op": op, "key": key, "value": f"{value!r:.60}"})
     if number.is_zero():
         return Decimal(0)  # 0E-999999 is zero, and the database would refuse its exponent
     significant = len(bytes(number.as_tuple().digits).rstrip(b"\0"))  # 10**500 is one digit, not 501
     if significant > MAX_DIGITS or abs(number.adjusted()) > MAX_EXPONENT:
-        raise FilterError(f"{op} on {key}: {value!r:.60} is out of range (at most {MAX_DIGITS} digits, "
-                          f"between 1e-{MAX_EXPONENT} and 1e{MAX_EXPONENT})")
+        raise FilterError(_("%(op)s on %(key)s: %(value)s is out of range (at most %(digits)d digits, "
+                            "between 1e-%(exponent)d and 1e%(exponent)d)") % {
+            "op": op, "key": key, "value": f"{value!r:.60}", "digits": MAX_DIGITS, "exponent": MAX_EXPONENT})
     if real and not sys.float_info.min <= abs(number) <= sys.float_info.max:
-        raise FilterError(f"{op} on {key}: {value!r:.60} is out of range (a double precision number: 0, or "
-                          f"between {sys.float_info.min:g} and {sys.float_info.max:g} either side of it)")
+        raise FilterError(_("%(op)s on %(key)s: %(value)s is out of range (a double precision number: 0, or "
+                            "between %(least)s and %(most)s either side of it)") % {
+            "op": op, "key": key, "value": f"{value!r:.60}", "least": f"{sys.float_info.min:g}",
+            "most": f"{sys.float_info.max:g}"})
     if bounds is not None and not bounds[0] <= number <= bounds[1]:
-        raise FilterError(f"{op} on {key}: {value!r:.60} is out of range ({key} is a whole number from "
-                          f"{bounds[0]:,} to {bounds[1]:,})")
+        raise FilterError(_("%(op)s on %(key)s: %(value)s is out of range (%(key)s is a whole number from "
+                            "%(least)s to %(most)s)") % {
+            "op": op, "key": key, "value": f"{value!r:.60}", "least": f"{bounds[0]:,}", "most": f"{bounds[1]:,}"})
     return number
 
 
@@ -113,26 +123,30 @@ def _moment(key: str, op: str, value: Any) -> tuple[datetime, datetime | None]:
             moment = datetime.fromisoformat(text)
         except ValueError:
             raise FilterError(
-                f"{op} on {key}: {value!r} is not an ISO 8601 date or datetime "
-                "(e.g. 2026-03-05 or 2026-03-05T12:00:00Z)"
+                _("%(op)s on %(key)s: %(value)s is not an ISO 8601 date or datetime "
+                  "(e.g. 2026-03-05 or 2026-03-05T12:00:00Z)") % {"op": op, "key": key, "value": repr(value)}
             ) from None
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
         try:  # Agno's examples compare created_at with Unix seconds
             moment = datetime.fromtimestamp(value, UTC)
         except (OverflowError, OSError, ValueError):
-            raise FilterError(f"{op} on {key}: {value!r} is not a valid Unix timestamp") from None
+            raise FilterError(_("%(op)s on %(key)s: %(value)s is not a valid Unix timestamp") % {
+                "op": op, "key": key, "value": repr(value)}) from None
     else:
-        raise FilterError(f"{op} on {key} takes an ISO 8601 date or datetime, not {_kind(value)}")
+        raise FilterError(_("%(op)s on %(key)s takes an ISO 8601 date or datetime, not %(kind)s") % {
+            "op": op, "key": key, "kind": _kind(value)})
     try:  # in UTC: the database refuses an offset past ±15:59, and one that moves the moment past year 1 or 9999
         return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC), None
     except OverflowError:
-        raise FilterError(f"{op} on {key}: {value!r} is outside the years 1 to 9999 in UTC") from None
+        raise FilterError(_("%(op)s on %(key)s: %(value)s is outside the years 1 to 9999 in UTC") % {
+            "op": op, "key": key, "value": repr(value)}) from None
 
 
 def _values(key: str, op: str, value: Any) -> list:
     values = list(value) if isinstance(value, (list, tuple, set, frozenset)) else [value]
     if len(values) > MAX_VALUES:
-        raise FilterError(f"{op} on {key}: at most {MAX_VALUES} values, got {len(values)}")
+        raise FilterError(_("%(op)s on %(key)s: at most %(most)d values, got %(count)d") % {
+            "op": op, "key": key, "most": MAX_VALUES, "count": len(values)})
     return values
 
 
@@ -179,7 +193,8 @@ class Key:
     def clean_one(self, op: str, value: Any) -> Any:
         value = _string(self.name, op, value)
         if self.choices and op in self.checked_ops and value not in self.choices:
-            raise FilterError(f"{op} on {self.name}: unknown value {value!r}; valid values: {', '.join(self.choices)}")
+            raise FilterError(_("%(op)s on %(key)s: unknown value %(value)s; valid values: %(valid)s") % {
+                "op": op, "key": self.name, "value": repr(value), "valid": ", ".join(self.choices)})
         return value
 
     def clean(self, op: str, value: Any) -> Any:
@@ -375,12 +390,14 @@ KEYS: dict[str, Key] = {
 
 def resolve_key(key: Any) -> Key:
     if not isinstance(key, str):
-        raise FilterError(f"a filter key is a string, not {_kind(key)}")
+        raise FilterError(_("a filter key is a string, not %(kind)s") % {"kind": _kind(key)})
     if key in KEYS:
         return KEYS[key]
     if key.startswith("tags."):
         name = key.removeprefix("tags.")
         if not TAG_NAME.fullmatch(name):
-            raise FilterError(f"invalid tag name {name!r:.120}: use 1-100 of A-Z a-z 0-9 _ . -")
+            raise FilterError(_("invalid tag name %(name)s: use 1-100 of A-Z a-z 0-9 _ . -") % {
+                "name": f"{name!r:.120}"})
         return JsonStringKey(key, column="tags", member=name)
-    raise FilterError(f"unknown filter key {key!r:.120}; valid keys: {', '.join(KEYS)}, tags.<name>")
+    raise FilterError(_("unknown filter key %(key)s; valid keys: %(valid)s, tags.<name>") % {
+        "key": f"{key!r:.120}", "valid": ", ".join(KEYS)})
