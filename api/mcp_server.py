@@ -261,10 +261,12 @@ async def knowledge_get(ctx: Context, knowledge_id: str) -> dict[str, Any]:
 @server.tool()
 async def knowledge_edit(ctx: Context, knowledge_id: str, task: str | None = None, content: str | None = None,
                          tags: dict[str, str] | None = None, types: list[str] | None = None,
-                         reason: str = "") -> dict[str, Any]:
+                         reason: str = "", base_updated_at: str | None = None) -> dict[str, Any]:
     """Edit an item's task, content, tags or types (its owner, or a curator); the old text is kept as a
-    version and the item is re-embedded. Give at least one field to change, and a reason."""
-    data = _given(task=task, content=content, tags=tags, types=types, reason=reason)
+    version and the item is re-embedded. Give at least one field to change, and a reason. `base_updated_at`: the
+    item's `updated_at` as you read it; the edit is then refused (409) if the item changed since, instead of
+    overwriting that change."""
+    data = _given(task=task, content=content, tags=tags, types=types, reason=reason, base_updated_at=base_updated_at)
     return await _call(ctx, _op("knowledge_edit", data, knowledge_id=knowledge_id))
 
 
@@ -333,8 +335,10 @@ async def knowledge_export(ctx: Context, scopes: list[str] | None = None, passph
 async def knowledge_import(ctx: Context, filename: str, content: str, scopes: list[str] | None = None,
                            types: list[str] | None = None, passphrase: str | None = None) -> dict[str, Any]:
     """Import a file's text (curator tokens): our export (`filename` ending .jsonl), a CSV (.csv, one item per row)
-    or Markdown (.md, chunked by headings). `scopes` for records that name none. Returns imported, updated,
-    skipped (unchanged) and failed (line and reason); importing the same file again changes nothing."""
+    or Markdown (.md, chunked by headings). `scopes` for records that name none. Runs as a job: returns
+    `{"job": {"id", "status", "url"}}` at once; poll job_get with the id until it is succeeded (its `result` is the
+    report: imported, updated, skipped (unchanged), failed (line and reason)) or failed (`error`: why the file was
+    refused). Importing the same file again changes nothing."""
     data = _given(filename=filename, content=content, scopes=scopes, types=types, passphrase=passphrase)
     return await _call(ctx, _op("knowledge_import", data))
 

@@ -1,4 +1,5 @@
-"""GET /api/export (streamed JSON Lines) and POST /api/import: ingest.operations over HTTP."""
+"""GET /api/export (streamed JSON Lines) and POST /api/import (202 with the import's job): ingest.operations over
+HTTP."""
 import itertools
 import json
 
@@ -14,7 +15,7 @@ from api import schema
 from api.documents import form_data
 from api.views import caller_of, reply
 from ingest.inputs import ImportInput
-from ingest.outputs import ImportOutput
+from ingest.outputs import ImportJobOutput
 
 PASSPHRASE_HEADER = "X-KnowHub-Passphrase"
 
@@ -73,6 +74,6 @@ class ImportApi(APIView):
     parser_classes = [MultiPartParser, FormParser, JSONParser]
 
     @schema.for_operation("knowledge_import", request={"multipart/form-data": ImportInput, "application/json": ImportInput},
-                          responses={200: ImportOutput, **schema.WRITE_ERRORS})
+                          responses={202: ImportJobOutput, **schema.WRITE_ERRORS})
     def post(self, request):
         return reply(request, "knowledge_import", data=form_data(request))

@@ -1,5 +1,6 @@
 """Agent API views: each HTTP method runs one registered operation (knowledge.operations) by name."""
-from rest_framework.exceptions import PermissionDenied
+from django.utils.translation import gettext as _
+from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -7,6 +8,7 @@ from agents import operations
 from agents.caller import NO_ROLE, Caller, caller_for_request
 from api import schema
 from api.idempotency import idempotent_response
+from core.fields import TRANSPORT_PARAMETERS
 from knowledge.inputs import (
     BulkSaveInput, KnowledgeCreateInput, KnowledgeListInput, KnowledgePatchInput, KnowledgeUpdateInput, SearchInput, SlimInput,
 )
@@ -19,6 +21,20 @@ def caller_of(request) -> Caller:
     if not caller.has_role:
         raise PermissionDenied(NO_ROLE)
     return caller
+
+
+def check_query(request, allowed: tuple[str, ...] = ()) -> None:
+    """A GET by id takes only the `allowed` query parameters, each once, as an input with `NoUnknownFields` does:
+    400 naming any other (a typo such as `?revael=true` answered without the secret) and any given twice
+    (`reveal=true&reveal=false` silently took the last)."""
+    params = request.query_params
+    expected = ", ".join(allowed) or _("none")
+    fields = {key: [_("unknown field; expected one of %(expected)s") % {"expected": expected}]
+              for key in params if key not in allowed and key not in TRANSPORT_PARAMETERS}
+    fields.update({key: [_("given more than once")] for key in params
+                   if key not in fields and len(params.getlist(key)) > 1})
+    if fields:
+        raise ValidationError(fields)
 
 
 def reply(request, name: str, *, data=None, **args) -> Response:
@@ -72,6 +88,7 @@ class KnowledgeDetailApi(APIView):
 
     @schema.for_operation("knowledge_get", operation_id="knowledge_get", responses={200: KnowledgeSerializer, **schema.ERRORS})
     def get(self, request, knowledge_id):
+        check_query(request)
         return reply(request, "knowledge_get", knowledge_id=knowledge_id)
 
     @schema.for_operation("knowledge_update", request=KnowledgeUpdateInput, responses={200: schema.FeedbackOutput, **schema.WRITE_ERRORS})

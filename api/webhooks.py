@@ -2,6 +2,7 @@
 from rest_framework.views import APIView
 
 from api import schema
+from api.resources import unstored_if_secret
 from api.views import reply
 from webhooks.operations import (
     ChangeInput, DeletedOutput, DeliveryOutput, GetInput, SubscribeInput, SubscriptionCreatedOutput,
@@ -18,14 +19,15 @@ class WebhookCollectionApi(APIView):
     @schema.for_operation("webhook_subscribe", request=SubscribeInput,
                           responses={201: SubscriptionCreatedOutput, **schema.WRITE_ERRORS})
     def post(self, request):
-        return reply(request, "webhook_subscribe", data=request.data)
+        return unstored_if_secret(reply(request, "webhook_subscribe", data=request.data), "secret")
 
 
 class WebhookDetailApi(APIView):
     @schema.for_operation("webhook_get", operation_id="webhook_get", parameters=[GetInput],
                           responses={200: SubscriptionDetailOutput, **schema.ERRORS})
     def get(self, request, webhook_id):
-        return reply(request, "webhook_get", data=request.query_params, webhook_id=str(webhook_id))
+        return unstored_if_secret(reply(request, "webhook_get", data=request.query_params, webhook_id=str(webhook_id)),
+                                  "secret")
 
     @schema.for_operation("webhook_change", request=ChangeInput,
                           responses={200: SubscriptionOutput, **schema.WRITE_ERRORS})

@@ -15,7 +15,9 @@ bench/seed_data.py (Chinese and English, the seed's shape):
 - embedding: `indexing.embed_items`, what the worker runs, at batch sizes 1, 8
   and 32: items/s and characters/s;
 - searchable: a real Celery worker runs beside; each of --probes saves is
-  timed until a keyword search finds it and until a vector-only search does.
+  timed until a keyword search finds it and until a vector-only search does;
+- imports (`--imports N`, only then): `ingest.importer.import_file` in-process, what an import job runs, on a CSV
+  of N rows and on the JSON Lines export of those N items: rows/s and items/s.
 """
 import argparse
 import os
@@ -136,11 +138,38 @@ def searchable(rows, probes: int) -> dict:
     return {"keyword_s": statistics.median(keyword_s), "vector_s": statistics.median(vector_s), "probes": len(vector_s)}
 
 
+def imports(count: int) -> tuple[float, float]:
+    """(CSV rows/s, JSON Lines items/s): `count` rows imported as an import job runs them, then their export imported
+    again after deleting them."""
+    from agents.caller import Caller
+    from api.transfer import jsonl
+    from ingest.export import export_records
+    from ingest.importer import import_file
+    from knowledge.models import Knowledge
+
+    scope = f"org:{SCOPE}"
+    caller = Caller.system("command:import")
+    rows = ["task,content,types,scopes,tags"] + [
+        f"Task number {i} about deploying service {i % 97},Step one then step two for case {i}; check the logs,"
+        f"strategy,{scope},domain=ops" for i in range(count)]
+    started = time.perf_counter()
+    report = import_file(caller, name="tips.csv", data="\n".join(rows).encode(), scopes=[scope])
+    csv_rate = report.imported / (time.perf_counter() - started)
+    text = "".join(jsonl(export_records(caller, scopes=[scope], passphrase=None, embedding_model="none")))
+    Knowledge.objects.filter(scopes__contains=[scope]).delete()
+    started = time.perf_counter()
+    report = import_file(caller, name="backup.jsonl", data=text.encode())
+    jsonl_rate = report.imported / (time.perf_counter() - started)
+    Knowledge.objects.filter(scopes__contains=[scope]).delete()
+    return csv_rate, jsonl_rate
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--items", type=int, default=2000, help="items per bulk measurement")
     parser.add_argument("--saves", type=int, default=200)
     parser.add_argument("--probes", type=int, default=5)
+    parser.add_argument("--imports", type=int, default=0, help="rows of the CSV and JSON Lines imports (0: none)")
     args = parser.parse_args(argv)
     from bench.retrieval import _point_at_bench_database
 
@@ -154,8 +183,12 @@ def main(argv=None) -> int:
     from knowledge.models import Knowledge
 
     Knowledge.objects.filter(scopes__contains=[SCOPE]).delete()
-    rows, vectors = sample_items(args.saves + 2 * args.items)
     print(f"{describe()}\n")
+    if args.imports:
+        csv_rate, jsonl_rate = imports(args.imports)
+        print(f"imports of {args.imports:,}: CSV {csv_rate:,.0f} rows/s, JSON Lines (our export) {jsonl_rate:,.0f} items/s")
+        return 0
+    rows, vectors = sample_items(args.saves + 2 * args.items)
     saves = single_saves(rows[: args.saves])
     print(f"single saves (knowledge_create, no HTTP): {saves['per_second']:.0f}/s, p50 {saves['p50_ms']:.1f} ms, "
           f"p95 {saves['p95_ms']:.1f} ms")

@@ -22,15 +22,19 @@ def text_problem(text: str) -> str | None:
     return _("contains a NUL character") if match.group() == "\x00" else _("contains an unpaired UTF-16 surrogate")
 
 
-def json_problem(value: Any, *, path: str = "", max_depth: int = MAX_DEPTH) -> tuple[str, str] | None:
+def json_problem(value: Any, *, path: str = "", max_depth: int = MAX_DEPTH,
+                 characters: bool = True) -> tuple[str, str] | None:
     """(path, problem) for the first NUL, lone surrogate or too-deep nesting in `value`; None if it is safe.
 
-    `path` names where `value` sits; the returned path is `path` extended by keys and indexes.
+    `path` names where `value` sits; the returned path is `path` extended by keys and indexes. With
+    `characters=False` only the nesting is checked (a reply `storable` will clean, but must first be walkable).
     """
     stack = [(value, path, 0)]
     while stack:
         node, where, depth = stack.pop()
         if isinstance(node, str):
+            if not characters:
+                continue
             problem = text_problem(node)
             if problem:
                 return where or "non_field_errors", problem
@@ -44,7 +48,7 @@ def json_problem(value: Any, *, path: str = "", max_depth: int = MAX_DEPTH) -> t
         for key, child in items:
             shown = UNSAFE_CHARACTERS.sub("\ufffd", key) if isinstance(key, str) else str(key)
             name = f"{where}.{shown}" if where else shown
-            if isinstance(key, str) and text_problem(key):
+            if characters and isinstance(key, str) and text_problem(key):
                 return name, _("a key %(problem)s") % {"problem": text_problem(key)}
             children.append((child, name, depth + 1))
         stack.extend(reversed(children))  # report the first problem in document order

@@ -1,9 +1,10 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class IngestConfig(AppConfig):
     name = "ingest"
-    verbose_name = "Documents, import and export"
+    verbose_name = _("Documents, import and export")
 
     def ready(self):
         from ingest import operations  # noqa: F401 - declares the document, import and export operations
@@ -11,6 +12,9 @@ class IngestConfig(AppConfig):
         from jobs.kinds import register_job_kind
 
         register_job_kind("ingest", tasks.run_ingest, readable_subjects=_readable_documents)
+        # an import is about no one subject: visible to whoever asked while it may read every scope the import
+        # could write (the requester's writable scopes; a person's, every scope: people with a role read all jobs)
+        register_job_kind("import", tasks.run_import, scopes_param="writable_scopes")
 
 
 def _readable_documents(readable_scopes):

@@ -47,9 +47,15 @@ class _Piece:
     sentences: bool  # whole sentences, which may be repeated as overlap
 
 
+class TooManyChunks(ValueError):
+    """A document that would become more items than one document may (`KNOWHUB_DOCUMENT_MAX_ITEMS`)."""
+
+
 def chunk(extracted: Extracted, *, size: int = DEFAULT_SIZE, overlap: int = DEFAULT_OVERLAP,
-          fallback_title: str = "") -> list[Chunk]:
-    """The document's chunks, in order; a section with no text has none."""
+          fallback_title: str = "", max_chunks: int | None = None) -> list[Chunk]:
+    """The document's chunks, in order; a section with no text has none. TooManyChunks as soon as there would be
+    more than `max_chunks` (before anything is stored: one file of 40,000 headings became 40,000 items whose
+    embeddings held up every other job)."""
     check_sizes(size, overlap)
     blocks = [Block(block.text.strip(), tuple(block.headings)) for block in extracted.blocks if block.text.strip()]
     chunks: list[Chunk] = []
@@ -59,6 +65,10 @@ def chunk(extracted: Extracted, *, size: int = DEFAULT_SIZE, overlap: int = DEFA
         previous: list[_Piece] = []
         for body in _pack(pieces, size):
             text = _join(_overlap(previous, body, overlap) + body) if previous and overlap else _join(body)
+            if max_chunks is not None and len(chunks) >= max_chunks:
+                raise TooManyChunks(f"the document would become more than {max_chunks:,} items "
+                                    "(KNOWHUB_DOCUMENT_MAX_ITEMS): split it or give a larger chunk_size; "
+                                    "nothing was stored")
             chunks.append(Chunk(index=len(chunks), title=title, text=text, headings=headings))
             previous = body
     return chunks

@@ -147,7 +147,8 @@ def _prepare(document: Document, attempt: int) -> dict:
     title = extracted.title or name
     Document.objects.filter(pk=document.pk).update(title=title[:500])
     _stage(document, attempt, stage="chunking")
-    pieces = chunking.chunk(extracted, size=document.chunk_size, overlap=document.chunk_overlap, fallback_title=title)
+    pieces = chunking.chunk(extracted, size=document.chunk_size, overlap=document.chunk_overlap, fallback_title=title,
+                            max_chunks=settings.KNOWHUB_DOCUMENT_MAX_ITEMS)
     _stage(document, attempt, stage="storing", chunks=len(pieces))  # then one transaction: all the chunks or none
     return {"kind": kind, "content_hash": sha256(data), "title": title, "pieces": pieces}
 

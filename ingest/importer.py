@@ -167,6 +167,18 @@ def _md(options: dict) -> dict:
     return {"scopes": options.get("scopes"), "types": options.get("types")}
 
 
+def check_file(*, name: str, data: bytes, scopes: list[str] | None = None, passphrase: str | None = None) -> str:
+    """What refuses a file as a whole before any record is read: its extension, the `scopes` given and, for an
+    export, its header (ours, this version, the passphrase its secrets need and its key parameters); the format.
+    Raises ImportRefused or WrongPassphrase: a request answers these at once, before the import is queued."""
+    kind = format_of(name)
+    _check_scopes_option(scopes)
+    if kind == "jsonl":
+        first = next(_lines(data), None)
+        _SecretReader(_header(first[1] if first else None), passphrase)
+    return kind
+
+
 def import_file(caller, *, name: str, data: bytes, scopes: list[str] | None = None, types: list[str] | None = None,
                 passphrase: str | None = None, progress: Callable[[int, int], None] | None = None) -> ImportReport:
     """Import the file `name` (its bytes `data`) as `caller`; `scopes` for records that name none (CSV, Markdown)
@@ -278,6 +290,20 @@ def _csv_columns(refused: ValidationError) -> ValidationError:
     return ValidationError(named)
 
 
+# A CSV's rows are checked one by one and stored CSV_BATCH at a time through the bulk path (knowledge/bulk.py: one
+# INSERT for the batch, its embeddings queued together), in one transaction per batch: ~14x the rows a second of one
+# save and commit per row (BENCHMARKS.md, "Writes"). A batch the database refuses as a whole is stored again row by
+# row, so the report names the row.
+CSV_BATCH = 500
+
+
+@dataclass
+class _Row:
+    line: int
+    data: dict
+    content_hash: str
+
+
 def _csv(caller, name: str, data: bytes, *, scopes, progress) -> ImportReport:
     report = ImportReport(format="csv")
     try:
@@ -289,35 +315,86 @@ def _csv(caller, name: str, data: bytes, *, scopes, progress) -> ImportReport:
         rows = list(csv.DictReader(io.StringIO(text)))
     except csv.Error as exc:
         raise ImportRefused(_("%(name)s is not a readable CSV file: %(error)s") % {"name": name, "error": exc}, field="file") from None
-    known: dict[tuple, set] = {}  # (scopes) -> content hashes of rows read before from this file into them
+    known: dict[tuple, set] = {}  # (scopes) -> content hashes of rows stored before from this file into them
+    batch: list[_Row] = []
     for n, row in enumerate(rows, start=2):  # line 1 is the header
-        def store(row=row, line=n) -> str:
-            body = _csv_body(row)
-            entry = KnowledgeCreateInput(data=body)
-            if not entry.is_valid():
-                raise _csv_columns(ValidationError(entry.errors))
-            data_ = dict(entry.validated_data)
-            row_hash = sha256(f"{data_['task']}\n{data_['content']}")
-            data_["scopes"] = sorted(set(caller.scopes_to_write(data_.pop("scopes", None) or scopes)))
-            seen = known.setdefault(tuple(data_["scopes"]), set(restore_hashes(caller, name, "csv", data_["scopes"])))
-            if row_hash in seen:
-                return "skipped"
-            # another import of this file may have stored the row since `seen` was read: look again, alone
-            lock_document("csv", name, data_["scopes"])
-            if restore_hashes(caller, name, "csv", data_["scopes"]).filter(source__document__content_hash=row_hash).exists():
-                seen.add(row_hash)
-                return "skipped"
-            data_["source"] = {**data_.get("source", {}), "document": {"kind": "csv", "uri": name, "row": line,
-                                                                       "content_hash": row_hash}}
-            item = services.knowledge_create(caller, **data_)
-            seen.add(row_hash)
-            report.knowledge_ids.append(item.id)
-            return "imported"
-
-        _each(report, n, store)
+        try:
+            checked = _csv_row(caller, row, line=n, name=name, scopes=scopes, known=known)
+        except RECORD_ERRORS as exc:
+            report.fail(n, _reason(exc))
+        else:
+            if checked is None:
+                report.skipped += 1
+            else:
+                batch.append(checked)
+        if len(batch) >= CSV_BATCH or (batch and n == len(rows) + 1):
+            _csv_store(caller, name, batch, report, known)
+            batch = []
         if progress:
             progress(n - 1, len(rows))
     return report
+
+
+def _csv_row(caller, row: dict, *, line: int, name: str, scopes, known: dict[tuple, set]) -> _Row | None:
+    """A row checked as the API checks a save (its refusal naming the column), or None when the file's row was
+    stored before (its text's hash is among the items read from this file into the same scopes)."""
+    entry = KnowledgeCreateInput(data=_csv_body(row))
+    if not entry.is_valid():
+        raise _csv_columns(ValidationError(entry.errors))
+    data_ = dict(entry.validated_data)
+    row_hash = sha256(f"{data_['task']}\n{data_['content']}")
+    data_["scopes"] = sorted(set(caller.scopes_to_write(data_.pop("scopes", None) or scopes)))
+    seen = known.setdefault(tuple(data_["scopes"]), set(restore_hashes(caller, name, "csv", data_["scopes"])))
+    if row_hash in seen:
+        return None
+    seen.add(row_hash)  # a second copy of the row further down the file is skipped too
+    data_["source"] = {**data_.get("source", {}), "document": {"kind": "csv", "uri": name, "row": line,
+                                                               "content_hash": row_hash}}
+    return _Row(line, data_, row_hash)
+
+
+def _csv_store(caller, name: str, batch: list[_Row], report: ImportReport, known: dict[tuple, set]) -> None:
+    """Store `batch` in one transaction, the file locked for each of its scopes (another import of the same file
+    waits, then finds these rows and skips them); a row another import stored meanwhile is skipped."""
+    from knowledge.bulk import knowledge_bulk_create
+
+    refusals: dict[int, Exception] = {}
+    try:
+        with transaction.atomic():
+            fresh = []
+            for key in sorted({tuple(row.data["scopes"]) for row in batch}):
+                lock_document("csv", name, list(key))
+                hashes = [row.content_hash for row in batch if tuple(row.data["scopes"]) == key]
+                stored = set(restore_hashes(caller, name, "csv", list(key)).filter(
+                    source__document__content_hash__in=hashes))
+                fresh += [row for row in batch if tuple(row.data["scopes"]) == key and row.content_hash not in stored]
+            fresh.sort(key=lambda row: row.line)
+            items = iter(knowledge_bulk_create(caller, [row.data for row in fresh],
+                                               refused=lambda position, exc: refusals.__setitem__(position, exc)))
+    except (IntegrityError, DataError):  # one row the database refuses: each row on its own, to name it
+        for row in batch:
+            failures = len(report.failed)
+            _each(report, row.line, lambda row=row: _csv_store_one(caller, name, row, report))
+            if len(report.failed) > failures:
+                known[tuple(row.data["scopes"])].discard(row.content_hash)
+        return
+    report.skipped += len(batch) - len(fresh)
+    for position, row in enumerate(fresh):
+        if position in refusals:
+            report.fail(row.line, _reason(refusals[position]))
+            known[tuple(row.data["scopes"])].discard(row.content_hash)
+        else:
+            report.knowledge_ids.append(next(items).id)
+            report.imported += 1
+
+
+def _csv_store_one(caller, name: str, row: _Row, report: ImportReport) -> str:
+    lock_document("csv", name, row.data["scopes"])
+    if restore_hashes(caller, name, "csv", row.data["scopes"]).filter(
+            source__document__content_hash=row.content_hash).exists():
+        return "skipped"
+    report.knowledge_ids.append(services.knowledge_create(caller, **row.data).id)
+    return "imported"
 
 
 def restore_hashes(caller, uri: str, kind: str, scopes: list[str]) -> Iterable[str]:
@@ -362,11 +439,10 @@ def _lines(data: bytes):
             yield n, line
 
 
-def _jsonl(caller, data: bytes, *, scopes, passphrase, progress) -> ImportReport:
-    report = ImportReport(format="jsonl")
-    lines = list(_lines(data))
+def _header(line: str | None) -> dict:
+    """An export's first line as its header; ImportRefused unless it is ours, of the version this hub reads."""
     try:
-        header = json.loads(lines[0][1]) if lines else None
+        header = json.loads(line) if line is not None else None
     except (json.JSONDecodeError, RecursionError):
         header = None
     if not isinstance(header, dict) or header.get("kind") != FORMAT:
@@ -376,7 +452,13 @@ def _jsonl(caller, data: bytes, *, scopes, passphrase, progress) -> ImportReport
         raise ImportRefused(_("line 1: export version %(version)r; this hub reads version %(ours)s")
                             % {"version": header.get("version"), "ours": VERSION},
                             field="file")
-    secret = _SecretReader(header, passphrase)
+    return header
+
+
+def _jsonl(caller, data: bytes, *, scopes, passphrase, progress) -> ImportReport:
+    report = ImportReport(format="jsonl")
+    lines = list(_lines(data))
+    secret = _SecretReader(_header(lines[0][1] if lines else None), passphrase)
     vector_model = _embedder_name()
     restored, ended = [], False
     for done, (n, line) in enumerate(lines[1:], start=1):

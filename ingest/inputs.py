@@ -89,6 +89,9 @@ class DocumentIngestInput(NoUnknownFields, serializers.Serializer):
             raise serializers.ValidationError({"file": [_("give one of `file`, `url`, `content` or `content_base64`")]})
         if attrs["chunk_overlap"] >= attrs["chunk_size"] // 2:
             raise serializers.ValidationError({"chunk_overlap": [_("must be less than half of chunk_size")]})
+        if "filename" in attrs and ("url" in attrs or "file" in attrs):
+            # a file names itself and a URL's type comes from its reply: a `filename` beside them has nothing to name
+            raise serializers.ValidationError({"filename": [_("goes only with `content` or `content_base64`")]})
         if "url" in attrs:
             return attrs
         if "file" in attrs:

@@ -55,3 +55,22 @@ class Document(models.Model):
 
     def __str__(self) -> str:
         return f"{self.uri} ({self.status})"
+
+
+class ImportUpload(models.Model):
+    """A file waiting for its import job (ingest.imports): its bytes, the import's options and the rights of the
+    request that asked, deleted (bytes and passphrase) when the job ends, succeeded or failed. An export's
+    passphrase is kept only as a Fernet token under the installation's key (resources.crypto), never as typed."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=300, help_text="the file's name; its extension names the format")
+    data = models.BinaryField(editable=False)
+    scopes = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    types = ArrayField(models.CharField(max_length=20), default=list, blank=True)
+    passphrase = models.TextField(blank=True, default="", help_text="encrypted with the installation's key")
+    caller = models.JSONField(help_text="the rights of the request's caller, which the worker imports with")
+    requested_by = models.CharField(max_length=200)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.requested_by})"

@@ -6,10 +6,10 @@ from django.http import Http404
 
 from agents.caller import Caller
 from agents.operations import operation
-from ingest import documents, export, importer
+from ingest import documents, export, imports
 from ingest.inputs import DocumentIngestInput, DocumentListInput, ExportInput, ImportInput
 from ingest.models import Document
-from ingest.outputs import DocumentListOutput, DocumentOutput, ImportOutput
+from ingest.outputs import DocumentListOutput, DocumentOutput, ImportJobOutput
 
 
 @operation("knowledge_export", input=ExportInput)
@@ -20,12 +20,14 @@ def knowledge_export(caller: Caller, *, scopes, passphrase):
                                  embedding_model=settings.KNOWHUB_EMBEDDING_MODEL)
 
 
-@operation("knowledge_import", input=ImportInput, output=ImportOutput, writes=True, permission="curate")
+@operation("knowledge_import", input=ImportInput, output=ImportJobOutput, writes=True, permission="curate",
+           status=202)
 def knowledge_import(caller: Caller, *, name, file_bytes, scopes, types, passphrase) -> dict:
-    """Import our JSON Lines export, a CSV or Markdown (curators); a report of what was imported, skipped, failed."""
-    report = importer.import_file(caller, name=name, data=file_bytes, scopes=scopes or None, types=types or None,
-                                  passphrase=passphrase or None)
-    return report.as_dict()
+    """Import our JSON Lines export, a CSV or Markdown (curators), by a job (202 with the job): its progress counts
+    the records read, its result is the report of what was imported, updated, skipped and failed (line, reason)."""
+    job = imports.import_request(caller, name=name, data=file_bytes, scopes=scopes or None, types=types or None,
+                                 passphrase=passphrase or None)
+    return {"job": {"id": str(job.id), "status": job.status, "url": f"/api/jobs/{job.id}"}}
 
 
 @operation("document_ingest", input=DocumentIngestInput, output=DocumentOutput, writes=True, permission="write",

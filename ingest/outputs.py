@@ -1,4 +1,4 @@
-"""What the import operation answers."""
+"""What the document and import operations answer."""
 from rest_framework import serializers
 
 
@@ -8,12 +8,26 @@ class ImportFailure(serializers.Serializer):
 
 
 class ImportOutput(serializers.Serializer):
+    """An import's report: the result of its job (GET /api/jobs/{id} once it succeeded)."""
+
     format = serializers.CharField()
     imported = serializers.IntegerField()
     updated = serializers.IntegerField()
     skipped = serializers.IntegerField(help_text="unchanged since an earlier import")
     failed = ImportFailure(many=True)
     knowledge_ids = serializers.ListField(child=serializers.CharField())
+
+
+class ImportJob(serializers.Serializer):
+    id = serializers.UUIDField()
+    status = serializers.CharField(help_text="queued: poll `url` (job_get) for its progress, then its result")
+    url = serializers.CharField()
+
+
+class ImportJobOutput(serializers.Serializer):
+    """POST /api/import: 202 with the import's job; its `result` is the report (`ImportOutput`) once it succeeded."""
+
+    job = ImportJob()
 
 
 class DocumentJob(serializers.Serializer):
@@ -54,7 +68,35 @@ class DocumentOutput(serializers.Serializer):
         return bool(getattr(document, "repeated", False))
 
 
+LISTED_ITEMS = 5  # a listed document's first item ids; the rest are in the document (GET /api/documents/{id})
+
+
+class DocumentSummaryOutput(DocumentOutput):
+    """A document in the list: counts instead of id arrays, which grow with the document (one of 40,000 chunks
+    made a page of 20 documents 2.3 MB); its detail (`DocumentOutput`) carries the arrays."""
+
+    items = serializers.SerializerMethodField(help_text=f"the first {LISTED_ITEMS} items it became, in order")
+    items_count = serializers.SerializerMethodField(help_text="how many items it became")
+    items_more = serializers.SerializerMethodField(help_text="how many of them `items` leaves out (see the document)")
+    outcome = serializers.SerializerMethodField(help_text="how many items were created, updated, kept and archived; "
+                                                          "unchanged")
+
+    def get_items(self, document) -> list[str]:
+        return list(document.items[:LISTED_ITEMS])
+
+    def get_items_count(self, document) -> int:
+        return len(document.items)
+
+    def get_items_more(self, document) -> int:
+        return max(len(document.items) - LISTED_ITEMS, 0)
+
+    def get_outcome(self, document) -> dict:
+        outcome = document.outcome or {}
+        counts = {key: len(outcome[key]) for key in ("created", "updated", "kept", "archived") if key in outcome}
+        return {**counts, "unchanged": outcome["unchanged"]} if "unchanged" in outcome else counts
+
+
 class DocumentListOutput(serializers.Serializer):
-    results = DocumentOutput(many=True)
+    results = DocumentSummaryOutput(many=True)
     count = serializers.IntegerField(help_text="documents matching, all pages")
     next_offset = serializers.IntegerField(allow_null=True)

@@ -189,6 +189,9 @@ KNOWHUB_EVOLVE_REVIEW_SCOPES = env_list("KNOWHUB_EVOLVE_REVIEW_SCOPES", [])
 # The largest file an import or a document upload takes, and the largest page a URL may return.
 KNOWHUB_IMPORT_MAX_BYTES = env_int("KNOWHUB_IMPORT_MAX_BYTES", 50 * 1024 * 1024)
 KNOWHUB_DOCUMENT_MAX_BYTES = env_int("KNOWHUB_DOCUMENT_MAX_BYTES", 20 * 1024 * 1024)
+# the most items (chunks) one document may become: 2,000 default-sized chunks are ~2.4 MB of text (a book of
+# ~1,000 pages); one upload of 40,000 headings flooded the embedding queue and held up every other job
+KNOWHUB_DOCUMENT_MAX_ITEMS = env_int("KNOWHUB_DOCUMENT_MAX_ITEMS", 2000)
 KNOWHUB_FETCH_TIMEOUT_SECONDS = env_int("KNOWHUB_FETCH_TIMEOUT_SECONDS", 20)
 # Hosts, addresses or networks a document URL may point at although they are private or loopback
 # (e.g. "wiki.internal,10.1.0.0/16"); none by default.

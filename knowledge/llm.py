@@ -11,7 +11,7 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 
 from core import metrics
-from core.safe_json import storable
+from core.safe_json import json_problem, storable
 from core.errors import DomainError
 
 
@@ -86,18 +86,37 @@ def chat_json(
                 raise LLMError(f"LLM call refused by filter {exc.error.filter}: {exc.error.reason}") from exc
         _count_tokens(schema_name, getattr(response, "usage", None))
         outcome = "invalid"
-        try:
-            text = response.choices[0].message.content or ""
-            data = json.loads(text)
-            jsonschema.validate(data, schema)
-        except (IndexError, AttributeError, json.JSONDecodeError, jsonschema.ValidationError, RecursionError) as exc:
-            raise LLMError(f"LLM reply did not match the {schema_name} schema: {str(exc)[:300]}") from exc
+        data = _judged(response, schema, schema_name)
         outcome = "ok"
         # A NUL or a lone surrogate (JSON's `\u0000`, `\ud800`) is valid JSON that PostgreSQL cannot store: every
         # caller would fail writing it (a job left running, a slim run or conflict detection stopped halfway)
         return storable(data)
     finally:
         metrics.LLM_CALLS.labels(purpose=schema_name, outcome=outcome).inc()
+
+
+def _judged(response, schema: dict, schema_name: str) -> dict:
+    """The reply's JSON if it matches `schema`, else LLMError. Whatever goes wrong judging a reply (one nested past
+    Python's recursion limit, an error whose text cannot be formatted) is an LLMError too, never a crash: every
+    caller handles an LLMError (a job fails saying why, slim holds the pair back, conflicts record a `close` pair)."""
+    try:
+        text = response.choices[0].message.content or ""
+        data = json.loads(text)
+        # bounded first: jsonschema and the text of its errors recurse through the instance, and a reply ~500
+        # levels deep raised RecursionError while an error was formatted, past this except
+        deep = json_problem(data, path="reply", characters=False)
+        if deep is not None:
+            raise LLMError(f"LLM reply did not match the {schema_name} schema: {deep[0][:200]} {deep[1]}")
+        jsonschema.validate(data, schema)
+        return data
+    except LLMError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - an outside service's reply: any failure to judge it is its fault
+        try:
+            detail = str(exc)[:300]
+        except Exception:  # noqa: BLE001 - formatting the error failed too; chain nothing that would fail again
+            raise LLMError(f"LLM reply did not match the {schema_name} schema: {type(exc).__name__}") from None
+        raise LLMError(f"LLM reply did not match the {schema_name} schema: {detail}") from exc
 
 
 def _count_tokens(purpose: str, usage) -> None:

@@ -1,7 +1,9 @@
 """Documents: upload a file or a URL to be read into knowledge items, follow it while it is read; import a file
-(an export, CSV, Markdown, zip) and link to the export. The views call the registered operations, as the API does."""
+(an export, CSV, Markdown, zip) by a job, follow it and see its report; link to the export. The views call the
+registered operations, as the API does."""
+from django.http import Http404
 from django.shortcuts import render
-from django.views.decorators.http import require_POST, require_safe
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from agents import operations
 from curation import permissions
@@ -87,16 +89,33 @@ def document_detail(request, document_id):
 
 
 @permissions.require(permissions.CURATE)
-@require_POST
+@require_http_methods(["GET", "POST"])
 def document_import(request):
+    """POST: queue the import of a file (the knowledge_import operation) and swap in its job's panel, which polls
+    while the job runs and shows the report when it ends; GET `?job=<id>`: that panel (the page, without htmx)."""
+    if request.method == "GET":
+        job = operations.call("job_get", caller_of(request), job_id=request.GET.get("job", ""))  # Http404 unless visible
+        if job.kind != "import":
+            raise Http404
+        if request.htmx:
+            return render(request, f"{DOCUMENTS}#import-job", import_context(job))
+        return render(request, DOCUMENTS, page_context(request, **import_context(job)))
     form = ImportForm(request.POST, request.FILES)
     if form.is_valid():
         data = form.cleaned_data
         try:
-            report = operations.call("knowledge_import", caller_of(request), data={
+            queued = operations.call("knowledge_import", caller_of(request), data={
                 name: data[name] for name in ("file", "scopes", "types", "passphrase")})
         except REFUSALS as exc:
             refuse(form, exc)
         else:
-            return render(request, f"{DOCUMENTS}#import", {"import_form": ImportForm(), "report": report})
+            job = operations.call("job_get", caller_of(request), job_id=queued["job"]["id"])
+            return render(request, f"{DOCUMENTS}#import", {"import_form": ImportForm(), **import_context(job)})
     return render(request, f"{DOCUMENTS}#import", {"import_form": form}, status=422)
+
+
+def import_context(job) -> dict:
+    """An import job's panel: polling while it is queued or running, then its report (the job's result) or why
+    the file was refused."""
+    return {"import_job": job, "import_polling": job.status in ("queued", "running"),
+            "report": job.result if job.status == "succeeded" else None}

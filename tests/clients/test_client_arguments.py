@@ -158,3 +158,10 @@ def test_build_context_names_the_search_tool_it_is_paired_with(recorded):
     openai = hub.build_context(enable_agentic_filters=True, tool_name="knowledge_search")
     assert "search_knowledge_base tool" in agno and "knowledge_search" not in agno
     assert "knowledge_search tool with the filters parameter" in openai and "search_knowledge_base" not in openai
+
+
+def test_knowledge_edit_sends_base_updated_at_only_when_given(recorded):
+    hub, recorder = recorded
+    hub.knowledge_edit("knowledge-20260101-abcd", content="c", base_updated_at="2026-01-01T00:00:00.123456Z")
+    hub.knowledge_edit("knowledge-20260101-abcd", content="c")
+    assert [body.get("base_updated_at") for _, _, _, body in recorder.requests] == ["2026-01-01T00:00:00.123456Z", None]

@@ -1,18 +1,44 @@
 """The clients' bulk save, export and import against a live hub; the MCP tools of the same operations."""
 import json
+import threading
 
 import anyio
 import pytest
 from knowhub_client import AsyncKnowHub
 
 from api.mcp_server import _export_text, _op, _run_sync
+from ingest.imports import import_run
+from jobs.models import Job
+from knowhub_client import JobFailed, JobTimeout
 from knowhub_client.errors import KnowHubError
 from resources.models import Resource
 
 CSV = "task,content,types\nRotate keys,Every month,strategy\nDrain a node,Cordon first,tool\n"
 
 
-def test_bulk_save_export_to_a_file_and_import_as_a_curator(hub, hub_for, tmp_path):
+@pytest.fixture
+def import_worker(transactional_db):
+    """What a worker does for import jobs, in a thread: each queued import job is run as it appears."""
+    from django.db import connection
+
+    stop = threading.Event()
+
+    def work():
+        try:
+            while not stop.wait(0.05):
+                for job_id in Job.objects.filter(kind="import", status="queued").values_list("id", flat=True):
+                    import_run(job_id=str(job_id), worker="test-thread/1/a")
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    yield
+    stop.set()
+    thread.join(timeout=10)
+
+
+def test_bulk_save_export_to_a_file_and_import_as_a_curator(hub, hub_for, tmp_path, import_worker):
     saved = hub.knowledge_bulk_save([{"task": "Zebra stripes", "content": "Each one differs", "types": ["definition"]},
                                      {"task": "", "types": []}])
     assert [r["ok"] for r in saved["results"]] == [True, False]
@@ -30,24 +56,52 @@ def test_bulk_save_export_to_a_file_and_import_as_a_curator(hub, hub_for, tmp_pa
     assert curator.knowledge_import("tips.csv", CSV.encode(), scopes=["org:acme"])["skipped"] == 2
 
 
-def test_the_async_client_exports_and_imports_alike(live_server, token_for):
+def test_the_async_client_exports_and_imports_alike(live_server, token_for, import_worker):
     token = token_for("curator_agent", can_curate=True)
 
     async def run():
         async with AsyncKnowHub(live_server.url, token=token) as hub:
             report = await hub.knowledge_import("tips.csv", CSV, scopes=["org:acme"])
             records = await hub.knowledge_export()
-            return report, records
+            queued = await hub.knowledge_import("tips.csv", CSV, scopes=["org:acme"], wait=False)
+            done = await hub.wait_for_job(queued, timeout=30)
+            return report, records, queued, done
 
-    report, records = anyio.run(run)
+    report, records, queued, done = anyio.run(run)
     assert report["imported"] == 2 and {r.get("task") for r in records[1:-1]} == {"Rotate keys", "Drain a node"}
+    assert queued["job"]["status"] == "queued" and done["result"]["skipped"] == 2
+
+
+def test_the_client_returns_the_job_without_waiting_and_its_report_when_waiting(hub_for, import_worker):
+    curator = hub_for("curator_agent", can_curate=True)
+    queued = curator.knowledge_import("tips.csv", CSV, scopes=["org:acme"], wait=False)
+    assert set(queued) == {"job"} and queued["job"]["status"] == "queued"
+    done = curator.wait_for_job(queued, timeout=30)
+    assert done["result"]["imported"] == 2 and done["progress"]["total"] == 2
+
+    with pytest.raises(JobFailed) as failed:  # refused as a whole in the worker: the job's error
+        curator.knowledge_import("latin.csv", "task,content,types\nCafé,x,tool\n".encode("latin-1"), scopes=["org:acme"])
+    assert "UTF-8" in failed.value.job["error"]
+    with pytest.raises(KnowHubError) as refused:  # refused at once: nothing queued
+        curator.knowledge_import("notes.xls", "x", scopes=["org:acme"])
+    assert refused.value.status == 400 and not isinstance(refused.value, JobFailed)
+
+
+def test_the_client_gives_up_waiting_after_its_timeout_while_no_worker_runs_the_import(hub_for):
+    curator = hub_for("curator_agent", can_curate=True)
+    with pytest.raises(JobTimeout) as waited:
+        curator.knowledge_import("tips.csv", CSV, scopes=["org:acme"], timeout=0.5)
+    assert waited.value.job["status"] == "queued"
 
 
 @pytest.mark.django_db(transaction=True)  # _run_sync closes connections as a request's end would
 def test_mcp_export_and_import_run_the_same_operations(token_for):
     curator = token_for("curator_agent", can_curate=True)
-    report = _run_sync(curator, _op("knowledge_import", {"filename": "tips.csv", "content": CSV, "scopes": ["org:acme"]}))
-    assert report["imported"] == 2
+    queued = _run_sync(curator, _op("knowledge_import", {"filename": "tips.csv", "content": CSV, "scopes": ["org:acme"]}))
+    assert queued["job"]["status"] == "queued"
+    import_run(job_id=queued["job"]["id"], worker="test/1/a")  # what the worker does
+    done = _run_sync(curator, _op("job_get", {}, job_id=queued["job"]["id"]))
+    assert done["status"] == "succeeded" and done["result"]["imported"] == 2
     exported = _run_sync(curator, _export_text({}))
     lines = exported["jsonl"].splitlines()
     assert exported["records"] == len(lines) == 4 and json.loads(lines[0])["kind"] == "knowhub-export"
@@ -68,7 +122,7 @@ def test_the_client_uploads_a_document_and_a_refused_url_is_a_400_naming_it(hub)
     assert refused.value.status == 400 and "url" in str(refused.value)
 
 
-def test_a_passphrase_beyond_ascii_seals_an_export_that_the_same_passphrase_opens(hub_for, tmp_path):
+def test_a_passphrase_beyond_ascii_seals_an_export_that_the_same_passphrase_opens(hub_for, tmp_path, import_worker):
     """The export takes the passphrase in a header, the import in a form field: both read it as UTF-8 (WSGI hands
     headers over as Latin-1, which sealed under a garbled passphrase that the real one never opened)."""
     curator = hub_for("curator_agent", can_curate=True, can_read_secrets=True)

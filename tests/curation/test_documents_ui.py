@@ -6,6 +6,8 @@ import pytest
 from django.utils.html import escape
 
 from ingest.documents import document_run
+from ingest.imports import import_run
+from jobs.services import job_claim, job_progress
 from ingest.models import Document
 from jobs.models import Job
 from knowledge.models import Knowledge
@@ -124,20 +126,70 @@ def test_an_unknown_document_is_404(curator_client):
     assert curator_client.get("/documents/00000000-0000-0000-0000-000000000000/").status_code == 404
 
 
+def imported(client, name: str, text: str, **fields) -> str:
+    """Import through the form, run the job as the worker would, then poll the panel once: its HTML."""
+    queued = import_file(client, name, text, **fields)
+    assert queued.status_code == 200, queued.content
+    job = Job.objects.filter(kind="import").order_by("-created_at").first()
+    import_run(job_id=str(job.id), worker="test/1/a")
+    return client.get(f"/documents/import/?job={job.id}", HTTP_HX_REQUEST="true").content.decode()
+
+
+def test_an_import_swaps_in_its_job_which_polls_while_queued_and_shows_progress_while_running(curator_client):
+    html = import_file(curator_client, "keys.csv", CSV, scopes="team:a").content.decode()
+    job = Job.objects.get(kind="import")
+    assert f'id="import-job-{job.id}"' in html and f'hx-get="/documents/import/?job={job.id}"' in html
+    assert 'hx-trigger="every 1s"' in html and "Waiting for a worker" in html and 'id="import-report"' not in html
+    assert 'id="import-file"' in html or "<form" in html  # the form stays, emptied, for the next file
+    assert not Knowledge.objects.filter(task="Rotate keys").exists()
+
+    job_claim(job_id=str(job.id), worker="test/1/a")
+    job_progress(job_id=job.id, progress={"file": "keys.csv", "format": "csv", "done": 1, "total": 4})
+    running = curator_client.get(f"/documents/import/?job={job.id}", HTTP_HX_REQUEST="true").content.decode()
+    assert running.lstrip().startswith('<div class="job import-job"') and "1 of 4 records read" in running
+    assert '<progress value="1" max="4">' in running and 'hx-trigger="every 1s"' in running
+
+
 def test_a_csv_import_shows_its_report_and_again_skips(curator_client):
-    first = import_file(curator_client, "keys.csv", CSV, scopes="team:a")
-    html = first.content.decode()
-    assert first.status_code == 200 and 'id="import-report"' in html and "imported 1 " in html
+    html = imported(curator_client, "keys.csv", CSV, scopes="team:a")
+    assert 'id="import-report"' in html and "imported 1 " in html and "hx-trigger" not in html  # done: no polling
     item = Knowledge.objects.get(task="Rotate keys")
     assert item.scopes == ["team:a"] and f'href="/knowledge/{item.id}/"' in html
-    again = import_file(curator_client, "keys.csv", CSV, scopes="team:a").content.decode()
+    again = imported(curator_client, "keys.csv", CSV, scopes="team:a")
     assert "imported 0 " in again and "skipped 1 " in again
 
 
 def test_a_csv_with_a_bad_row_shows_the_failed_line(curator_client):
     text = CSV + "Bad row,Some content,nonsense\n"
-    html = import_file(curator_client, "mixed.csv", text, scopes="team:a").content.decode()
+    html = imported(curator_client, "mixed.csv", text, scopes="team:a")
     assert "imported 1 " in html and "failed 1" in html and re.search(r"<li>line 3: [^<]*nonsense", html)
+
+
+def test_an_import_refused_in_the_worker_shows_why_and_an_empty_file_says_so(curator_client):
+    html = imported(curator_client, "broken.zip", "not a zip", scopes="team:a")
+    assert 'id="import-error"' in html and "The import failed" in html and 'id="import-report"' not in html
+    empty = imported(curator_client, "empty.csv", "task,content,types\n", scopes="team:a")
+    assert "The file held no records to import." in empty
+
+
+def test_the_import_jobs_page_without_htmx_is_the_documents_page_with_the_panel(curator_client):
+    imported(curator_client, "keys.csv", CSV, scopes="team:a")
+    job = Job.objects.get(kind="import")
+    page = curator_client.get(f"/documents/import/?job={job.id}").content.decode()
+    assert "<html" in page and 'id="import-report"' in page and 'id="documents"' in page
+
+
+def test_only_an_import_job_is_shown_on_the_import_panel(curator_client):
+    other = Job.objects.create(kind="slim", requested_by="agent:x", params={"writable_scopes": ["team:a"]})
+    assert curator_client.get(f"/documents/import/?job={other.id}").status_code == 404
+    assert curator_client.get("/documents/import/?job=nonsense").status_code == 404
+    assert curator_client.get("/documents/import/?job=00000000-0000-0000-0000-000000000000").status_code == 404
+
+
+def test_an_import_is_shown_in_chinese(curator_client):
+    html = curator_client.post("/documents/import/", {"file": named("keys.csv", CSV.encode()), "scopes": "team:a"},
+                               HTTP_HX_REQUEST="true", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "Waiting for a worker" not in html and "等待" in html
 
 
 def test_an_import_of_an_unknown_format_is_shown_on_the_file(curator_client):

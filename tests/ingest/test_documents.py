@@ -304,3 +304,58 @@ def test_one_file_uploaded_several_times_at_once_is_one_document_and_one_job():
         thread.join(60)
     assert len({document for document, _ in outcomes}) == 1 and sorted(new for _, new in outcomes) == [False] * 5 + [True]
     assert Document.objects.count() == 1 and Job.objects.filter(kind="ingest").count() == 1
+
+
+@pytest.mark.parametrize("given", ["file", "url"])
+def test_a_filename_beside_a_file_or_url_is_a_400_naming_filename_and_queues_nothing(writer, given):
+    if given == "file":
+        reply = upload(writer, "a.md", b"# A\n\nb", filename="b.md", scopes="team:a")
+    else:
+        reply = writer.post("/api/documents", {"url": "http://127.0.0.1:9/x.md", "filename": "x.md",
+                                               "scopes": ["team:a"]}, format="json")
+    assert reply.status_code == 400 and list(reply.json()["error"]["fields"]) == ["filename"], reply.content
+    assert not Document.objects.exists() and not Job.objects.exists()
+
+
+def test_the_mcp_tools_operation_refuses_a_filename_beside_a_url_as_a_400(writer):
+    from agents import operations
+    from agents.caller import Caller
+    from agents.chain import ChainError
+    from agents.models import AgentToken
+
+    caller = Caller.for_token(AgentToken.objects.get(agent_id="writer"))
+    with pytest.raises(ChainError) as refused:  # what the MCP tool document_ingest runs (api/mcp_server._op)
+        operations.run("document_ingest", caller, data={"url": "http://127.0.0.1:9/x.md", "filename": "x.md"})
+    assert refused.value.status == 400 and list(refused.value.api_fields()) == ["filename"]
+    assert not Document.objects.exists()
+
+
+def headings(count: int) -> bytes:
+    return "".join(f"# Heading {n}\n\nText of section {n}.\n\n" for n in range(count)).encode()
+
+
+def test_a_document_of_more_chunks_than_the_limit_fails_its_job_naming_it_and_stores_nothing(writer, settings):
+    settings.KNOWHUB_DOCUMENT_MAX_ITEMS = 5
+    over = run(upload(writer, "many.md", headings(6), scopes="team:a").json())
+    failed = writer.get(f"/api/documents/{over['id']}").json()
+    job = writer.get(f"/api/jobs/{over['job']['id']}").json()
+    assert failed["status"] == "failed" and job["status"] == "failed"
+    assert "more than 5 items (KNOWHUB_DOCUMENT_MAX_ITEMS)" in job["error"] and job["error"] in failed["error"]
+    assert not Knowledge.objects.exists()
+
+
+def test_a_document_of_exactly_the_limit_of_chunks_is_read(writer, settings):
+    settings.KNOWHUB_DOCUMENT_MAX_ITEMS = 5
+    at = run(upload(writer, "five.md", headings(5), scopes="team:a").json())
+    done = writer.get(f"/api/documents/{at['id']}").json()
+    assert done["status"] == "done" and len(done["items"]) == 5 and Knowledge.objects.count() == 5
+
+
+def test_the_list_carries_counts_and_the_first_item_ids_and_the_detail_every_id(writer):
+    document = run(upload(writer, "seven.md", headings(7), scopes="team:a").json())
+    detail = writer.get(f"/api/documents/{document['id']}").json()
+    assert len(detail["items"]) == 7 and len(detail["outcome"]["created"]) == 7
+
+    [listed] = writer.get("/api/documents").json()["results"]
+    assert (listed["items"], listed["items_count"], listed["items_more"]) == (detail["items"][:5], 7, 2)
+    assert listed["outcome"] == {"created": 7, "updated": 0, "kept": 0, "archived": 0, "unchanged": False}

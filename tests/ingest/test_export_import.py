@@ -10,6 +10,7 @@ from agents.caller import Caller
 from core.errors import DomainError
 from ingest.export import export_records
 from ingest.importer import ImportRefused, import_file, import_path
+from ingest.imports import import_run
 from knowledge import feedback, services, slim
 from knowledge.models import FeedbackCase, Knowledge, KnowledgeResource, KnowledgeVersion, SlimRejection
 from resources.models import Resource, ResourceVersion, RevealEvent
@@ -260,9 +261,11 @@ def test_the_api_streams_an_export_of_the_tokens_scopes_and_imports_only_for_cur
     curator = agent_client("curator", ["team:a"], writable_scopes=["team:a"], can_curate=True)
     upload = io.BytesIO(CSV.encode())
     upload.name = "tips.csv"
-    done = curator.post("/api/import", {"file": upload, "scopes": "team:a"}, format="multipart")
-    assert done.status_code == 200, done.content
-    assert done.json()["imported"] == 2 and [f["line"] for f in done.json()["failed"]] == [3, 4]
+    queued = curator.post("/api/import", {"file": upload, "scopes": "team:a"}, format="multipart")
+    assert queued.status_code == 202, queued.content
+    import_run(job_id=queued.json()["job"]["id"], worker="test/1/a")  # what the worker does
+    report = curator.get(queued.json()["job"]["url"]).json()["result"]
+    assert report["imported"] == 2 and [f["line"] for f in report["failed"]] == [3, 4]
     missing = curator.post("/api/import", {"scopes": ["team:a"]}, format="json")
     assert missing.status_code == 400 and "file" in missing.json()["error"]["fields"]
 

@@ -239,3 +239,63 @@ def test_the_same_file_imported_twice_at_once_stores_each_record_once_and_the_la
     assert (second.imported, second.skipped, second.failed) == (0, 1, []), second.failed
     model = Resource if record["kind"] == "resource" else Knowledge
     assert model.objects.filter(pk=record["id"]).count() == 1
+
+
+CSV_HEADER = "task,content,types,scopes\n"
+
+
+def _csv_rows(count: int, *, bad_at: int | None = None, twice: int | None = None) -> bytes:
+    rows = [f"Step {i},do step {i} then check,strategy,org:acme" for i in range(count)]
+    if bad_at is not None:
+        rows[bad_at] = f"Step {bad_at},do it,no-such-type,org:acme"
+    if twice is not None:
+        rows.append(rows[twice])
+    return (CSV_HEADER + "\n".join(rows) + "\n").encode()
+
+
+@pytest.mark.django_db
+def test_a_csv_is_stored_in_batches_its_refused_and_repeated_rows_named_and_a_second_import_changes_nothing(
+        monkeypatch):
+    from ingest import importer
+
+    from knowledge import bulk
+
+    monkeypatch.setattr(importer, "CSV_BATCH", 3)
+    batches, real = [], bulk.knowledge_bulk_create
+    monkeypatch.setattr(bulk, "knowledge_bulk_create", lambda caller, entries, **kw: batches.append(len(entries)) or real(
+        caller, entries, **kw))
+    caller = Caller.system("command:import")
+    data = _csv_rows(8, bad_at=4, twice=1)  # line 6 refused; the last line repeats line 3
+
+    report = import_file(caller, name="steps.csv", data=data, scopes=["org:acme"])
+    assert batches == [3, 3, 1]  # one INSERT a batch of checked rows
+
+    assert (report.imported, report.skipped, [f["line"] for f in report.failed]) == (7, 1, [6])
+    assert "types" in report.failed[0]["reason"]
+    stored = Knowledge.objects.filter(task__startswith="Step ")
+    assert sorted(stored.values_list("task", flat=True)) == sorted(f"Step {i}" for i in range(8) if i != 4)
+    assert sorted(report.knowledge_ids) == sorted(stored.values_list("id", flat=True))
+    assert sorted(stored.values_list("source__document__row", flat=True)) == [2, 3, 4, 5, 7, 8, 9]
+
+    again = import_file(caller, name="steps.csv", data=data, scopes=["org:acme"])
+    assert (again.imported, again.skipped, len(again.failed)) == (0, 8, 1)
+    assert stored.count() == 7
+
+
+@pytest.mark.django_db
+def test_a_csv_batch_the_database_refuses_is_stored_row_by_row_naming_the_row(monkeypatch):
+    from django.db import IntegrityError
+
+    from ingest import importer
+    from knowledge import bulk
+
+    monkeypatch.setattr(importer, "CSV_BATCH", 4)
+
+    def refusing(*args, **kwargs):
+        raise IntegrityError("the batch as a whole")
+
+    monkeypatch.setattr(bulk, "knowledge_bulk_create", refusing)
+    report = import_file(Caller.system("command:import"), name="steps.csv", data=_csv_rows(6), scopes=["org:acme"])
+
+    assert (report.imported, report.skipped, report.failed) == (6, 0, [])
+    assert Knowledge.objects.filter(task__startswith="Step ").count() == 6 == len(report.knowledge_ids)

@@ -557,3 +557,14 @@ def test_reopening_two_conflicts_of_one_group_merge_at_once_never_deadlock():
         assert Knowledge.objects.get(pk=merged.id).status == "archived"
         assert set(Knowledge.objects.filter(pk__in=[a.id, b.id, c.id]).values_list("status", flat=True)) == {"active"}
     assert not [e for e in errors if "deadlock" in str(e)], errors
+
+
+@pytest.mark.django_db
+def test_a_reply_nested_hundreds_of_levels_deep_records_the_pair_as_close_for_a_person(detection, fake_openai):
+    extra = "x"
+    for _ in range(500):
+        extra = {"a": extra}
+    no, yes = saved(PROBE_SAYS_NO, PROBE_SAYS_YES)
+    fake_openai.reply_json({"relation": "contradiction", "explanation": "opposite", "extra": extra})
+    [conflict] = detect_for(knowledge_ids=[yes.id])
+    assert conflict.kind == "close" and {conflict.first_id, conflict.second_id} == {no.id, yes.id}

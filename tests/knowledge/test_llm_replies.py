@@ -74,3 +74,49 @@ def test_an_evolve_job_that_crashes_outside_the_llm_fails_saying_why_instead_of_
     failed = Job.objects.get(pk=job.id)
     assert failed.status == "failed" and failed.error == "RuntimeError: the database refused the row"
     assert Knowledge.objects.get(pk=item.id).content == "unchanged"
+
+
+def nested(levels: int):
+    value = "x"
+    for _ in range(levels):
+        value = {"a": value}
+    return value
+
+
+def test_valid_json_hundreds_of_levels_deep_is_an_llm_error_naming_the_depth_not_a_recursion_error(fake_openai):
+    from knowledge import relation
+
+    fake_openai.reply_json({"relation": "duplicate", "explanation": "same", "extra": nested(500)})
+
+    with pytest.raises(llm.LLMError, match="reply.extra.a.* nests deeper than 32 levels"):
+        llm.chat_json(system="s", user="u", schema=relation.SCHEMA, schema_name="knowledge_relation")
+
+
+def test_a_reply_whose_validation_error_cannot_be_formatted_is_an_llm_error(fake_openai, monkeypatch):
+    def unformattable(*args, **kwargs):
+        class Unprintable(Exception):
+            def __str__(self):
+                raise RecursionError("maximum recursion depth exceeded")
+        raise Unprintable()
+
+    monkeypatch.setattr(llm.jsonschema, "validate", unformattable)
+    fake_openai.reply_json({"relation": "duplicate", "explanation": "same"})
+
+    with pytest.raises(llm.LLMError, match="did not match the any schema: Unprintable"):
+        llm.chat_json(system="s", user="u", schema={"type": "object"}, schema_name="any")
+
+
+@pytest.mark.django_db
+def test_an_evolve_job_given_deeply_nested_replies_fails_saying_so_after_its_retries(fake_openai, settings):
+    settings.KNOWHUB_RETRY_BACKOFF_SECONDS = 0
+    item = make_knowledge(task="keep me", content="unchanged", embed=False)
+    job = asked(item)
+    for _ in range(tasks.EVOLVE_MAX_RETRIES + 1):
+        fake_openai.reply_json({"task": "t", "content": "c", "summary_of_changes": "s", "extra": nested(500)})
+
+    tasks.run_evolve.apply(args=[str(job.id)])
+
+    failed = Job.objects.get(pk=job.id)
+    assert failed.status == "failed" and "gave up after 4 attempts" in failed.error, failed.error
+    assert "nests deeper than 32 levels" in failed.error and "RecursionError" not in failed.error
+    assert Knowledge.objects.get(pk=item.id).content == "unchanged"

@@ -267,3 +267,21 @@ def test_a_stored_proposal_over_the_limits_is_not_merged_when_approved():
     with pytest.raises(ValueError, match="task"):
         slim_approve(acting("user:alice"), ids=ids, task="t" * (TASK_MAX + 1), content="Tabs and type hints")
     assert set(Knowledge.objects.values_list("status", flat=True)) == {"active"} and Knowledge.objects.count() == 2
+
+
+@pytest.mark.django_db
+def test_a_pair_whose_reply_nests_hundreds_of_levels_is_held_back_and_the_job_goes_on(fake_openai):
+    from jobs.services import job_create
+    from knowledge.slim import slim_run
+
+    extra = "x"
+    for _ in range(500):
+        extra = {"a": extra}
+    ids = seed(rows=TABS)
+    fake_openai.by_schema["knowledge_relation"] = {"relation": "duplicate", "explanation": "same", "extra": extra}
+    job = job_create(kind="slim", requested_by="agent:a", params={"model": None, "dry_run": True, "writable_scopes": None})
+    done = slim_run(job_id=str(job.id), worker="test")
+    assert done.status == "succeeded"
+    [held] = done.result["held_back"]
+    assert held["ids"] == sorted(ids) and held["relation"] is None and "nests deeper than" in held["error"]
+    assert not MergeProposal.objects.exists()

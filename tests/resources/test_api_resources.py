@@ -191,3 +191,17 @@ def test_first_saves_of_one_id_at_once_each_land_as_a_version_not_a_409():
     assert outcomes == ["saved"] * 8
     assert Resource.objects.count() == 1 and ResourceVersion.objects.count() == 7
     assert sorted(ResourceVersion.objects.values_list("number", flat=True)) == list(range(1, 8))
+
+
+def test_a_revealed_secret_is_sent_never_to_be_stored_to_a_token_and_a_session(writer, keeper, django_user_model):
+    from tests.callers import person_in, session_client
+
+    writer.post("/api/resource", CREDENTIAL, format="json")
+    admin = session_client(person_in(django_user_model, "admin", "ada"))
+    for client in (keeper, admin):
+        revealed = client.get("/api/resource/credentials/website_a", {"reveal": "true"})
+        assert revealed.json()["secure_body"] == CREDENTIAL["secure_body"]
+        assert "no-store" in revealed["Cache-Control"] and "private" in revealed["Cache-Control"]
+        assert {"Authorization", "Cookie"} <= {v.strip() for v in revealed["Vary"].split(",")}
+    plain = keeper.get("/api/resource/credentials/website_a")
+    assert "secure_body" not in plain.json() and "no-store" not in plain.get("Cache-Control", "")

@@ -162,5 +162,8 @@ def test_earlier_versions_cannot_be_edited_or_deleted_in_the_admin(stored, clien
 
 
 def test_agents_only_ever_reveal_the_current_secret(stored):
-    revealed = stored["keeper"].get("/api/resource/credentials/website_a", {"reveal": "true", "version": "1"}).json()
+    asked_for_old = stored["keeper"].get("/api/resource/credentials/website_a", {"reveal": "true", "version": "1"})
+    assert asked_for_old.status_code == 400 and list(asked_for_old.json()["error"]["fields"]) == ["version"]
+    assert_no_secret(asked_for_old.content.decode(), "a reveal asking for an earlier version")
+    revealed = stored["keeper"].get("/api/resource/credentials/website_a", {"reveal": "true"}).json()
     assert revealed["secure_body"] == SECRET and revealed["version"] == 2

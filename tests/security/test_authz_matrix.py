@@ -128,7 +128,7 @@ EXPECTED = {  #        owner other reader nosec viewer curat admin norole anon
     "job":             (200, 404, 200, 200, 200, 200, 200, 403, 401),
     "bulk":            (200, 200, 403, 200, 403, 200, 200, 403, 401),  # other: 200, the item refused
     "export":          (200, 200, 200, 200, 200, 200, 200, 403, 401),  # what each may read; secrets encrypted
-    "import":          (403, 403, 403, 403, 403, 200, 200, 403, 401),  # curators only
+    "import":          (403, 403, 403, 403, 403, 202, 202, 403, 401),  # curators only: a job
     "ingest":          (202, 403, 403, 202, 403, 202, 202, 403, 401),
     "documents":       (200, 200, 200, 200, 200, 200, 200, 403, 401),
     "document":        (200, 404, 200, 200, 200, 200, 200, 403, 401),

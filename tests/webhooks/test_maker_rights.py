@@ -115,3 +115,17 @@ def test_another_token_of_the_making_agent_with_other_scopes_neither_reads_nor_r
     both = agent_client("curbot", ["org:acme", "org:zeta"], can_curate=True)
     assert both.get(f"/api/webhooks/{hook['id']}").status_code == 200
     assert [h["id"] for h in maker.get("/api/webhooks").json()["results"]] == [hook["id"]]
+
+
+def test_the_signing_secret_is_sent_never_to_be_stored_to_a_token_and_a_session(receiver, django_user_model):
+    carl = session_client(person_in(django_user_model, "curator", "carl"))
+    token = agent_client("curbot", ["org:acme"], can_curate=True)
+    for client in (carl, token):
+        created = client.post("/api/webhooks", {"url": receiver.url, "events": ["knowledge.created"]}, format="json")
+        assert created.json()["secret"] and "no-store" in created["Cache-Control"]
+        revealed = client.get(f"/api/webhooks/{created.json()['id']}?reveal=true")
+        assert revealed.json()["secret"] == created.json()["secret"]
+        assert "no-store" in revealed["Cache-Control"] and "private" in revealed["Cache-Control"]
+        assert {"Authorization", "Cookie"} <= {v.strip() for v in revealed["Vary"].split(",")}
+        plain = client.get(f"/api/webhooks/{created.json()['id']}")
+        assert "secret" not in plain.json() and "no-store" not in plain.get("Cache-Control", "")

@@ -120,9 +120,9 @@ def knowledge_update(knowledge_id: str, add_helpful_case: dict[str, Any] | None,
 
 
 def knowledge_edit(knowledge_id: str, task: str | None, content: str | None, tags: dict[str, str] | None,
-                   types: list[str] | None, reason: str) -> Call:
+                   types: list[str] | None, reason: str, base_updated_at: str | None = None) -> Call:
     body = _drop_none({"task": task, "content": content, "tags": tags, "types": _strings(types, "types"),
-                       "reason": reason})
+                       "reason": reason, "base_updated_at": base_updated_at})
     # Not idempotent: every edit keeps a version.
     return Call("PATCH", f"/api/knowledge/{_segment(knowledge_id, 'knowledge_id')}", json=body)
 

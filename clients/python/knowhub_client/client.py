@@ -28,6 +28,7 @@ USER_AGENT = "knowhub-client/0.1"
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_DEADLINE = 120.0
 MIN_POLL_SECONDS = 1.0  # a job poll gets what is left of wait_for_job's timeout, but at least this
+IMPORT_WAIT_SECONDS = 3600.0  # knowledge_import's wait for its job: a 50 MB import takes minutes on the server
 
 ClientDeadline = float | None | Literal["client"]  # an export's bound: seconds, None (none), or the client's
 
@@ -192,14 +193,16 @@ class KnowHub(_Base):
                                                      evolve_feedback, search_id))
 
     def knowledge_edit(self, knowledge_id: str, *, task: str | None = None, content: str | None = None,
-                       tags: dict[str, str] | None = None, types: list[str] | None = None, reason: str = "") -> Json:
+                       tags: dict[str, str] | None = None, types: list[str] | None = None, reason: str = "",
+                       base_updated_at: str | None = None) -> Json:
         """Edit an item you own (PATCH /api/knowledge/{id}); the old text is kept as a version and the
-        item is re-embedded. Give at least one of task, content, tags, types.
+        item is re-embedded. Give at least one of task, content, tags, types. With ``base_updated_at`` (the
+        ``updated_at`` of the item as you read it) an item changed since is refused (409) instead of overwritten.
 
         >>> hub.knowledge_edit(kid, content="Use the QA account", reason="the test account was retired")["content"]
         'Use the QA account'
         """
-        return self._request(_calls.knowledge_edit(knowledge_id, task, content, tags, types, reason))
+        return self._request(_calls.knowledge_edit(knowledge_id, task, content, tags, types, reason, base_updated_at))
 
     def knowledge_batch_update(self, feedback_list: list[dict[str, Any]], *, search_id: str | None = None) -> Json:
         """Many helpful/harmful reports at once; per-entry ``ok`` or ``error``.
@@ -257,13 +260,20 @@ class KnowHub(_Base):
             raise connection_failed(call, exc, self.base_url)
 
     def knowledge_import(self, path: Any, data: bytes | str | None = None, *, scopes: list[str] | None = None,
-                         types: list[str] | None = None, passphrase: str | None = None) -> Json:
+                         types: list[str] | None = None, passphrase: str | None = None, wait: bool = True,
+                         timeout: float = IMPORT_WAIT_SECONDS) -> Json:
         """Import a file (POST /api/import; curators): our export (.jsonl), a CSV or Markdown (.md, .zip), the
-        format from the extension. ``path`` is read, or names ``data``. Returns the report: ``imported``,
-        ``updated``, ``skipped`` (unchanged), ``failed`` (line and reason).
+        format from the extension. ``path`` is read, or names ``data``. The server imports it by a job; this waits
+        for it (`wait_for_job`, up to ``timeout`` seconds) and returns the report: ``imported``, ``updated``,
+        ``skipped`` (unchanged), ``failed`` (line and reason). A file refused as a whole raises `JobFailed` (or,
+        refused at once by its name, scopes or passphrase, `KnowHubError`). ``wait=False`` returns the job
+        (``{"job": {"id", "status", "url"}}``) at once: its ``progress`` counts the records read, its ``result``
+        is the report.
 
         >>> hub.knowledge_import("tips.csv", scopes=["org:acme"])["imported"]
         12
+        >>> hub.wait_for_job(hub.knowledge_import("big.jsonl", wait=False), timeout=3600)["result"]["imported"]
+        5000
         """
         name, content = _calls.import_upload(path, data)
         try:
@@ -271,7 +281,10 @@ class KnowHub(_Base):
                                         data=_calls.import_form(scopes, types, passphrase))
         except httpx.TransportError as exc:
             raise connection_failed(Call("POST", "/api/import"), exc, self.base_url)
-        return result_of(response, body)
+        queued = result_of(response, body)
+        if not wait:
+            return queued
+        return _import_report(self.wait_for_job(queued["job"], timeout=timeout))
 
     def document_ingest(self, source: Any, data: bytes | str | None = None, *, scopes: list[str] | None = None,
                         types: list[str] | None = None, chunk_size: int | None = None,
@@ -294,7 +307,9 @@ class KnowHub(_Base):
         return result_of(response, body)
 
     def document_list(self, status: str | None = None, limit: int = 20, offset: int = 0) -> Json:
-        """Documents this token may read, newest first (GET /api/documents); ``next_offset`` pages on."""
+        """Documents this token may read, newest first (GET /api/documents); ``next_offset`` pages on. Each carries
+        ``items_count`` and its first few ``items`` (``items_more``: how many more) and ``outcome`` as counts;
+        ``document_get`` has every id."""
         return self._request(_calls.document_list(status, limit, offset))
 
     def document_get(self, document_id: str) -> Json:
@@ -589,9 +604,10 @@ class AsyncKnowHub(_Base):
 
     async def knowledge_edit(self, knowledge_id: str, *, task: str | None = None, content: str | None = None,
                              tags: dict[str, str] | None = None, types: list[str] | None = None,
-                             reason: str = "") -> Json:
+                             reason: str = "", base_updated_at: str | None = None) -> Json:
         """See `KnowHub.knowledge_edit`."""
-        return await self._request(_calls.knowledge_edit(knowledge_id, task, content, tags, types, reason))
+        return await self._request(_calls.knowledge_edit(knowledge_id, task, content, tags, types, reason,
+                                                         base_updated_at))
 
     async def knowledge_batch_update(self, feedback_list: list[dict[str, Any]], *, search_id: str | None = None) -> Json:
         """See `KnowHub.knowledge_batch_update`."""
@@ -627,7 +643,8 @@ class AsyncKnowHub(_Base):
             raise connection_failed(call, exc, self.base_url)
 
     async def knowledge_import(self, path: Any, data: bytes | str | None = None, *, scopes: list[str] | None = None,
-                               types: list[str] | None = None, passphrase: str | None = None) -> Json:
+                               types: list[str] | None = None, passphrase: str | None = None, wait: bool = True,
+                               timeout: float = IMPORT_WAIT_SECONDS) -> Json:
         """See `KnowHub.knowledge_import`."""
         name, content = _calls.import_upload(path, data)
         try:
@@ -636,7 +653,10 @@ class AsyncKnowHub(_Base):
                                               data=_calls.import_form(scopes, types, passphrase))
         except httpx.TransportError as exc:
             raise connection_failed(Call("POST", "/api/import"), exc, self.base_url)
-        return result_of(response, body)
+        queued = result_of(response, body)
+        if not wait:
+            return queued
+        return _import_report(await self.wait_for_job(queued["job"], timeout=timeout))
 
     async def document_ingest(self, source: Any, data: bytes | str | None = None, *, scopes: list[str] | None = None,
                               types: list[str] | None = None, chunk_size: int | None = None,
@@ -807,6 +827,15 @@ class AsyncKnowHub(_Base):
                             tool_name: str = "search_knowledge_base") -> str:
         """See `KnowHub.build_context`."""
         return build_context_text(await self.knowledge_filters() if enable_agentic_filters else None, tool_name)
+
+
+def _import_report(job: Json) -> Json:
+    """A succeeded import job's report (its ``result``)."""
+    report = job.get("result")
+    if not isinstance(report, dict):
+        raise KnowHubError(f"expected an import job with its report as result, got {type(report).__name__}",
+                           code="invalid_reply")
+    return report
 
 
 def _job_done(state: Json) -> bool:
