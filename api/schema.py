@@ -20,7 +20,8 @@ ERROR_TEXTS = {
     401: "missing or invalid token",
     403: "not allowed for this token",
     404: "no such item visible to this token",
-    409: "conflict: the id or Idempotency-Key is taken by another request, or no LLM is configured",
+    409: "conflict: the id or Idempotency-Key is taken by another request, no LLM is configured, or the item is not in a "
+         "state this change applies to (changed since `base_updated_at`, merged)",
     410: "the resource expired",
     413: "the request body is too large",
     415: "a file of a type this operation cannot read",

@@ -95,7 +95,7 @@ class KnowledgeDetailApi(APIView):
     def put(self, request, knowledge_id):
         return reply(request, "knowledge_update", data=request.data, knowledge_id=knowledge_id)
 
-    @schema.for_operation("knowledge_edit", request=KnowledgePatchInput, responses={200: KnowledgeSerializer, **schema.BODY_ERRORS})
+    @schema.for_operation("knowledge_edit", request=KnowledgePatchInput, responses={200: KnowledgeSerializer, **schema.WRITE_ERRORS})
     def patch(self, request, knowledge_id):
         return reply(request, "knowledge_edit", data=request.data, knowledge_id=knowledge_id)
 
