@@ -186,7 +186,6 @@ def _is_primary_key_violation(exc: IntegrityError) -> bool:
     return getattr(diag, "constraint_name", None) == f"{Knowledge._meta.db_table}_pkey"
 
 
-@transaction.atomic
 def not_editable(knowledge_id: str, status: str, merged_into: str | None) -> str:
     """Why an item's text cannot be changed (edit, evolve) in its `status`."""
     if status == KnowledgeStatus.MERGED:
@@ -195,6 +194,7 @@ def not_editable(knowledge_id: str, status: str, merged_into: str | None) -> str
     return _("%(id)s is %(status)s: make it active first") % {"id": knowledge_id, "status": status}
 
 
+@transaction.atomic
 def knowledge_edit(
     caller,
     *,
