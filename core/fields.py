@@ -58,9 +58,12 @@ class StrictRegexField(StrictCharField, serializers.RegexField):
     """A RegexField that refuses numbers and booleans instead of coercing them."""
 
 
-class StrictIntegerField(serializers.IntegerField):
-    """A JSON integer (not 5.0, "5" or true); where values are text (`reads_text`), ASCII digits ("5", not "5.0" or
-    "５"). `text=True` reads such text in a JSON body too: for a value that also arrives as text from a CSV import."""
+class _StrictNumber:
+    """A JSON number of `json_types` (never a boolean); where values are text (`reads_text`, or `text=True`: a value
+    that also arrives as text from a CSV import), a string matching `text_pattern`, then read by DRF's own field."""
+
+    text_pattern: re.Pattern
+    json_types: tuple
 
     def __init__(self, *, text: bool = False, **kwargs):
         self.text = text
@@ -70,30 +73,23 @@ class StrictIntegerField(serializers.IntegerField):
         if isinstance(data, str) and (self.text or reads_text(self)):
             if len(data) > self.MAX_STRING_LENGTH:
                 self.fail("max_string_length")
-            if not ASCII_INTEGER.fullmatch(data):
+            if not self.text_pattern.fullmatch(data):
                 self.fail("invalid")
-        elif isinstance(data, bool) or not isinstance(data, int):
+        elif isinstance(data, bool) or not isinstance(data, self.json_types):
             self.fail("invalid")
         return super().to_internal_value(data)
 
 
-class StrictFloatField(serializers.FloatField):
-    """A JSON number (not "0.5" or true); where values are text (`reads_text`), an ASCII decimal ("0.5", "1e-3").
-    `text=True` as for StrictIntegerField."""
+class StrictIntegerField(_StrictNumber, serializers.IntegerField):
+    """A JSON integer (not 5.0, "5" or true); where values are text, ASCII digits ("5", not "5.0" or "５")."""
 
-    def __init__(self, *, text: bool = False, **kwargs):
-        self.text = text
-        super().__init__(**kwargs)
+    text_pattern, json_types = ASCII_INTEGER, (int,)
 
-    def to_internal_value(self, data):
-        if isinstance(data, str) and (self.text or reads_text(self)):
-            if len(data) > self.MAX_STRING_LENGTH:
-                self.fail("max_string_length")
-            if not ASCII_NUMBER.fullmatch(data):
-                self.fail("invalid")
-        elif isinstance(data, bool) or not isinstance(data, (int, float)):
-            self.fail("invalid")
-        return super().to_internal_value(data)
+
+class StrictFloatField(_StrictNumber, serializers.FloatField):
+    """A JSON number (not "0.5" or true); where values are text, an ASCII decimal ("0.5", "1e-3")."""
+
+    text_pattern, json_types = ASCII_NUMBER, (int, float)
 
 
 class StrictBooleanField(serializers.BooleanField):
