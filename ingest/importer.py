@@ -223,7 +223,8 @@ def _markdown(caller, report: ImportReport, *, uri: str, data: bytes, scopes, ty
               where: str | None = None) -> None:
     def store() -> str:
         document = extract.extract(data, "markdown")
-        pieces = chunking.chunk(document, fallback_title=PurePosixPath(uri).stem)
+        pieces = chunking.chunk(document, fallback_title=PurePosixPath(uri).stem,
+                                max_chunks=settings.KNOWHUB_DOCUMENT_MAX_ITEMS)  # as an uploaded document's
         into, digest = caller.scopes_to_write(scopes), sha256(data)
         if former_uri is not None:
             adopt_former_items(caller, kind="markdown", uri=uri, former_uri=former_uri, content_hash=digest,

@@ -299,3 +299,17 @@ def test_a_csv_batch_the_database_refuses_is_stored_row_by_row_naming_the_row(mo
 
     assert (report.imported, report.skipped, report.failed) == (6, 0, [])
     assert Knowledge.objects.filter(task__startswith="Step ").count() == 6 == len(report.knowledge_ids)
+
+
+@pytest.mark.django_db
+def test_a_markdown_file_of_more_sections_than_a_document_may_become_is_reported_and_stores_nothing(settings):
+    settings.KNOWHUB_DOCUMENT_MAX_ITEMS = 3
+    many = "\n\n".join(f"# Step {i}\n\nDo step {i}." for i in range(4)).encode()
+    few = "\n\n".join(f"# Stage {i}\n\nDo stage {i}." for i in range(3)).encode()
+
+    refused = import_file(Caller.system("command:import"), name="steps.md", data=many, scopes=["org:acme"])
+    taken = import_file(Caller.system("command:import"), name="stages.md", data=few, scopes=["org:acme"])
+
+    assert refused.imported == 0 and "more than 3 items" in refused.failed[0]["reason"]
+    assert not Knowledge.objects.filter(task__startswith="Step").exists()
+    assert taken.imported == 1 and Knowledge.objects.filter(task__startswith="Stage").count() == 3
