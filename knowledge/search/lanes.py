@@ -17,6 +17,7 @@ restarted) closes it, and the statement is run again in the caller's thread, on 
 Web processes turn the lanes on (wsgi.py, asgi.py); the worker, management commands and tests run without
 (0), and the tests that exercise them turn them on and `close()` them.
 """
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +28,7 @@ from django.db.utils import load_backend
 from core.background import Background
 
 _lanes: Background | None = None
+_lanes_lock = threading.Lock()
 _wrappers: list = []  # the lanes' connections, closed by close()
 
 
@@ -44,9 +46,10 @@ def _lanes_of_process() -> Background | None:
     global _lanes
     if settings.KNOWHUB_SEARCH_LANES <= 0:
         return None
-    if _lanes is None or _lanes.threads != settings.KNOWHUB_SEARCH_LANES:
-        _lanes = Background(settings.KNOWHUB_SEARCH_LANES, "knowhub-search-lane", initializer=_own_connection)
-    return _lanes
+    with _lanes_lock:  # the first searches of a process come at once: one set of lanes, not one per thread
+        if _lanes is None or _lanes.threads != settings.KNOWHUB_SEARCH_LANES:
+            _lanes = Background(settings.KNOWHUB_SEARCH_LANES, "knowhub-search-lane", initializer=_own_connection)
+        return _lanes
 
 
 def _on_lane(function: Callable[..., Any], *args) -> tuple[bool, Any]:
