@@ -37,6 +37,7 @@ class Caller:
     edits_any: bool = False  # may edit items it does not own (curators, admins, curator tokens); agents edit their own
     curates: bool = False  # curators' operations: unmerge, merge review, evolve rollback (curators, admins, curator tokens)
     has_role: bool = True  # False: a logged-in user in no role group, refused by the API
+    token_id: int | None = None  # the token's row (agents): a job queued now can check later that it still holds
 
     @classmethod
     def for_token(cls, token) -> "Caller":
@@ -44,7 +45,7 @@ class Caller:
             principal=f"agent:{token.agent_id}", agent_id=token.agent_id,
             readable_scopes=tuple(token.readable_scopes), writable_scopes=tuple(token.writable_scopes),
             can_read_secrets=token.can_read_secrets, static_filters=token.static_filters,
-            edits_any=token.can_curate, curates=token.can_curate,
+            edits_any=token.can_curate, curates=token.can_curate, token_id=token.pk,
         )
 
     @classmethod

@@ -16,6 +16,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from agents.caller import Caller
+from agents.requesters import RequesterGone, requester_now
 from core.errors import DomainError
 from ingest import chunking, extract
 from ingest.chunks import apply_chunks, lock_document, sha256
@@ -75,7 +76,8 @@ def document_ingest(caller: Caller, *, scopes=None, types=None, name: str | None
                 return latest, False
         document.save()
         job = job_create(kind="ingest", subject=str(document.id), requested_by=caller.principal,
-                         params={"document": str(document.id), "edits_any": caller.edits_any})
+                         params={"document": str(document.id), "edits_any": caller.edits_any,
+                                 "token_id": caller.token_id})
         Document.objects.filter(pk=document.pk).update(job=job.id)
         document.job = job.id
     return document, True
@@ -111,11 +113,12 @@ def document_run(*, job_id: str, worker: str = "") -> None:
     document = Document.objects.get(pk=job.subject)
     Document.objects.filter(pk=document.pk).update(status=Document.Status.PROCESSING, error="")
     try:
+        writer = document_writer(document, job.params)  # before fetching: a revoked token's URL is not fetched
         prepared = _prepare(document, attempt)  # each stage visible as it starts
         with transaction.atomic():  # then the items, the document and the job together, for the latest claim only
             if not job_holds_claim(job_id, attempt):
                 return
-            outcome = _store(document, prepared, writer=document_writer(document, job.params))
+            outcome = _store(document, prepared, writer=writer)
             Document.objects.filter(pk=document.pk).update(
                 status=Document.Status.DONE, finished_at=timezone.now(), items=outcome.item_ids,
                 outcome={"created": outcome.created, "updated": outcome.updated, "kept": outcome.kept,
@@ -156,8 +159,17 @@ def _prepare(document: Document, attempt: int) -> dict:
 def document_writer(document: Document, params: dict) -> Caller:
     """Who the worker writes the document's items as: its requester, who may change another's items (read the
     document again after someone else) only when the request's caller could edit any item (a curator); a job
-    queued before this was recorded may not."""
-    return dataclasses.replace(Caller.system(document.requested_by), edits_any=bool(params.get("edits_any")))
+    queued before this was recorded may not.
+
+    Raises RequesterGone when the requester may no longer write the document's scopes (`requester_now`: its
+    token revoked or narrowed, its account disabled or read-only since the request)."""
+    queued = dataclasses.replace(Caller.system(document.requested_by), token_id=params.get("token_id"))
+    now = requester_now(queued)
+    if now.may_write(document.scopes):
+        raise RequesterGone(_("the requester may no longer write to scope(s): %(scopes)s") % {
+            "scopes": ", ".join(now.may_write(document.scopes))})
+    return dataclasses.replace(Caller.system(document.requested_by),
+                               edits_any=bool(params.get("edits_any")) and now.edits_any)
 
 
 def _store(document: Document, prepared: dict, *, writer: Caller):

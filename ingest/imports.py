@@ -3,8 +3,9 @@
 `import_request` (the request) refuses at once what refuses a file as a whole before any record is read (the
 extension, the scopes, an export's header and passphrase: `importer.check_file`), stores the upload
 (`ImportUpload`: the bytes, the options, the passphrase encrypted with the installation's key, the rights of the
-caller) and queues an "import" job. `import_run` (the worker) imports the file as that caller with the same
-rights (`importer.import_file`), writing how many records or rows of the total it has read as it goes, and ends
+caller) and queues an "import" job. `import_run` (the worker) imports the file as that caller with the rights it
+holds when the job runs (`agents.requesters.requester_now`: a token revoked or a person's account disabled or left
+without write rights since the request fails the job, and nothing is imported; `importer.import_file`), writing how many records or rows of the total it has read as it goes, and ends
 the job with the import's report as its result (`ImportReport.as_dict`, what the request answered before) or
 with the reason the file was refused; either way the upload, bytes and passphrase, is deleted with the job's end.
 
@@ -19,6 +20,7 @@ from django.db import transaction
 from django.utils.translation import gettext as _
 
 from agents.caller import Caller
+from agents.requesters import requester_now
 from core.errors import DomainError
 from ingest import importer
 from ingest.models import ImportUpload
@@ -58,8 +60,9 @@ def import_run(*, job_id: str, worker: str = "") -> None:
         import_end(job_id=job_id, attempt=attempt, error=_("the uploaded file is no longer stored: import it again"))
         return
     try:
+        requester = requester_now(caller_of(upload.caller))
         report = importer.import_file(
-            caller_of(upload.caller), name=upload.name, data=bytes(upload.data), scopes=list(upload.scopes) or None,
+            requester, name=upload.name, data=bytes(upload.data), scopes=list(upload.scopes) or None,
             types=list(upload.types) or None, passphrase=crypto.decrypt(upload.passphrase) if upload.passphrase else None,
             progress=Progress(job_id, attempt, file=upload.name, format=params.get("format", "")))
     except DomainError as exc:  # the file refused as a whole (ImportRefused, WrongPassphrase); records report theirs

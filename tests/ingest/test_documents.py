@@ -5,14 +5,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import docx
 import pytest
+from django.contrib.auth.models import Group
 from reportlab.lib.styles import getSampleStyleSheet
 from reportlab.platypus import Paragraph, SimpleDocTemplate
 
+from agents.models import AgentToken
 from ingest.documents import document_run
 from ingest.models import Document
 from jobs.models import Job
 from knowledge.models import Knowledge
-from tests.callers import agent_client
+from tests.callers import agent_client, person_in, session_client
 from tests.conftest import wait_for
 
 pytestmark = pytest.mark.django_db
@@ -126,6 +128,33 @@ def test_a_corrupt_file_fails_its_document_and_job_with_the_reason(writer):
     failed = writer.get(f"/api/documents/{document['id']}").json()
     assert failed["status"] == "failed" and failed["error"] and failed["items"] == []
     assert Job.objects.get(pk=document["job"]["id"]).status == "failed"
+
+
+@pytest.mark.parametrize("change", ["revoked", "narrowed to another scope"])
+def test_a_document_whose_token_changed_after_queueing_fails_and_stores_nothing(writer, change):
+    queued = upload(writer, "runbook.md", RUNBOOK.encode(), scopes="team:a").json()
+    tokens = AgentToken.objects.filter(agent_id="writer")
+    if change == "revoked":
+        tokens.update(is_active=False)
+    else:
+        tokens.update(readable_scopes=["team:b"], writable_scopes=["team:b"])
+
+    run(queued)
+
+    document = Document.objects.get(pk=queued["id"])
+    assert document.status == "failed" and ("revoked" in document.error or "team:a" in document.error)
+    assert Job.objects.get(pk=queued["job"]["id"]).status == "failed"
+    assert not Knowledge.objects.exists()
+
+
+def test_a_document_queued_by_a_curator_made_viewer_since_stores_nothing(django_user_model):
+    user = person_in(django_user_model, "curator", "cara")
+    queued = upload(session_client(user), "runbook.md", RUNBOOK.encode(), scopes="team:a").json()
+    user.groups.set([Group.objects.get(name="viewer")])
+
+    run(queued)
+
+    assert Document.objects.get(pk=queued["id"]).status == "failed" and not Knowledge.objects.exists()
 
 
 class Page(BaseHTTPRequestHandler):

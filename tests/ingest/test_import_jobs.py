@@ -5,9 +5,11 @@ import dataclasses
 import io
 
 import pytest
+from django.contrib.auth.models import Group
 from django.db import connection
 from rest_framework.test import APIClient
 
+from agents.models import AgentToken
 from ingest import imports
 from ingest.export import export_records
 from ingest.imports import import_run
@@ -71,6 +73,44 @@ def test_the_import_writes_as_the_requests_caller_with_its_rights_not_the_system
 
     assert report["imported"] == 0 and "org:other" in report["failed"][0]["reason"]
     assert not Knowledge.objects.exists()
+
+
+def test_a_token_revoked_after_queueing_fails_its_import_and_nothing_is_imported(curator_agent):
+    reply = post_import(curator_agent, "tips.csv", CSV.encode(), scopes="org:acme")
+    AgentToken.objects.filter(agent_id="curator_agent").update(is_active=False)
+
+    job = run(reply)
+
+    assert job.status == "failed" and "revoked" in job.error
+    assert not Knowledge.objects.exists() and not ImportUpload.objects.exists()
+
+
+def test_the_import_writes_with_the_tokens_rights_when_it_runs_not_when_it_was_queued(curator_agent):
+    reply = post_import(curator_agent, "tips.csv", b"task,content,types,scopes\nT,C,tool,org:acme\n")
+    AgentToken.objects.filter(agent_id="curator_agent").update(writable_scopes=["org:other"])
+
+    report = run(reply).result
+
+    assert report["imported"] == 0 and "org:acme" in report["failed"][0]["reason"]
+    assert not Knowledge.objects.exists()
+
+
+@pytest.mark.parametrize("change", ["disabled", "deleted", "made a viewer"])
+def test_a_person_whose_account_changed_after_queueing_imports_nothing(django_user_model, change):
+    user = person_in(django_user_model, "curator", "cara")
+    reply = post_import(session_client(user), "tips.csv", CSV.encode(), scopes="org:acme")
+    assert reply.status_code == 202, reply.content
+    if change == "disabled":
+        django_user_model.objects.filter(pk=user.pk).update(is_active=False)
+    elif change == "deleted":
+        user.delete()
+    else:
+        user.groups.set([Group.objects.get(name="viewer")])
+
+    job = run(reply)
+
+    assert job.status == "failed" and ("disabled" in job.error or "no longer write" in job.error)
+    assert not Knowledge.objects.exists() and not ImportUpload.objects.exists()
 
 
 def test_progress_is_visible_while_the_import_runs_and_written_at_most_a_few_times_a_second(curator_agent, monkeypatch):
