@@ -128,6 +128,8 @@ def llm_worker(fake_openai, django_db_setup, django_db_blocker):
 SLOW_TESTS = [
     # An import job run by a real Celery worker of its own.
     "tests/ingest/test_import_jobs.py::test_a_real_worker_runs_the_import_job_and_keeps_the_report",
+    # A real worker taking a job from behind a backlog of embeddings.
+    "tests/jobs/test_queues.py::test_a_job_queued_behind_a_backlog_of_embeddings_runs_before_the_backlog_drains",
     # Conflict detection through a real worker of its own (detection on): a save over the API raises a conflict.
     "tests/knowledge/test_conflicts.py::test_a_save_through_the_api_raises_a_conflict_through_the_real_worker",
     # Fault injection: a real Celery worker against a loopback LLM that fails, stalls or answers junk,
