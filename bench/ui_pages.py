@@ -20,6 +20,9 @@ seed item's helpful and harmful reports as rows matching its counters (about 1.7
 lifetime, judged searches (one per 20 items, the last 30 days), and one item in its own scope
 `bench-ui` (no seed search sees it) with REPORTS reports, VERSIONS versions and two resources.
 
+The text search runs its statements on the search lanes a web process keeps (`--lanes 2`, as `make run`
+serves the pages; `--lanes 0`: one after the other, as this bench measured before 2026-12-07).
+
 `--profile` prints a cProfile of the slowest page's renders; `--explain` prints EXPLAIN (ANALYZE,
 BUFFERS) of each page's slowest query.
 """
@@ -260,6 +263,9 @@ def main(argv=None) -> int:
     parser.add_argument("--renders", type=int, default=RENDERS)
     parser.add_argument("--profile", action="store_true", help="cProfile the slowest page")
     parser.add_argument("--explain", action="store_true", help="EXPLAIN (ANALYZE, BUFFERS) each page's slowest query")
+    parser.add_argument("--lanes", type=int, default=2,
+                        help="settings.KNOWHUB_SEARCH_LANES: 2 as a web process serves the pages (the default), 0: a "
+                             "text search's statements one after the other")
     parser.add_argument("--no-header", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.items.split(",")]
@@ -269,6 +275,7 @@ def main(argv=None) -> int:
         print(f"{describe()}\n\n{HEADER}", flush=True)
         for size in sizes:
             extra = [flag for flag, on in (("--profile", args.profile), ("--explain", args.explain)) if on]
+            extra += ["--lanes", str(args.lanes)]
             subprocess.run([sys.executable, "-m", "bench.ui_pages", "--items", str(size), "--renders", str(args.renders),
                             "--no-header", *extra], check=True, cwd=ROOT)
         return 0
@@ -280,6 +287,9 @@ def _one(items: int, args) -> int:
 
     open_database(items)
     seed(items)
+    from django.conf import settings
+
+    settings.KNOWHUB_SEARCH_LANES = args.lanes  # as wsgi.py sets it for a web process
     if not args.no_header:
         print(f"{describe()}\n\n{HEADER}", flush=True)
     measure(items, renders=args.renders, profile=args.profile, explain=args.explain)
