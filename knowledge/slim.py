@@ -220,6 +220,9 @@ def knowledge_unmerge(caller, *, merged_id: str) -> list[str]:
     originals = [item_id for item_id, item in locked.items() if item.merged_into_id == merged_id]  # read once locked
     if not originals:
         raise ValueError(_("%(id)s is not the result of a merge") % {"id": merged_id})
+    if merged.status == KnowledgeStatus.MERGED:  # merged again since: only undoing that merge may change it
+        raise ValueError(_("%(id)s was merged into %(into)s since: unmerge %(into)s first")
+                         % {"id": merged_id, "into": merged.merged_into_id})
     Knowledge.objects.filter(pk__in=originals).update(status=KnowledgeStatus.ACTIVE, merged_into=None, updated_at=timezone.now())
     Knowledge.objects.filter(pk=merged.pk).update(status=KnowledgeStatus.ARCHIVED, updated_at=timezone.now())
     merged.status = KnowledgeStatus.ARCHIVED

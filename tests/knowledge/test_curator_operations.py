@@ -221,3 +221,20 @@ def test_an_archived_item_is_not_evolved(owner, settings):
                         format="json")
     assert refused.status_code == 409 and "active" in refused.json()["error"]["message"]
     assert Knowledge.objects.get(pk=item.id).helpful == 0  # the whole request refused, the case too
+
+
+def test_a_merge_result_merged_again_is_unmerged_from_the_outside_in(curator_token, client, curator):
+    a, b, c = (make_knowledge(task=f"Rotate the keys {n}") for n in "abc")
+    inner = slim.slim_approve(acting("user:carl"), ids=[a.id, b.id], task="Rotate keys", content="monthly")
+    outer = slim.slim_approve(acting("user:carl"), ids=[inner.id, c.id], task="Keys", content="rotate monthly")
+
+    refused = curator_token.post(f"/api/knowledge/{inner.id}/unmerge", format="json")
+    assert refused.status_code == 409 and outer.id in refused.json()["error"]["message"]
+    client.force_login(curator)
+    page = client.post(f"/knowledge/{inner.id}/unmerge/", follow=True)
+    assert page.status_code == 200 and outer.id in page.content.decode()
+    assert Knowledge.objects.get(pk=inner.id).merged_into_id == outer.id  # nothing changed
+
+    assert curator_token.post(f"/api/knowledge/{outer.id}/unmerge", format="json").status_code == 200
+    assert curator_token.post(f"/api/knowledge/{inner.id}/unmerge", format="json").status_code == 200
+    assert {k.status for k in Knowledge.objects.filter(pk__in=[a.id, b.id, c.id])} == {"active"}
