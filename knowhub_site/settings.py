@@ -122,7 +122,9 @@ KNOWHUB_DB_POOL_TIMEOUT_SECONDS = env_int("KNOWHUB_DB_POOL_TIMEOUT_SECONDS", 20)
 KNOWHUB_MAX_CONCURRENT_REQUESTS = env_int("KNOWHUB_MAX_CONCURRENT_REQUESTS", 0)
 KNOWHUB_REQUEST_QUEUE_SECONDS = env_int("KNOWHUB_REQUEST_QUEUE_SECONDS", 30)
 if KNOWHUB_DB_POOL:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
+    # conn_health_checks: Django gives the pool its check only with CONN_HEALTH_CHECKS on; without it a connection
+    # the database dropped while idle (a restart, a failover, an idle-session timeout) was lent and failed a request
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0, conn_health_checks=True)}
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": KNOWHUB_DB_POOL_MIN,
         "max_size": KNOWHUB_DB_POOL_MAX,
