@@ -46,6 +46,8 @@ class Channel(sqlalchemy.Channel):
         joining = outbox.joining()
         if not (joining or connection.get_autocommit()):
             return super()._put(queue, payload, **kwargs)  # another transaction's publish: committed at once
+        if not joining:
+            _reconnect_if_broken(connection)
         try:
             if not self._shares_django_database(connection):
                 if joining:
@@ -91,6 +93,18 @@ class Channel(sqlalchemy.Channel):
             with _lock:
                 _shared[url] = ours == theirs
         return _shared[url]
+
+
+def _reconnect_if_broken(connection) -> None:
+    """Outside a transaction, Django's connection that failed before is checked, and closed when the database has
+    dropped it (a restart, a failover, an idle-session timeout), so this publish opens a new one. Requests and tasks
+    get this from Django's and Celery's signals; the worker's embedded beat publishes from a thread of its own that
+    has neither, and once its connection was dropped every periodic task failed to be sent from then on."""
+    if connection.connection is not None and connection.errors_occurred:
+        if connection.is_usable():
+            connection.errors_occurred = False
+        else:
+            connection.close()
 
 
 class Transport(sqlalchemy.Transport):

@@ -27,3 +27,17 @@ def test_requests_after_the_database_dropped_every_idle_connection_all_succeed(s
 
     statuses = [stack.request("GET", f"/api/knowledge/search?q=after+{n}", token=token).status for n in range(30)]
     assert statuses == [200] * 30
+
+
+def test_the_beat_keeps_sending_periodic_tasks_after_the_database_dropped_its_connection(stack):
+    token = stack.token("beat_agent", "org:beat")
+    item = stack.request("POST", "/api/knowledge", {"task": "Rotate the signing keys", "content": "Every month.",
+                                                    "types": ["strategy"]}, token).json()["id"]
+    has_vector = f"SELECT embedding IS NOT NULL FROM knowledge_knowledge WHERE id = '{item}'"
+    wait_for(lambda: stack.sql(has_vector)[0][0], timeout=120, message="the item's vector")
+
+    stack.sql(DROP_IDLE)  # the beat's connection too
+    stack.sql(f"UPDATE knowledge_knowledge SET embedding = NULL, embedding_model = '' WHERE id = '{item}'")
+
+    # a lost embedding message: the beat's sweep (every 3 s here) sends the item to be embedded again
+    wait_for(lambda: stack.sql(has_vector)[0][0], timeout=90, interval=1, message="the sweep to embed it again")
