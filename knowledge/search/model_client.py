@@ -29,7 +29,13 @@ from knowledge.search.embeddings import EmbedderError
 
 logger = logging.getLogger(__name__)
 
-QUERY_TIMEOUT_SECONDS = 30
+# A query's embedding takes 20-100 ms, a second on a machine at its limit; past this the service is taken for hung
+# (stopped, swapping, stuck) and the search answers from keywords, saying so.
+QUERY_TIMEOUT_SECONDS = 5
+# After a query timed out, queries are not sent for this long (each answered "unavailable" at once): a hung service
+# costs one search the wait, not every search.
+QUERY_PAUSE_SECONDS = 10
+_queries_paused_until = 0.0
 PASSAGES_TIMEOUT_SECONDS = 300  # a worker's batch: up to 32 items × 8 chunks
 # Text preparation has no keyword fallback: it waits this long for a restarting service
 # (it listens within a second of its start), then segments in-process.
@@ -42,6 +48,10 @@ _text_local_until = 0.0
 
 class ServiceUnavailable(EmbedderError):
     """The model service did not answer (not running, restarting, or it failed the request)."""
+
+
+class ServiceTimedOut(ServiceUnavailable):
+    """The model service took the request but gave no answer in time: hung, not restarting."""
 
 
 def service_path() -> str:
@@ -108,7 +118,10 @@ def call(request: dict, *, timeout: float = QUERY_TIMEOUT_SECONDS):
             return _receive_reply(conn, timeout)
         except ServiceUnavailable:
             raise
-        except (OSError, EOFError, ValueError) as exc:  # refused, reset, timed out, torn reply
+        except TimeoutError as exc:  # it has the request and is not answering: a fresh connection would wait again
+            _drop_connection()
+            raise ServiceTimedOut(f"model service at {service_path()} gave no answer within {timeout:g}s") from exc
+        except (OSError, EOFError, ValueError) as exc:  # refused, reset, torn reply
             _drop_connection()
             if attempt == 2:
                 raise ServiceUnavailable(f"model service at {service_path()} unavailable: {exc!r}") from exc
@@ -124,7 +137,16 @@ class RemoteModel:
         return call({"op": "embed_passages", "model": self.name, "texts": list(texts)}, timeout=PASSAGES_TIMEOUT_SECONDS)
 
     def embed_query(self, text):
-        return call({"op": "embed_query", "model": self.name, "text": text})[0]
+        global _queries_paused_until
+        if time.monotonic() < _queries_paused_until:
+            raise ServiceUnavailable("model service timed out a moment ago: queries paused")
+        try:
+            return call({"op": "embed_query", "model": self.name, "text": text}, timeout=QUERY_TIMEOUT_SECONDS)[0]
+        except ServiceTimedOut:
+            _queries_paused_until = time.monotonic() + QUERY_PAUSE_SECONDS
+            logger.warning("model service gave no query vector within %ss: queries paused for %ss",
+                           QUERY_TIMEOUT_SECONDS, QUERY_PAUSE_SECONDS)
+            raise
 
     def __repr__(self):
         return f"RemoteModel({self.name!r})"
@@ -143,9 +165,9 @@ def text_call(request: dict, local):
     deadline = time.monotonic() + TEXT_WAIT_SECONDS
     while True:
         try:
-            return call(request)
+            return call(request, timeout=max(0.1, deadline - time.monotonic()))
         except ServiceUnavailable as exc:
-            if time.monotonic() >= deadline:
+            if isinstance(exc, ServiceTimedOut) or time.monotonic() >= deadline:  # hung: no use asking again
                 logger.warning("text preparation in-process for %ss: %s", TEXT_LOCAL_SECONDS, exc)
                 _text_local_until = time.monotonic() + TEXT_LOCAL_SECONDS
                 return local()
@@ -155,6 +177,18 @@ def text_call(request: dict, local):
 @lru_cache(maxsize=65536)
 def remote_informativeness(word: str, local) -> float:
     return text_call({"op": "informativeness", "word": word}, lambda: local(word))
+
+
+def wait_for_models(names, *, timeout: float = 60) -> bool:
+    """Wait until the service has loaded the query models `names` (a web process's warm-up: a service still loading
+    would time its first query out and pause queries); whether it has."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        answer = ping(service_path())
+        if answer and set(names) <= set(answer["loaded"]):
+            return True
+        time.sleep(0.2)
+    return False
 
 
 # --- for the supervisor -----------------------------------------------------------------

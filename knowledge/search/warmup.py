@@ -23,13 +23,18 @@ def warm_up_web_process() -> None:
 def warm_up() -> float:
     """Load the segmenter, the word rarity table and the embedder, and embed one query; returns the seconds taken."""
     from knowledge.search.embeddings import EmbedderError, get_embedder
+    from knowledge.search.model_client import RemoteModel, wait_for_models
     from knowledge.search.text import informativeness, segment
 
     started = time.monotonic()
     segment("预热检索")
     informativeness("检索")
     try:
-        get_embedder().embed_query("warm up")
+        embedder = get_embedder()
+        remote = [part.name for part in getattr(embedder, "parts", [embedder]) if isinstance(part, RemoteModel)]
+        if remote and not wait_for_models(remote):
+            logger.warning("the model service has not loaded %s yet", ", ".join(remote))
+        embedder.embed_query("warm up")
     except EmbedderError as exc:  # search falls back to keywords; it says so per request
         logger.warning("embedder not loaded at start: %s", exc)
     return time.monotonic() - started

