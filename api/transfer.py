@@ -6,7 +6,9 @@ import json
 from asgiref.sync import sync_to_async
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import StreamingHttpResponse
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.views import APIView
 
@@ -14,6 +16,7 @@ from agents import operations
 from api import schema
 from api.documents import form_data
 from api.views import caller_of, reply
+from core.fields import TRANSPORT_PARAMETERS
 from ingest.inputs import ImportInput
 from ingest.outputs import ImportJobOutput
 
@@ -47,6 +50,25 @@ async def jsonl_async(records):
         yield chunk
 
 
+EXPORT_PARAMETERS = ("scopes",)  # repeated, or one comma-separated value: a list
+
+
+def check_export_query(params) -> None:
+    """GET /api/export takes `scopes` only, as every other input refuses what it does not know (`NoUnknownFields`,
+    `api.views.check_query`): 400 naming each other parameter (`?scope=team:b` would export every scope), the
+    passphrase among them (it goes in the header: a URL is kept in logs and histories, and without the header the
+    secrets would go out unsealed), and a transport parameter given twice."""
+    expected = ", ".join(EXPORT_PARAMETERS)
+    fields = {key: [_("unknown field; expected one of %(expected)s") % {"expected": expected}]
+              for key in params if key not in EXPORT_PARAMETERS and key not in TRANSPORT_PARAMETERS}
+    if "passphrase" in params:
+        fields["passphrase"] = [_("goes in the %(header)s header, never in the URL") % {"header": PASSPHRASE_HEADER}]
+    fields.update({key: [_("given more than once")] for key in params
+                   if key in TRANSPORT_PARAMETERS and len(params.getlist(key)) > 1})
+    if fields:
+        raise ValidationError(fields)
+
+
 class ExportApi(APIView):
     @schema.for_operation(
         "knowledge_export", operation_id="knowledge_export",
@@ -57,6 +79,7 @@ class ExportApi(APIView):
                                                                   "knowledge items and rejected merge pairs"),
                    **schema.ERRORS})
     def get(self, request):
+        check_export_query(request.query_params)
         data = {"scopes": request.query_params.getlist("scopes") or [],
                 "passphrase": header_text(request.headers.get(PASSPHRASE_HEADER, ""))}
         data["scopes"] = [s for value in data["scopes"] for s in value.split(",") if s]

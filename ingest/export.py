@@ -7,7 +7,8 @@ rejected merge pair. Resources come first so that an import can link items to th
 Secrets stay encrypted. By default a secret is the installation's own ciphertext, exactly as stored
 (an import into a hub with the same KNOWHUB_ENCRYPTION_KEYS reads it); with a passphrase each one is
 decrypted and encrypted again under a key derived from the passphrase (`ingest.passphrase`), for a move
-to another installation. A caller without secret access gets no secrets at all (the header says so).
+to another installation; the header then carries a key check, so an import refuses a wrong passphrase at
+once. A caller without secret access gets no secrets at all (the header says so).
 
 Vectors go out with their model's name, so a hub with the same embedder imports them without
 re-embedding.
@@ -56,7 +57,9 @@ class _Secrets:
             return {"mode": "omitted"}
         if self.key is None:
             return {"mode": "installation"}
-        return {"mode": "passphrase", **sealed.KDF, "salt": base64.b64encode(self.salt).decode()}
+        # the key check: an import tells a wrong passphrase from the header, before it stores anything
+        return {"mode": "passphrase", **sealed.KDF, "salt": base64.b64encode(self.salt).decode(),
+                "check": sealed.key_check(self.key)}
 
     def write(self, stored: str, owner, *, resource_id: str, version: int | None = None) -> str:
         """A secret as exported, from its stored ciphertext (`owner`: the resource or version it belongs to)."""

@@ -4,12 +4,16 @@ The format is taken from the file's extension. Every record is checked and store
 each), so a file with bad records still imports the good ones, and the report names each failure with its
 line (or file) and reason, the field first. A record is held to the API's rules for the same values (the
 serializers a request passes, a body's no-NUL rule), so an import stores nothing a request would be refused;
-an export's values are checked, never changed (of its `source`, the links: `inputs.source_links_check`).
+an export's values are checked, never changed (of its `source`, the links: `inputs.source_links_check`; an
+item's `versions` as its own text and tags: `ExportedVersion`). A report never echoes a NUL or a lone surrogate
+of the file (a job's result could not store it): they are shown as U+FFFD.
 Re-running an import changes nothing, and neither does the same file imported twice at once (an id stored by the
 other run meanwhile is looked at again, as if it had been there):
 
 - JSON Lines: an id that is stored already is skipped when its text is the same, or brought up to date as a
-  new version; resources likewise by id. Secrets are read as the export wrote them (`ingest.export`).
+  new version; resources likewise by id. Secrets are read as the export wrote them (`ingest.export`); a wrong
+  passphrase refuses the whole file before anything is stored. An item's status and merge link are restored only
+  as the API's supersede and merge would make them (`knowledge.restore.knowledge_restore_links`).
 - CSV: a row whose task and content are stored already from the same file is skipped.
 - Markdown: each file is chunked as document ingestion does (`ingest.chunks.apply_chunks`), so unchanged
   files are skipped and changed ones update their chunks. A zip's file is the document "<zip name>/<its path>"
@@ -36,7 +40,8 @@ from rest_framework import serializers
 from rest_framework.exceptions import PermissionDenied, ValidationError
 
 from core.errors import DomainError, first_message, invalid_fields
-from core.safe_json import json_problem
+from core.fields import StrictCharField, StrictIntegerField
+from core.safe_json import UNSAFE_CHARACTERS, json_problem, storable
 from ingest import chunking, extract, passphrase as sealed
 from ingest.chunks import adopt_former_items, apply_chunks, items_of, lock_document, sha256
 from ingest.readers.archives import ArchiveRefused, open_bounded
@@ -45,7 +50,8 @@ from ingest.inputs import ImportInput
 from knowledge import restore, services
 from knowledge.errors import KnowledgeIdConflictError
 from knowledge.inputs import KnowledgeCreateInput, source_links_check
-from knowledge.serializers import EvalSerializer, KnowledgeSerializer, TagsField
+from knowledge.limits import CONTENT_MAX, TASK_MAX
+from knowledge.serializers import COUNTER_MAX, EvalSerializer, KnowledgeSerializer, TagsField
 from knowledge.models import Knowledge
 from resources import crypto
 from resources.models import Resource
@@ -75,11 +81,18 @@ class ImportReport:
     knowledge_ids: list[str] = field(default_factory=list)
 
     def fail(self, where, reason: str) -> None:
-        self.failed.append({"line": where, "reason": reason})
+        # a reason echoes the file (a cell's value, a column's or a member's name): never a NUL or a lone
+        # surrogate, which the job's result (jsonb) could not store, losing the whole report
+        self.failed.append({"line": _shown(where), "reason": _shown(reason)})
 
     def as_dict(self) -> dict:
-        return {"format": self.format, "imported": self.imported, "updated": self.updated, "skipped": self.skipped,
-                "failed": self.failed, "knowledge_ids": self.knowledge_ids}
+        return storable({"format": self.format, "imported": self.imported, "updated": self.updated,
+                         "skipped": self.skipped, "failed": self.failed, "knowledge_ids": self.knowledge_ids})
+
+
+def _shown(value):
+    """`value` as a report may hold it: a string's NULs and lone surrogates replaced by U+FFFD."""
+    return UNSAFE_CHARACTERS.sub("\ufffd", value) if isinstance(value, str) else value
 
 
 def format_of(name: str) -> str:
@@ -127,11 +140,14 @@ RECORD_ERRORS = (DomainError, PermissionDenied, ValidationError, IntegrityError,
 
 
 def _each(report: ImportReport, where, store: Callable[[], str]) -> None:
-    """Run `store` in a savepoint; it returns "imported", "updated" or "skipped"; a failure is reported."""
+    """Run `store` in a savepoint; it returns "imported", "updated" or "skipped"; a failure is reported, and
+    none of the ids `store` listed before it failed stays in the report (nothing of it was stored)."""
+    listed = len(report.knowledge_ids)
     try:
         with transaction.atomic():
             outcome = store()
     except RECORD_ERRORS as exc:
+        del report.knowledge_ids[listed:]
         report.fail(where, _reason(exc))
         return
     setattr(report, outcome, getattr(report, outcome) + 1)
@@ -169,13 +185,15 @@ def _md(options: dict) -> dict:
 
 def check_file(*, name: str, data: bytes, scopes: list[str] | None = None, passphrase: str | None = None) -> str:
     """What refuses a file as a whole before any record is read: its extension, the `scopes` given and, for an
-    export, its header (ours, this version, the passphrase its secrets need and its key parameters); the format.
+    export, its header (ours, this version, the passphrase its secrets need, its key parameters) and whether the
+    passphrase opens its secrets (the header's key check, or an older export's first sealed secret); the format.
     Raises ImportRefused or WrongPassphrase: a request answers these at once, before the import is queued."""
     kind = format_of(name)
     _check_scopes_option(scopes)
     if kind == "jsonl":
-        first = next(_lines(data), None)
-        _SecretReader(_header(first[1] if first else None), passphrase)
+        lines = _lines(data)
+        first = next(lines, None)
+        _SecretReader(_header(first[1] if first else None), passphrase).check_opens(lines)
     return kind
 
 
@@ -406,13 +424,42 @@ def restore_hashes(caller, uri: str, kind: str, scopes: list[str]) -> Iterable[s
 # --- our JSON Lines export ---
 
 class _SecretReader:
+    """How an export's secrets are read. Under a passphrase, a wrong one refuses the file as a whole
+    (WrongPassphrase), never record by record after the items that need no secret were stored: the header's key
+    check says so (`sealed.key_from_header`), or, in an export written before it had one, its first sealed secret
+    (`check_opens`)."""
+
     def __init__(self, header: dict, passphrase: str | None):
         self.mode = (header.get("secrets") or {}).get("mode", "omitted")
         self.key = None
+        self.verified = True
         if self.mode == "passphrase":
             if not passphrase:
                 raise ImportRefused(_("this export's secrets are sealed under a passphrase: give it"), field="passphrase")
             self.key = sealed.key_from_header(passphrase, header["secrets"])
+            self.verified = "check" in header["secrets"]
+
+    def check_opens(self, lines: Iterable[tuple[int, str]]) -> None:
+        """For an export whose header has no key check: WrongPassphrase unless the passphrase opens the first sealed
+        secret of `lines` (the records after the header). Only lines naming a secret are read; none: nothing to
+        open, nothing to refuse."""
+        if self.verified:
+            return
+        for _n, line in lines:
+            if '"secure_body"' not in line:
+                continue
+            try:
+                record = json.loads(line)
+            except (json.JSONDecodeError, RecursionError):
+                continue  # the import reports it by its line
+            if not isinstance(record, dict) or record.get("kind") != "resource":
+                continue
+            versions = record.get("versions") if isinstance(record.get("versions"), list) else []
+            for value in [record.get("secure_body"), *(v.get("secure_body") for v in versions if isinstance(v, dict))]:
+                if isinstance(value, str) and value:
+                    sealed.unseal(value, self.key)
+                    self.verified = True
+                    return
 
     def __call__(self, value: str) -> tuple[str, str]:
         """(plaintext to encrypt, installation ciphertext to store as it is), one of them empty."""
@@ -460,6 +507,7 @@ def _jsonl(caller, data: bytes, *, scopes, passphrase, progress) -> ImportReport
     report = ImportReport(format="jsonl")
     lines = list(_lines(data))
     secret = _SecretReader(_header(lines[0][1] if lines else None), passphrase)
+    secret.check_opens(lines[1:])  # a wrong passphrase stores nothing
     vector_model = _embedder_name()
     restored, ended = [], False
     for done, (n, line) in enumerate(lines[1:], start=1):
@@ -544,6 +592,7 @@ def _knowledge(caller, record: dict, vector_model: str, restored: list, report: 
         raise ValidationError({"tags": exc.detail}) from None
     counters = EvalSerializer(data={name: record[name] for name in ("helpful", "harmful", "confidence") if name in record})
     counters.is_valid(raise_exception=True)  # each within its column's range: a reason naming it, not the database's
+    check_versions(record.get("versions"))
     existing = Knowledge.objects.filter(pk=record["id"]).first()
     if existing is None:
         try:
@@ -557,10 +606,38 @@ def _knowledge(caller, record: dict, vector_model: str, restored: list, report: 
     if not Knowledge.objects.visible_to(caller).filter(pk=existing.pk).exists():
         raise ImportRefused(_("knowledge %(id)s exists in a scope this caller cannot read") % {"id": record["id"]},
                             field="id")
-    report.knowledge_ids.append(existing.id)
     changed = restore.knowledge_update_text(caller, knowledge_id=existing.id, record=record,
                                             reason="import: the export's text")
+    report.knowledge_ids.append(existing.id)  # once brought up to date (or found so): a refused update lists none
     return "updated" if changed else "skipped"
+
+
+class ExportedVersion(serializers.Serializer):
+    """One of an exported item's earlier texts (`versions`), held to the rules its text had as the item's: task and
+    content as a save takes them (`KnowledgeCreateInput`), tags as the item's own are imported (string values within
+    their limit; the names as the earlier hub stored them, `TagsField(names_checked=False)`), and what the version
+    row holds within its columns. Restoring a version puts its task, content and tags back into the live item
+    (`knowledge_restore_version`), so a version is no way around the item's rules. Keys it does not know are
+    ignored, as the item record's are."""
+
+    number = StrictIntegerField(min_value=1, max_value=COUNTER_MAX)
+    task = StrictCharField(max_length=TASK_MAX)
+    content = StrictCharField(max_length=CONTENT_MAX, trim_whitespace=False)
+    tags = TagsField(names_checked=False, required=False)
+    changed_by = StrictCharField(max_length=200, required=False, allow_blank=True)
+    reason = StrictCharField(required=False, allow_blank=True, trim_whitespace=False)
+    created_at = serializers.DateTimeField(required=False, allow_null=True)
+
+
+class _Versions(serializers.Serializer):
+    versions = serializers.ListField(child=ExportedVersion(), required=False)
+
+
+def check_versions(versions) -> None:
+    """ValidationError naming the first version at fault and its field (`versions.1.task: ...`)."""
+    if versions in (None, []):
+        return
+    _Versions(data={"versions": versions}).is_valid(raise_exception=True)
 
 
 def _embedder_name() -> str:

@@ -1,13 +1,17 @@
 """Imports by a job: the request stores the file and answers at once, a worker imports it and reports progress.
 
-`import_request` (the request) refuses at once what refuses a file as a whole before any record is read (the
-extension, the scopes, an export's header and passphrase: `importer.check_file`), stores the upload
+`import_request` (the request) refuses at once what refuses a file as a whole before any record is read (a file
+over KNOWHUB_IMPORT_MAX_BYTES: 413, `manage.py import` has no such limit; the extension, the scopes' shape, an
+export's header and passphrase: `importer.check_file`; `scopes` the caller may not write: 403, as a document's),
+stores the upload
 (`ImportUpload`: the bytes, the options, the passphrase encrypted with the installation's key, the rights of the
 caller) and queues an "import" job. `import_run` (the worker) imports the file as that caller with the rights it
 holds when the job runs (`agents.requesters.requester_now`: a token revoked or a person's account disabled or left
 without write rights since the request fails the job, and nothing is imported; `importer.import_file`), writing how many records or rows of the total it has read as it goes, and ends
 the job with the import's report as its result (`ImportReport.as_dict`, what the request answered before) or
 with the reason the file was refused; either way the upload, bytes and passphrase, is deleted with the job's end.
+What ends a job never holds a NUL or a lone surrogate (the file's text echoed in a reason or an error): jsonb and
+text columns cannot store them, and the job would end without its report.
 
 Running a job again imports nothing twice: an import is idempotent (what is stored already is skipped), so a
 copy re-sent after its worker died mid-file stores only what the dead one had not, and of two runs of one job only
@@ -16,12 +20,14 @@ the latest claim ends it.
 import dataclasses
 import time
 
+from django.conf import settings
 from django.db import transaction
 from django.utils.translation import gettext as _
 
 from agents.caller import Caller
 from agents.requesters import requester_now
 from core.errors import DomainError
+from core.safe_json import storable
 from ingest import importer
 from ingest.models import ImportUpload
 from jobs.models import Job
@@ -31,12 +37,28 @@ from resources import crypto
 PROGRESS_INTERVAL = 0.5  # seconds between two progress writes of one job (the last record always writes)
 
 
-def import_request(caller: Caller, *, name: str, data: bytes, scopes: list[str] | None = None,
-                   types: list[str] | None = None, passphrase: str | None = None) -> Job:
-    """Queue the import of the file `name` (its bytes `data`) as `caller`; the queued job.
+class ImportTooLarge(DomainError):
+    """A file over KNOWHUB_IMPORT_MAX_BYTES (413 naming the field it came in)."""
 
-    Raises ImportRefused (or WrongPassphrase) for a file refused as a whole by its name, scopes or header."""
+    status = 413
+    code = "too_large"
+
+
+def import_request(caller: Caller, *, name: str, data: bytes, scopes: list[str] | None = None,
+                   types: list[str] | None = None, passphrase: str | None = None, field: str = "file") -> Job:
+    """Queue the import of the file `name` (its bytes `data`, given as `field`) as `caller`; the queued job.
+
+    Raises ImportTooLarge for a file over KNOWHUB_IMPORT_MAX_BYTES, ImportRefused (or WrongPassphrase) for a file
+    refused as a whole by its extension, scopes, header or passphrase, PermissionDenied for `scopes` the caller may not
+    write (the records an import takes from them could only fail)."""
+    limit = settings.KNOWHUB_IMPORT_MAX_BYTES
+    if len(data) > limit:
+        raise ImportTooLarge(_("%(name)s is larger than %(limit)s bytes, the most an import by the API takes: import "
+                               "a larger export on the server with `manage.py import FILE`, which has no such limit")
+                             % {"name": name, "limit": f"{limit:,}"}, field=field)
     kind = importer.check_file(name=name, data=data, scopes=scopes, passphrase=passphrase)
+    if scopes:
+        caller.require_write(scopes)
     with transaction.atomic():
         upload = ImportUpload.objects.create(
             name=name, data=data, scopes=list(scopes or ()), types=list(types or ()), caller=_rights_of(caller),
@@ -73,12 +95,13 @@ def import_run(*, job_id: str, worker: str = "") -> None:
 
 def import_end(*, job_id, attempt: int | None = None, result: dict | None = None, error: str | None = None) -> bool:
     """End the job (succeeded with `result`, or failed with `error`) and delete its upload with it, in one
-    transaction; False, deleting nothing, when this attempt no longer holds the job (a later claim ends it)."""
+    transaction; False, deleting nothing, when this attempt no longer holds the job (a later claim ends it).
+    NULs and lone surrogates in either (the file's text echoed) are stored as U+FFFD."""
     with transaction.atomic():
         if error is None:
-            ended = job_succeed(job_id=job_id, result=result, attempt=attempt)
+            ended = job_succeed(job_id=job_id, result=storable(result), attempt=attempt)
         else:
-            ended = job_fail(job_id=job_id, error=error, attempt=attempt)
+            ended = job_fail(job_id=job_id, error=storable(str(error)), attempt=attempt)
         if ended:
             params = Job.objects.values_list("params", flat=True).get(pk=job_id)
             ImportUpload.objects.filter(pk=params.get("upload")).delete()
@@ -90,7 +113,7 @@ class Progress:
     seconds (one UPDATE per record would cost as much as the records), and always for the last one."""
 
     def __init__(self, job_id, attempt: int, **about):
-        self.job_id, self.attempt, self.about, self.written = job_id, attempt, about, float("-inf")
+        self.job_id, self.attempt, self.about, self.written = job_id, attempt, storable(about), float("-inf")
 
     def __call__(self, done: int, total: int) -> None:
         now = time.monotonic()

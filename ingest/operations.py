@@ -22,11 +22,11 @@ def knowledge_export(caller: Caller, *, scopes, passphrase):
 
 @operation("knowledge_import", input=ImportInput, output=ImportJobOutput, writes=True, permission="curate",
            status=202)
-def knowledge_import(caller: Caller, *, name, file_bytes, scopes, types, passphrase) -> dict:
+def knowledge_import(caller: Caller, *, name, file_bytes, scopes, types, passphrase, given_as="file") -> dict:
     """Import our JSON Lines export, a CSV or Markdown (curators), by a job (202 with the job): its progress counts
     the records read, its result is the report of what was imported, updated, skipped and failed (line, reason)."""
     job = imports.import_request(caller, name=name, data=file_bytes, scopes=scopes or None, types=types or None,
-                                 passphrase=passphrase or None)
+                                 passphrase=passphrase or None, field=given_as)
     return {"job": {"id": str(job.id), "status": job.status, "url": f"/api/jobs/{job.id}"}}
 
 

@@ -3,14 +3,17 @@ their reporters, versions with who changed them and why, merge links and vectors
 
 `knowledge_restore` stores one item as `knowledge_create` would (the caller's write check, linked resources
 readable, keyword index), then its history rows as they were; `knowledge_restore_links` sets the status
-and merge links once every item of the export is stored (a merged item points at one stored later).
+and merge links once every item of the export is stored (a merged item points at one stored later), each only
+when it keeps the rules the API's own supersede and merge keep (`supersede.check_supersede`, `slim.scopes_differ`).
 """
 from collections.abc import Mapping
 
 from django.db import transaction
 from django.utils.dateparse import parse_datetime
+from django.utils.translation import gettext as _
+from rest_framework.exceptions import PermissionDenied
 
-from knowledge import services
+from knowledge import services, slim, supersede
 from knowledge.errors import KnowledgeStateError
 from knowledge.models import FeedbackCase, Knowledge, KnowledgeStatus, KnowledgeVersion, SlimRejection
 from knowledge.search.vector import ensure_index
@@ -58,8 +61,9 @@ def knowledge_restore(caller, record: Mapping, *, vector_model: str) -> Knowledg
 
 def knowledge_restore_links(caller, records: list[Mapping]) -> list[tuple[Mapping, str]]:
     """The status and merge link of each restored item, once every item of the export is stored; each in its
-    own savepoint. A link to an item that is not here (or that `caller` cannot read) is not made: the item
-    keeps its status only if that needs no link, and the (record, problem) pairs say what was left out."""
+    own savepoint. A link is made only as the API would make it: to an item here that `caller` can read, and
+    keeping the rules of its operations (`link_problem`); otherwise the item keeps its status only if that needs
+    no link, and the (record, problem) pairs say what was left out."""
     problems = []
     visible = Knowledge.objects.visible_to(caller)
     linked = {KnowledgeStatus.MERGED: "merged_into", KnowledgeStatus.SUPERSEDED: "superseded_by"}
@@ -77,9 +81,56 @@ def knowledge_restore_links(caller, records: list[Mapping]) -> list[tuple[Mappin
             problems.append((record, f"status: {status!r} with {links or 'no link'} do not go together"))
             continue
         with transaction.atomic():
+            if links:
+                [(field, target)] = links.items()
+                problem = link_problem(caller, record["id"], field, target)
+                if problem:
+                    problems.append((record, f"{field}: {problem}: the item stays active"))
+                    continue
             Knowledge.objects.filter(pk=record["id"]).update(
                 status=status, merged_into_id=links.get("merged_into"), superseded_by_id=links.get("superseded_by"))
     return problems
+
+
+def link_problem(caller, item_id: str, field: str, target_id: str) -> str | None:
+    """Why the restored item `item_id` may not be `field` (superseded_by, merged_into) `target_id`, by the rules the
+    API's operations hold, or None. Both are locked (in id order) until the savepoint ends.
+
+    Superseded: `supersede.check_supersede`, as `knowledge_supersede` holds it (never itself, both writable by
+    `caller`, the successor read wherever the item is read), but for the statuses: the link was made when both
+    were active, and a successor may since have been superseded, merged or archived. Merged: within the scopes
+    `caller` may write (the merged item writable, as a merge's originals are) and into an item of the very same
+    scopes (`slim.scopes_differ`), never into itself. Neither link may lead back to the item (a circle of links,
+    which no operation can make)."""
+    locked = services.lock_items([item_id, target_id])
+    item, target = locked[item_id], locked[target_id]
+    try:
+        if field == "superseded_by":
+            supersede.check_supersede(caller, item, target, statuses=False)
+        else:
+            if item.id == target.id:
+                return _("an item cannot be merged into itself")
+            services.require_write_any(caller, target)
+            if problem := slim.scopes_differ([item, target]):
+                return problem
+    except (KnowledgeStateError, PermissionDenied) as exc:
+        return str(getattr(exc, "detail", None) or exc)
+    if _leads_back(target, item.id):
+        return _("%(target)s leads back to %(id)s: the links would go round in a circle") % {
+            "target": target.id, "id": item.id}
+    return None
+
+
+def _leads_back(start: Knowledge, item_id: str) -> bool:
+    """Whether following `start`'s links (the item it is merged into or superseded by, and on) reaches `item_id`."""
+    seen, step = set(), start.merged_into_id or start.superseded_by_id
+    while step and step not in seen:
+        if step == item_id:
+            return True
+        seen.add(step)
+        links = Knowledge.objects.filter(pk=step).values_list("merged_into_id", "superseded_by_id").first()
+        step = (links[0] or links[1]) if links else None
+    return False
 
 
 def slim_rejection_restore(caller, *, first: str, second: str, rejected_by: str, created_at=None) -> bool:

@@ -156,6 +156,14 @@ def text_too_long(text: dict) -> str | None:
     return None
 
 
+def scopes_differ(items) -> str | None:
+    """Why `items` cannot be merged for their scopes (a merged item and its originals have one set), or None."""
+    if len({frozenset(k.scopes) for k in items}) > 1:
+        return (_("the items are in different scopes (%(scopes)s): give them the same scopes before merging")
+                % {"scopes": "; ".join(sorted({", ".join(sorted(k.scopes)) for k in items}))})
+    return None
+
+
 @transaction.atomic
 def merge_group(caller, ids: list[str], *, text: dict) -> Knowledge:
     """Merge the active items `ids` into a new item with `text`, as `caller`; the originals are kept, merged.
@@ -170,9 +178,8 @@ def merge_group(caller, ids: list[str], *, text: dict) -> Knowledge:
     # The merged item takes one set of scopes: of items in different scopes, one's readers would read the other's
     # text, tags, sources and reports, and the other's would lose it. Slim and merge proposals group equal scopes
     # only; a curator naming any ids is told to give the items the same scopes first.
-    if len({frozenset(k.scopes) for k in items}) > 1:
-        raise ValueError(_("the items are in different scopes (%(scopes)s): give them the same scopes before merging")
-                         % {"scopes": "; ".join(sorted({", ".join(sorted(k.scopes)) for k in items}))})
+    if problem := scopes_differ(items):
+        raise ValueError(problem)
     tags, resource_ids, urls, types = {}, [], [], []
     for k in items:
         for key, value in k.tags.items():

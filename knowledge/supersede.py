@@ -23,12 +23,26 @@ def knowledge_supersede(caller, *, knowledge_id: str, successor_id: str) -> Know
         raise KnowledgeStateError(_("an item cannot supersede itself"), field="successor_id")
     locked = lock_items([knowledge_id, successor_id])
     item, successor = locked[knowledge_id], locked[successor_id]  # KeyError: the caller checked both exist
+    check_supersede(caller, item, successor)
+    item.status, item.superseded_by, item.updated_at = KnowledgeStatus.SUPERSEDED, successor, timezone.now()
+    item.save(update_fields=["status", "superseded_by", "updated_at"])
+    events.emit(events.KNOWLEDGE_SUPERSEDED, scopes=item.scopes,
+                data=events.knowledge_data(item, superseded_by=successor.id, by=caller.principal))
+    return item
+
+
+def check_supersede(caller, item: Knowledge, successor: Knowledge, *, statuses: bool = True) -> None:
+    """The rules for `successor` superseding `item`: never itself, both writable by `caller` (PermissionDenied),
+    both active (unless `statuses` is False: an import restoring a link made when they were), and the successor
+    read wherever the item is read (KnowledgeStateError)."""
+    if item.id == successor.id:
+        raise KnowledgeStateError(_("an item cannot supersede itself"), field="successor_id")
     require_write_any(caller, item)
     require_write_any(caller, successor)
-    if item.status != KnowledgeStatus.ACTIVE:
+    if statuses and item.status != KnowledgeStatus.ACTIVE:
         raise KnowledgeStateError(_("%(id)s is %(status)s; only an active item is superseded") % {"id": item.id, "status": item.status},
                                   field="knowledge_id")
-    if successor.status != KnowledgeStatus.ACTIVE:
+    if statuses and successor.status != KnowledgeStatus.ACTIVE:
         raise KnowledgeStateError(_("%(id)s is %(status)s; the successor must be active")
                                   % {"id": successor.id, "status": successor.status}, field="successor_id")
     unreached = sorted(set(item.scopes) - set(successor.scopes))
@@ -37,11 +51,6 @@ def knowledge_supersede(caller, *, knowledge_id: str, successor_id: str) -> Know
                                     "by everyone who reads the item it replaces")
                                   % {"successor": successor.id, "scopes": ", ".join(unreached), "id": item.id},
                                   field="successor_id")
-    item.status, item.superseded_by, item.updated_at = KnowledgeStatus.SUPERSEDED, successor, timezone.now()
-    item.save(update_fields=["status", "superseded_by", "updated_at"])
-    events.emit(events.KNOWLEDGE_SUPERSEDED, scopes=item.scopes,
-                data=events.knowledge_data(item, superseded_by=successor.id, by=caller.principal))
-    return item
 
 
 @transaction.atomic

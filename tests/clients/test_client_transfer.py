@@ -10,7 +10,7 @@ from api.mcp_server import _export_text, _op, _run_sync
 from ingest.imports import import_run
 from jobs.models import Job
 from knowhub_client import JobFailed, JobTimeout
-from knowhub_client.errors import KnowHubError
+from knowhub_client.errors import BadRequest, KnowHubError
 from resources.models import Resource
 
 CSV = "task,content,types\nRotate keys,Every month,strategy\nDrain a node,Cordon first,tool\n"
@@ -133,9 +133,9 @@ def test_a_passphrase_beyond_ascii_seals_an_export_that_the_same_passphrase_open
     moved = target.read_bytes()
     Resource.objects.filter(pk="credentials/vault").delete()  # as on the installation it moves to
 
-    wrong = curator.knowledge_import("move.jsonl", moved, passphrase="passworter fur den Umzug")
+    with pytest.raises(BadRequest, match="passphrase does not open"):  # the whole file refused, nothing queued
+        curator.knowledge_import("move.jsonl", moved, passphrase="passworter fur den Umzug")
     right = curator.knowledge_import("move.jsonl", moved, passphrase="pässwörter für den Umzug")
 
-    assert any("passphrase does not open" in f["reason"] for f in wrong["failed"])
     assert right["failed"] == [] and right["imported"] == 1
     assert curator.resource_get("credentials/vault", reveal=True)["secure_body"] == "s3cr3t-über"

@@ -120,9 +120,9 @@ def test_an_export_keeps_secrets_encrypted_and_a_passphrase_moves_them_to_anothe
     wipe()
     with pytest.raises(ImportRefused, match="passphrase"):
         import_file(IMPORTER, name="move.jsonl", data=sealed.encode())
-    wrong = import_file(IMPORTER, name="move.jsonl", data=sealed.encode(), passphrase="not the passphrase")
-    assert any("passphrase does not open" in f["reason"] for f in wrong.failed)
-    assert not Resource.objects.filter(pk="credentials/site").exists()
+    with pytest.raises(DomainError, match="passphrase does not open"):  # the file as a whole: nothing stored
+        import_file(IMPORTER, name="move.jsonl", data=sealed.encode(), passphrase="not the passphrase")
+    assert not Resource.objects.exists() and not Knowledge.objects.exists()
     right = import_file(IMPORTER, name="move.jsonl", data=sealed.encode(), passphrase="correct horse battery")
     assert right.failed == []
     assert Resource.objects.get(pk="credentials/site").secure_body == "pw-2"
@@ -431,3 +431,148 @@ def test_the_same_csv_imported_by_several_callers_at_once_stores_each_row_once()
         reports = list(pool.map(run, range(4)))
     assert sum(r.imported for r in reports) == 30 and sum(r.skipped for r in reports) == 90
     assert Knowledge.objects.filter(source__document__uri="steps.csv").count() == 30
+
+
+# --- links restored only as the API's operations would make them ------------------------------------------------
+
+def _export_of(*records) -> bytes:
+    from ingest.export import FORMAT, VERSION
+
+    lines = [{"kind": FORMAT, "version": VERSION}, *records, {"kind": "end"}]
+    return "".join(json.dumps(r) + "\n" for r in lines).encode()
+
+
+def _item(item_id: str, scopes=("team:a",), **fields) -> dict:
+    return {"kind": "knowledge", "id": item_id, "task": f"Task of {item_id}", "content": "Some advice.",
+            "types": ["tool"], "scopes": list(scopes), **fields}
+
+
+# reads a, b and c; writes (and curates) a and c only
+CURATOR_OF_A_AND_C = Caller(principal="agent:cur", agent_id="cur", readable_scopes=("team:a", "team:b", "team:c"),
+                            writable_scopes=("team:a", "team:c"), edits_any=True, curates=True)
+NEW = "knowledge-20260101-new1"
+REFUSED_LINKS = [
+    # (the record's scopes, status and link; the start of the reason after the link's name)
+    (["team:a"], "superseded", NEW, "an item cannot supersede itself"),
+    (["team:a"], "superseded", "B", "this caller may not write to any scope of"),  # B: team:b, read, not written
+    (["team:a", "team:c"], "superseded", "A", "{target} is not in team:c, where"),  # a successor read where it is
+    (["team:a"], "merged", "B", "this caller may not write to any scope of"),
+    (["team:a"], "merged", "AC", "the items are in different scopes"),
+    (["team:a"], "merged", NEW, "an item cannot be merged into itself"),
+]
+
+
+@pytest.mark.parametrize("scopes, status, target, reason", REFUSED_LINKS,
+                         ids=["supersede-itself", "supersede-unwritable", "supersede-unread-where-read",
+                              "merge-unwritable", "merge-other-scopes", "merge-itself"])
+def test_a_link_the_apis_supersede_or_merge_would_refuse_is_not_restored_and_the_item_stays_active(
+        scopes, status, target, reason):
+    writer = acting("agent:ops")
+    stored = {"A": services.knowledge_create(writer, task="A", content="a", types=["tool"], scopes=["team:a"]).id,
+              "B": services.knowledge_create(writer, task="B", content="b", types=["tool"], scopes=["team:b"]).id,
+              "AC": services.knowledge_create(writer, task="AC", content="ac", types=["tool"],
+                                              scopes=["team:a", "team:c"]).id}
+    target = stored.get(target, target)
+    field = "superseded_by" if status == "superseded" else "merged_into"
+
+    report = import_file(CURATOR_OF_A_AND_C, name="x.jsonl",
+                         data=_export_of(_item(NEW, scopes, status=status, **{field: target})))
+
+    assert report.imported == 1
+    [failure] = report.failed
+    assert failure["line"] == NEW and failure["reason"].startswith(f"{field}: {reason.format(target=target)}"), failure
+    assert failure["reason"].endswith("the item stays active")
+    restored = Knowledge.objects.get(pk=NEW)
+    assert (restored.status, restored.superseded_by_id, restored.merged_into_id) == ("active", None, None)
+
+
+def test_links_that_would_go_round_in_a_circle_are_not_restored():
+    first, second = "knowledge-20260101-cir1", "knowledge-20260101-cir2"
+    report = import_file(CURATOR_OF_A_AND_C, name="x.jsonl", data=_export_of(
+        _item(first, status="superseded", superseded_by=second),
+        _item(second, status="superseded", superseded_by=first),
+        _item("knowledge-20260101-cir3", status="merged", merged_into="knowledge-20260101-cir4"),
+        _item("knowledge-20260101-cir4", status="merged", merged_into="knowledge-20260101-cir3")))
+
+    assert [f["line"] for f in report.failed] == [second, "knowledge-20260101-cir4"]
+    assert all("circle" in f["reason"] for f in report.failed)
+    statuses = dict(Knowledge.objects.values_list("id", "status"))
+    assert statuses == {first: "superseded", second: "active", "knowledge-20260101-cir3": "merged",
+                        "knowledge-20260101-cir4": "active"}
+
+
+def test_a_chain_of_supersedes_comes_back_whatever_the_order_of_its_records():
+    """The successor's status is not held to "active" on restore: the link was made when it was, and a successor
+    superseded since (a chain) comes back as it was, in any order of the file."""
+    older, middle, newest = "knowledge-20260101-old1", "knowledge-20260101-mid1", "knowledge-20260101-new2"
+    report = import_file(CURATOR_OF_A_AND_C, name="x.jsonl", data=_export_of(
+        _item(middle, status="superseded", superseded_by=newest),
+        _item(older, status="superseded", superseded_by=middle),
+        _item(newest)))
+
+    assert report.failed == [] and report.imported == 3
+    links = dict(Knowledge.objects.values_list("id", "superseded_by_id"))
+    assert links == {older: middle, middle: newest, newest: None}
+
+
+# --- a wrong passphrase refuses the file as a whole ---------------------------------------------------------------
+
+@pytest.mark.parametrize("header", ["with its key check", "written before the key check"])
+def test_a_wrong_passphrase_refuses_the_whole_export_and_nothing_is_stored(header):
+    from ingest.passphrase import WrongPassphrase
+
+    world()
+    text = export_text(passphrase="correct horse battery")
+    lines = [json.loads(line) for line in text.splitlines()]
+    assert "check" in lines[0]["secrets"]
+    if header == "written before the key check":
+        del lines[0]["secrets"]["check"]
+    data = "\n".join(json.dumps(line) for line in lines).encode()
+    wipe()
+
+    with pytest.raises(WrongPassphrase) as refused:
+        import_file(IMPORTER, name="move.jsonl", data=data, passphrase="the wrong passphrase")
+    assert refused.value.field == "passphrase" and "does not open" in refused.value.message
+    assert not Knowledge.objects.exists() and not Resource.objects.exists()
+
+    report = import_file(IMPORTER, name="move.jsonl", data=data, passphrase="correct horse battery")
+    assert report.failed == [] and Resource.objects.get(pk="credentials/site").secure_body == "pw-2"
+
+
+def test_a_sealed_export_holding_no_secret_and_no_key_check_imports_with_any_passphrase():
+    """Nothing in it to open, nothing to refuse: what it holds needs no secret."""
+    services.knowledge_create(acting("agent:ops"), task="Plain", content="no secret", types=["tool"], scopes=["team:a"])
+    lines = [json.loads(line) for line in export_text(passphrase="correct horse battery").splitlines()]
+    del lines[0]["secrets"]["check"]
+    wipe()
+
+    report = import_file(IMPORTER, name="move.jsonl", data="\n".join(map(json.dumps, lines)).encode(),
+                         passphrase="any other passphrase")
+    assert report.failed == [] and report.imported == 1
+
+
+# --- GET /api/export takes the parameters it knows ---------------------------------------------------------------
+
+@pytest.mark.parametrize("query, field, said", [
+    ("scope=team:b", "scope", "unknown field; expected one of scopes"),
+    ("bogus=1&scopes=team:a", "bogus", "unknown field"),
+    ("passphrase=correct+horse+battery", "passphrase", "goes in the X-KnowHub-Passphrase header"),
+    ("format=json&format=json", "format", "given more than once"),
+])
+def test_the_export_refuses_a_query_parameter_it_does_not_know_naming_it(query, field, said):
+    world()
+    reply = agent_client("reader", ["team:a", "team:b"], can_read_secrets=True).get(f"/api/export?{query}")
+
+    assert reply.status_code == 400, reply.status_code
+    error = reply.json()["error"]
+    assert error["message"] == f"{field}: {error['fields'][field][0]}" and said in error["fields"][field][0]
+
+
+def test_the_export_takes_scopes_repeated_or_comma_separated():
+    ids = world()
+    agent = agent_client("reader", ["team:a", "team:b"])
+    for query in ("scopes=team:b", "scopes=team:a&scopes=team:b", "scopes=team:a,team:b&format=json"):
+        reply = agent.get(f"/api/export?{query}")
+        assert reply.status_code == 200, (query, reply.status_code)
+        exported = {json.loads(line).get("id") for line in b"".join(reply.streaming_content).decode().splitlines()}
+        assert ids["other"] in exported and (ids["a"] in exported) == ("team:a" in query)

@@ -313,3 +313,101 @@ def test_a_markdown_file_of_more_sections_than_a_document_may_become_is_reported
     assert refused.imported == 0 and "more than 3 items" in refused.failed[0]["reason"]
     assert not Knowledge.objects.filter(task__startswith="Step").exists()
     assert taken.imported == 1 and Knowledge.objects.filter(task__startswith="Stage").count() == 3
+
+
+# --- an item's versions -------------------------------------------------------------------------------------
+
+OLD = {"number": 1, "task": "Rotate the keys yearly", "content": "Once a year.", "tags": {"domain": "security"},
+       "changed_by": "user:carl", "reason": "policy", "created_at": "2024-05-01T10:00:00+00:00"}
+BAD_VERSIONS = [
+    # (the record's versions, the start of its reason: the version and its field, then the API's own words)
+    ([{**OLD, "tags": ["x"]}], "versions.0.tags: Expected a dictionary"),
+    ([{**OLD, "tags": {"domain": {"nested": [1]}}}], "versions.0.tags.domain: must be a string"),
+    ([{**OLD, "tags": {"domain": "v" * 501}}], "versions.0.tags.domain: "),
+    ([{**OLD, "task": "T" * (TASK_MAX + 1)}], "versions.0.task: Ensure this field has no more than 10000"),
+    ([{**OLD, "content": "c" * (CONTENT_MAX + 1)}], "versions.0.content: "),
+    ([{**OLD, "task": 42}], "versions.0.task: must be a string"),
+    ([{**OLD, "content": "   "}], "versions.0.content: This field may not be blank."),
+    ([OLD, {**OLD, "number": 2, "task": None}], "versions.1.task: "),
+    ([{**OLD, "number": "1"}], "versions.0.number: "),
+    ([{**OLD, "number": 0}], "versions.0.number: "),
+    ([{key: value for key, value in OLD.items() if key != "content"}], "versions.0.content: This field is required."),
+    ([{**OLD, "changed_by": "c" * 201}], "versions.0.changed_by: "),
+    ([{**OLD, "created_at": "2024-13-45T10:00:00"}], "versions.0.created_at: "),
+    (["Rotate the keys yearly"], "versions.0.non_field_errors: "),
+    ({"1": OLD}, "versions: Expected a list"),
+]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("versions, reason", BAD_VERSIONS, ids=[reason.split(":")[0] + f"-{n}"
+                                                                 for n, (_, reason) in enumerate(BAD_VERSIONS)])
+def test_a_version_the_api_would_refuse_fails_its_record_naming_the_version_and_its_field_and_stores_nothing(
+        versions, reason):
+    """A version comes back into the live item when it is restored (knowledge_restore_version): it is held to the
+    rules of the item's own text and tags, or the restore would fail (tags not an object) or write past them."""
+    from knowledge.models import KnowledgeVersion
+
+    report = import_file(IMPORTER, name="backup.jsonl", data=export_of(item(versions=versions), GOOD_ITEM))
+
+    assert [f["line"] for f in report.failed] == [2], report.failed
+    assert report.failed[0]["reason"].startswith(reason), report.failed
+    assert report.imported == 1 and report.knowledge_ids == [GOOD_ITEM["id"]]
+    assert not Knowledge.objects.filter(pk=ITEM_ID).exists() and not KnowledgeVersion.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_record_updating_a_stored_item_with_a_bad_version_changes_nothing():
+    make_knowledge(knowledge_id=ITEM_ID, task="Rotate the keys", content="Monthly.", scopes=["org:acme"])
+    record = item(content="Weekly now.", versions=[{**OLD, "tags": ["x"]}])
+
+    report = import_file(IMPORTER, name="backup.jsonl", data=export_of(record))
+
+    assert report.failed[0]["reason"].startswith("versions.0.tags: ") and report.knowledge_ids == []
+    assert Knowledge.objects.get(pk=ITEM_ID).content == "Monthly."
+
+
+@pytest.mark.django_db
+def test_an_old_versions_tag_names_come_back_as_an_earlier_hub_stored_them_and_restore_into_the_item():
+    """As the item's own tags: an earlier hub's names (before names were held to the filters' rule) are kept; their
+    values and the text are checked. Restoring the version then stores what the API's edit would."""
+    versions = [{**OLD, "tags": {"old name!": "kept", "domain": "security"}}]
+
+    report = import_file(IMPORTER, name="backup.jsonl", data=export_of(item(versions=versions)))
+
+    assert (report.imported, report.failed) == (1, [])
+    restored = services.knowledge_restore_version(IMPORTER, knowledge_id=ITEM_ID, number=1)
+    assert (restored.task, restored.tags) == ("Rotate the keys yearly", {"old name!": "kept", "domain": "security"})
+
+
+# --- what a report lists ----------------------------------------------------------------------------------------
+
+@pytest.mark.django_db
+def test_a_record_whose_update_is_refused_is_reported_failed_and_not_listed_among_the_ids_imported():
+    from knowledge import slim
+
+    first = make_knowledge(task="Indent with tabs", content="Tabs", scopes=["org:acme"])
+    second = make_knowledge(task="Use tabs", content="Tabs, width 4", scopes=["org:acme"])
+    merged = slim.merge_group(IMPORTER, [first.id, second.id], text={"task": "Tabs", "content": "Tabs, 4 wide"})
+    record = item(id=first.id, task="Indent with spaces", content="Four spaces")  # a merged item is not edited
+
+    report = import_file(IMPORTER, name="backup.jsonl", data=export_of(record, GOOD_ITEM))
+
+    assert [f["line"] for f in report.failed] == [2] and merged.id in report.failed[0]["reason"]
+    assert report.knowledge_ids == [GOOD_ITEM["id"]] and (report.imported, report.updated) == (1, 0)
+    assert Knowledge.objects.get(pk=first.id).task == "Indent with tabs"
+
+
+# --- what a report holds of the file -----------------------------------------------------------------------------
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("text, line", [
+    ("task,content,types\nGood one,c,strategy\nBad one,c,strat\x00egy\nGood two,c,strategy\n", 3),
+    ("task,content,ty\x00pes\nA row,c,strategy\n", 2),
+], ids=["cell", "header"])
+def test_a_nul_of_the_file_is_never_echoed_into_the_report_a_job_stores(text, line):
+    report = import_file(IMPORTER, name="tips.csv", data=text.encode(), scopes=["org:acme"])
+
+    failure = next(f for f in report.failed if f["line"] == line)
+    assert "\ufffd" in failure["reason"], report.failed
+    assert "\x00" not in json.dumps(report.as_dict(), ensure_ascii=False)

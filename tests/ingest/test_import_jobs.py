@@ -308,3 +308,105 @@ def test_a_real_worker_runs_the_import_job_and_keeps_the_report(celery_worker):
     done = client.get(url).json()
     assert done["status"] == "succeeded" and done["result"]["imported"] == 2, done
     assert not ImportUpload.objects.exists()
+
+
+# --- refused at the request, nothing queued -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("header", ["with its key check", "written before the key check"])
+def test_a_wrong_passphrase_is_a_400_naming_it_at_once_and_nothing_is_queued(curator_agent, header):
+    import json
+
+    data = sealed_export("correct horse battery staple")
+    if header == "written before the key check":  # its first sealed secret is opened instead
+        lines = [json.loads(line) for line in data.decode().splitlines()]
+        del lines[0]["secrets"]["check"]
+        data = "\n".join(map(json.dumps, lines)).encode()
+
+    reply = post_import(curator_agent, "move.jsonl", data, passphrase="not the passphrase at all")
+
+    assert reply.status_code == 400, reply.content
+    error = reply.json()["error"]
+    assert "passphrase" in error["fields"] and "does not open" in error["message"]
+    assert not Job.objects.filter(kind="import").exists() and not ImportUpload.objects.exists()
+    assert post_import(curator_agent, "move.jsonl", data, passphrase="correct horse battery staple").status_code == 202
+
+
+@pytest.mark.parametrize("name", ["tips.csv", "notes.md", "backup.jsonl"])
+def test_scopes_the_caller_may_not_write_are_a_403_at_once_and_nothing_is_queued(curator_agent, name):
+    data = {"tips.csv": CSV.encode(), "notes.md": b"# Keys\n\nRotate them.\n",
+            "backup.jsonl": b'{"kind": "knowhub-export", "version": 1}\n{"kind": "end"}\n'}[name]
+
+    reply = post_import(curator_agent, name, data, scopes="org:acme,org:other")  # writes org:acme only
+
+    assert reply.status_code == 403, reply.content
+    assert "org:other" in reply.json()["error"]["message"] and "org:acme" not in reply.json()["error"]["message"]
+    assert not Job.objects.filter(kind="import").exists() and not ImportUpload.objects.exists()
+    # as a document's: the same scopes are refused the same way
+    file = io.BytesIO(b"# Keys\n\nRotate them.\n")
+    file.name = "notes.md"
+    writer = agent_client("writer", ["org:acme"], writable_scopes=["org:acme"])
+    assert writer.post("/api/documents", {"file": file, "scopes": "org:other"}, format="multipart").status_code == 403
+
+
+@pytest.mark.parametrize("given_as", ["file", "content"])
+def test_a_file_over_the_import_limit_is_a_413_naming_the_limit_and_the_command_that_has_none(
+        curator_agent, settings, given_as):
+    settings.KNOWHUB_IMPORT_MAX_BYTES = 100
+    data = ("task,content,types\n" + "Rotate the keys,Monthly,strategy\n" * 5).encode()
+    assert len(data) > 100
+
+    if given_as == "file":
+        reply = post_import(curator_agent, "tips.csv", data, scopes="org:acme")
+    else:
+        reply = curator_agent.post("/api/import", {"content": data.decode(), "filename": "tips.csv",
+                                                   "scopes": ["org:acme"]}, format="json")
+
+    assert reply.status_code == 413, reply.content
+    error = reply.json()["error"]
+    assert error["code"] == "too_large" and list(error["fields"]) == [given_as]
+    assert "100 bytes" in error["message"] and "manage.py import" in error["message"]
+    assert not Job.objects.filter(kind="import").exists() and not ImportUpload.objects.exists()
+    assert post_import(curator_agent, "tips.csv", data[:100], scopes="org:acme").status_code == 202  # at the limit
+
+
+def test_the_import_command_takes_a_file_over_the_apis_limit(tmp_path, settings, capsys):
+    from django.core.management import call_command
+
+    settings.KNOWHUB_IMPORT_MAX_BYTES = 10
+    path = tmp_path / "steps.csv"
+    path.write_text(ROWS)
+
+    call_command("import", str(path), scopes="org:acme")
+
+    assert "imported 60" in capsys.readouterr().out and Knowledge.objects.count() == 60
+
+
+# --- what a job stores never holds what the database cannot ------------------------------------------------------
+
+@pytest.mark.parametrize("text, line", [
+    ("task,content,types\nGood one,c,strategy\nBad one,c,strat\x00egy\nGood two,c,strategy\n", 3),
+    ("task,content,ty\x00pes\nA row,c,strategy\n", 2),
+], ids=["cell", "header"])
+def test_a_nul_in_a_csv_cell_or_header_leaves_the_job_succeeded_with_its_report(curator_agent, text, line):
+    reply = post_import(curator_agent, "nul.csv", text.encode(), scopes="org:acme")
+    assert reply.status_code == 202, reply.content
+
+    job = run(reply)
+
+    assert job.status == "succeeded", job.error
+    failure = next(f for f in job.result["failed"] if f["line"] == line)
+    assert "\ufffd" in failure["reason"] and "\x00" not in failure["reason"]
+    assert sorted(job.result["knowledge_ids"]) == sorted(Knowledge.objects.values_list("id", flat=True))
+    assert job.result["imported"] == Knowledge.objects.count() == text.count("Good")
+
+
+def test_a_jobs_error_never_holds_what_its_column_cannot_store(curator_agent):
+    reply = post_import(curator_agent, "tips.csv", CSV.encode(), scopes="org:acme")
+    job_id = reply.json()["job"]["id"]
+    job_claim(job_id=job_id, worker="test/1/a")
+
+    assert imports.import_end(job_id=job_id, attempt=1, error="cell 'strat\x00egy' and \ud800 refused") is True
+
+    job = Job.objects.get(pk=job_id)
+    assert (job.status, job.error) == ("failed", "cell 'strat\ufffdegy' and \ufffd refused")
+    assert not ImportUpload.objects.exists()
