@@ -8,12 +8,15 @@ from knowledge.search.embeddings import EmbedderError
 @shared_task(bind=True, autoretry_for=(EmbedderError,), retry_backoff=10, retry_backoff_max=600, max_retries=8)
 def embed_knowledge(self, knowledge_id: str | list[str]) -> None:
     """Embed a batch of items (a list of ids; a single id, as messages queued before batches carried)."""
-    from knowledge.models import Knowledge
-    from knowledge.search.indexing import embed_items
+    from knowledge.search.embeddings import get_embedder
+    from knowledge.search.indexing import embed_items, stale_items
 
     ids = [knowledge_id] if isinstance(knowledge_id, str) else list(knowledge_id)
-    items = list(Knowledge.objects.filter(pk__in=ids).only("id", "task", "content").order_by())
-    if items and embed_items(items=items):
+    embedder = get_embedder()
+    # only those still without a current vector: the beat's sweep may have embedded them while this message waited
+    # behind a backlog (each would otherwise be embedded, and checked for conflicts, twice)
+    items = list(stale_items(embedder.name).filter(pk__in=ids).only("id", "task", "content").order_by())
+    if items and embed_items(items=items, embedder=embedder):
         detect_later(ids)
 
 

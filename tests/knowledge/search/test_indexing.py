@@ -179,3 +179,20 @@ def test_a_repeated_query_is_embedded_once_per_process():
     embeddings.embed_query_cached(embedder, "export orders")
     assert calls == ["rotate proxies", "export orders"]
     assert again is first and not first.flags.writeable  # shared, so nobody may change it in place
+
+
+@pytest.mark.django_db
+def test_an_embedding_message_for_items_the_sweep_embedded_meanwhile_embeds_only_those_still_pending(monkeypatch):
+    from knowledge.tasks import embed_knowledge
+
+    done, pending = make_knowledge(task="Rotate the keys monthly"), make_knowledge(task="Drain the node first")
+    indexing.embed_items(items=[done])  # the beat's sweep got to it while its own message waited in the queue
+    embedded = []
+    real = indexing.embed_items
+    monkeypatch.setattr(indexing, "embed_items", lambda *, items, **kw: embedded.extend(i.id for i in items)
+                        or real(items=items, **kw))
+
+    embed_knowledge([done.id, pending.id])
+
+    assert embedded == [pending.id]
+    assert not indexing.vectors_pending(Knowledge.objects.get(pk=pending.pk))
