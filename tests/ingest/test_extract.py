@@ -7,7 +7,7 @@ import pytest
 from reportlab.lib import pdfencrypt
 from reportlab.lib.pagesizes import A4
 from reportlab.lib.styles import getSampleStyleSheet
-from reportlab.platypus import PageBreak, Paragraph, SimpleDocTemplate
+from reportlab.platypus import PageBreak, Paragraph, SimpleDocTemplate, Table
 
 from ingest.extract import Block, Extracted, ExtractionError, UnsupportedDocument, extract, kind_of
 
@@ -288,6 +288,35 @@ def test_a_truncated_pdf_is_an_extraction_error(cut):
     data = make_pdf()
     with pytest.raises(ExtractionError, match="PDF cannot be read"):
         extract(data[:int(len(data) * cut)], "pdf")
+
+
+def make_report(sections: int) -> bytes:
+    """A report of `sections` pages, each a heading, four paragraphs and a table."""
+    styles = getSampleStyleSheet()
+    story = []
+    for number in range(1, sections + 1):
+        story += [Paragraph(f"Section {number}", styles["Heading2"])]
+        story += [Paragraph(f"Finding {number}.{part}: the deploy pipeline builds one image, pushes it to the "
+                            "registry and rolls it out to staging, then to production once staging has been "
+                            "healthy for an hour.", styles["Normal"]) for part in range(1, 5)]
+        story += [Table([["host", "role"], [f"web-{number}", "frontend"]]), PageBreak()]
+    buffer = io.BytesIO()
+    SimpleDocTemplate(buffer, pagesize=A4, title="Quarterly report").build(story)
+    return buffer.getvalue()
+
+
+def test_a_long_multi_page_report_is_read_in_full_within_the_parse_limit():
+    from ingest.readers import pdf
+
+    finding = ("the deploy pipeline builds one image, pushes it to the registry and rolls it out to staging, then to "
+               "production once staging has been healthy for an hour.")
+    result = extract(make_report(300), "pdf")
+    assert result.title == "Quarterly report"
+    assert [(block.headings, block.text) for block in result.blocks] == [
+        ((f"Section {number}",), f"Finding {number}.{part}: {finding}"
+                                 + (f" host role web-{number} frontend" if part == 4 else ""))
+        for number in range(1, 301) for part in range(1, 5)]
+    assert pdf.MAX_PARSE_BYTES >= 13_000_000  # a text page counts 4-13 kB: a 1,000-page book must fit
 
 
 @pytest.mark.parametrize("data", [b"", b"hello, not a PDF", b"%PDF-1.4\n%%EOF"])

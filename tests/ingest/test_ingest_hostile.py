@@ -1,7 +1,12 @@
 """Hostile document ingestion: another's items replaced by an upload of the same name, zips whose members share a
-path, nested lists that cost quadratic time or blow the stack, an oversized upload answered as the README says."""
+path, nested lists that cost quadratic time or blow the stack, an oversized upload answered as the README says, a
+PDF of a few kilobytes that asks for hours of parsing."""
+import contextlib
 import io
+import signal
+import time
 import zipfile
+import zlib
 
 import pytest
 from bs4.element import PageElement, Tag
@@ -9,10 +14,10 @@ from bs4.element import PageElement, Tag
 from ingest import importer
 from ingest.chunking import chunk
 from ingest.documents import document_run
-from ingest.extract import extract
+from ingest.extract import ExtractionError, extract
 from ingest.importer import import_file
 from ingest.models import Document
-from ingest.readers import html
+from ingest.readers import html, pdf
 from jobs.models import Job
 from knowledge.models import Knowledge, KnowledgeVersion
 from tests.callers import acting, agent_client
@@ -243,3 +248,119 @@ def test_a_file_of_exactly_the_limit_is_taken_whole(owner, settings):
     data = b"# Fits\n\n" + b"x" * 92
     reply = upload(owner, "fits.md", data, scopes="team:a")
     assert reply.status_code == 202 and bytes(Document.objects.get().data) == data
+
+
+# --- D: a PDF's parsing is bounded, not only its size ---
+
+def pdf_of(objects: list[bytes]) -> bytes:
+    """A PDF of these objects, numbered from 1 (the catalog), with its cross-reference table."""
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    start = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, start)
+    return bytes(out)
+
+
+def stream(data: bytes, entries: bytes = b"") -> bytes:
+    packed = zlib.compress(data, 9)
+    return b"<< %s /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream" % (entries, len(packed), packed)
+
+
+def shared_pdf(pages: int, content: bytes, *, character_map: bytes = b"", form: bytes = b"") -> bytes:
+    """`pages` pages that all draw one content stream (3 0 R), with one font (4, its /ToUnicode map 5) and one
+    form XObject /X (6): what a 10-kilobyte file can make pypdf parse again for every page."""
+    font = b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica%s >>" % (
+        b" /ToUnicode 5 0 R" if character_map else b"")
+    form_entries = b"/Type /XObject /Subtype /Form /BBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> >>"
+    page = b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R " \
+           b"/Resources << /Font << /F1 4 0 R >> /XObject << /X 6 0 R >> >> >>"
+    kids = b" ".join(b"%d 0 R" % (7 + index) for index in range(pages))
+    return pdf_of([b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, pages),
+                   stream(content), font, stream(character_map), stream(form, form_entries)] + [page] * pages)
+
+
+def shows(operators: int) -> bytes:
+    """A text object of `operators` empty Tj: no text, ~1 s of pypdf a 200,000."""
+    return b"BT /F1 12 Tf\n" + b"() Tj\n" * operators + b"ET\n"
+
+
+class TookTooLong(BaseException):
+    """Not an Exception, so that no `except Exception` in the reader or pypdf swallows it."""
+
+
+@contextlib.contextmanager
+def deadline(seconds: float):
+    """Fail the test (pytest runs it in the main thread) if it is still running after `seconds`."""
+    def expire(signum, frame):
+        raise TookTooLong
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    except TookTooLong:
+        pytest.fail(f"still reading the PDF after {seconds} s: its parsing is not bounded", pytrace=False)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+HEAVY = {  # each ~20 kB, each minutes of pypdf (hours at 2,000 pages) before the parsing was counted
+    "one content stream of 200,000 operators shared by 100 pages": lambda: shared_pdf(100, shows(200_000)),
+    "a font with an 80,000-line character map on each of 200 pages": lambda: shared_pdf(
+        200, b"BT /F1 12 Tf 72 700 Td (A) Tj ET\n",
+        character_map=b"begincmap\n" + (b"100 beginbfchar\n" + b"<41> <0041>\n" * 100 + b"endbfchar\n") * 800
+        + b"endcmap\n"),
+    "a form of 50,000 operators drawn 5,000 times on one page": lambda: shared_pdf(
+        1, b"q\n" + b"/X Do\n" * 5_000 + b"Q\n", form=shows(50_000)),
+    "a drawing without text of 4,000,000 T shared by 100 pages, scanned a T at a time": lambda: shared_pdf(
+        100, b"T\n" * 4_000_000),
+}
+
+
+@pytest.mark.parametrize("make", HEAVY.values(), ids=HEAVY.keys())
+def test_a_small_pdf_asking_for_hours_of_parsing_fails_in_seconds_naming_the_limit(make):
+    data = make()
+    assert len(data) < 40_000
+    started = time.monotonic()
+    with deadline(20), pytest.raises(ExtractionError) as raised:
+        extract(data, "pdf")
+    assert time.monotonic() - started < 10
+    assert "too much work to read" in str(raised.value) and f"{pdf.MAX_PARSE_BYTES:,} bytes" in str(raised.value)
+    assert raised.value.field == "file"
+
+
+def test_pages_sharing_a_light_content_stream_and_font_are_all_read():
+    data = shared_pdf(1_500, b"BT /F1 12 Tf 72 700 Td (Shared footer text.) Tj ET\n",
+                      character_map=b"begincmap\n1 beginbfrange\n<20> <7E> <0020>\nendbfrange\nendcmap\n")
+    result = extract(data, "pdf")
+    assert [block.text for block in result.blocks] == ["Shared footer text."] * 1_500
+
+
+def test_pages_whose_text_is_in_a_form_they_draw_are_all_read():
+    data = shared_pdf(500, b"q /X Do Q\n", form=b"BT /F1 12 Tf 72 700 Td (Drawn by a form.) Tj ET\n")
+    assert [block.text for block in extract(data, "pdf").blocks] == ["Drawn by a form."] * 500
+
+
+def test_the_parse_limit_is_read_when_the_pdf_is(monkeypatch):
+    data = shared_pdf(3, shows(1_000))
+    assert extract(data, "pdf").blocks == []
+    monkeypatch.setattr(pdf, "MAX_PARSE_BYTES", 10_000)
+    with pytest.raises(ExtractionError, match="by page 2 of 3 .* more than 10,000 bytes"):
+        extract(data, "pdf")
+
+
+def test_an_uploaded_pdf_asking_for_hours_of_parsing_fails_its_document_with_the_reason(owner):
+    reply = upload(owner, "heavy.pdf", HEAVY["one content stream of 200,000 operators shared by 100 pages"](),
+                   scopes="team:a")
+    assert reply.status_code == 202, reply.content
+    with deadline(20):
+        document_run(job_id=reply.json()["job"]["id"], worker="test/1/a")
+    document = owner.get(f"/api/documents/{reply.json()['id']}").json()
+    assert document["status"] == "failed" and document["items"] == []
+    assert "too much work to read" in document["error"] and "split it" in document["error"]
+    assert Job.objects.get(pk=reply.json()["job"]["id"]).status == "failed"
