@@ -109,8 +109,13 @@ def checked_groups(edges, *, rejected, model: str | None) -> tuple[list[list[str
     return group_pairs(confirmed, rejected=rejected), held_back
 
 
-def group_pairs(edges, *, rejected: set[tuple[str, str]] = frozenset()) -> list[list[str]]:
-    """Union-find over `edges` (pairs of ids), never putting a rejected pair in one group, even through a third item."""
+GROUP_MAX = 50  # items in one group: what a curator may approve or reject at once (and a proposal's index can hold)
+
+
+def group_pairs(edges, *, rejected: set[tuple[str, str]] = frozenset(), most: int = GROUP_MAX) -> list[list[str]]:
+    """Union-find over `edges` (pairs of ids), never putting a rejected pair in one group, even through a third item,
+    nor more than `most` items in one (400 copies of one lesson made one group no curator could approve, and whose
+    proposal the database could not store: its ids outgrew the unique index's row): the rest form further groups."""
     parent: dict[str, str] = {}
     members: dict[str, set[str]] = {}
 
@@ -124,6 +129,8 @@ def group_pairs(edges, *, rejected: set[tuple[str, str]] = frozenset()) -> list[
         if ra == rb:
             return
         group_a, group_b = members.get(ra, {ra}), members.get(rb, {rb})
+        if len(group_a) + len(group_b) > most:
+            return
         if any(_pair(x, y) in rejected for x in group_a for y in group_b):
             return
         parent[rb] = ra

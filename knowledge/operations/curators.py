@@ -34,7 +34,7 @@ class StatusInput(NoUnknownFields, serializers.Serializer):
     reason = serializers.CharField(max_length=REASON_MAX, required=False, allow_blank=True, default="")
 
 
-MERGE_IDS_MAX = 50  # items in one merge group (approve or reject)
+MERGE_IDS_MAX = slim.GROUP_MAX  # items in one merge group (approve or reject)
 MERGE_ID_MAX = 40  # characters of one id in it
 
 

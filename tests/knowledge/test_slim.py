@@ -285,3 +285,19 @@ def test_a_pair_whose_reply_nests_hundreds_of_levels_is_held_back_and_the_job_go
     [held] = done.result["held_back"]
     assert held["ids"] == sorted(ids) and held["relation"] is None and "nests deeper than" in held["error"]
     assert not MergeProposal.objects.exists()
+
+
+@pytest.mark.django_db
+def test_hundreds_of_copies_of_one_lesson_become_groups_a_curator_can_approve_and_each_proposal_is_stored():
+    from knowledge.slim import GROUP_MAX, group_pairs, store_proposal
+
+    ids = [f"knowledge-20261207-{n:04x}" for n in range(400)]
+    every_pair = [(a, b) for i, a in enumerate(ids) for b in ids[i + 1 : i + 6]]  # each alike its next five
+
+    groups = group_pairs(every_pair)
+
+    assert all(2 <= len(group) <= GROUP_MAX for group in groups) and len(groups) >= 400 // GROUP_MAX
+    assert sum(map(len, groups)) >= 390  # nearly every copy in some group: the rest come with the next slim
+    for group in groups:
+        store_proposal(group, {"task": "Restart the payment worker", "content": "systemctl restart payments-worker"})
+    assert MergeProposal.objects.count() == len(groups)
