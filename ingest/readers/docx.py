@@ -29,6 +29,28 @@ def _docx_table(table) -> str:
     return "\n".join(lines)
 
 
+def _paragraph_styles(document):
+    """A paragraph's style name, from a table of the document's paragraph styles built once: python-docx's
+    `paragraph.style` searches every style for each paragraph (a small file of thousands of styles and paragraphs
+    took minutes). Unknown or missing ids are the default paragraph style's, as python-docx has them."""
+    from docx.enum.style import WD_STYLE_TYPE
+    from docx.styles import BabelFish
+
+    names, default = {}, ""
+    for style in document.styles.element.style_lst:
+        if style.type != WD_STYLE_TYPE.PARAGRAPH or style.styleId is None:
+            continue
+        name = BabelFish.internal2ui(style.name_val or "")
+        names.setdefault(style.styleId, name)
+        if style.default and not default:
+            default = name
+
+    def style_of(paragraph) -> str:
+        return names.get(paragraph._p.style, default) if paragraph._p.style is not None else default
+
+    return style_of
+
+
 def read(data: bytes) -> Extracted:
     import docx
     from docx.table import Table
@@ -45,6 +67,7 @@ def read(data: bytes) -> Extracted:
         content = list(document.iter_inner_content())
     except Exception as exc:
         raise ExtractionError(f"the file is not a readable DOCX document ({exc or type(exc).__name__})") from None
+    style_of = _paragraph_styles(document)
     title = _inline(_clean(core_title))
     outline = _Outline()
     items: list[str] = []
@@ -61,7 +84,7 @@ def read(data: bytes) -> Extracted:
             flush_list()
             outline.add(_docx_table(element))
             continue
-        style = (element.style.name if element.style is not None else "") or ""
+        style = style_of(element)
         text = _inline(_clean(element.text))
         if style.lower().startswith("list"):
             if text:
