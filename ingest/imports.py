@@ -83,6 +83,9 @@ def import_run(*, job_id: str, worker: str = "") -> None:
         return
     try:
         requester = requester_now(caller_of(upload.caller))
+        if not requester.curates:  # an import is a curator's operation: a token no longer a curator's imports nothing
+            raise importer.ImportRefused(_("the requester may no longer import (a curators' operation): nothing "
+                                           "was imported"))
         report = importer.import_file(
             requester, name=upload.name, data=bytes(upload.data), scopes=list(upload.scopes) or None,
             types=list(upload.types) or None, passphrase=crypto.decrypt(upload.passphrase) if upload.passphrase else None,

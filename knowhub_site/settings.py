@@ -152,15 +152,16 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-# Two queues: "embeddings" (a save's vectors: many short tasks, a backlog of thousands after an import or a large
-# document) and "celery" (everything else: the jobs people wait for, imports, documents, evolve, slim, webhook
-# deliveries, conflict checks, the beat's tasks). A worker takes from both in turn, so a job never waits behind the
-# whole backlog of embeddings; a deployment may also run workers of one queue only (`celery worker -Q embeddings`).
+# Three queues: "embeddings" (a save's vectors: many short tasks, a backlog of thousands after an import or a large
+# document), "checks" (each embedded batch's conflict check: an LLM call of seconds each) and "celery" (everything
+# else: the jobs people wait for, imports, documents, evolve, slim, webhook deliveries, the beat's tasks). A worker
+# takes from each in turn, so a job never waits behind the whole backlog of embeddings or conflict checks; a
+# deployment may also run workers of some queues only (`celery worker -Q embeddings,checks`).
 CELERY_TASK_DEFAULT_QUEUE = "celery"
-CELERY_TASK_QUEUES = (Queue("celery", Exchange("celery"), routing_key="celery"),
-                      Queue("embeddings", Exchange("embeddings"), routing_key="embeddings"))
+CELERY_TASK_QUEUES = tuple(Queue(name, Exchange(name), routing_key=name) for name in ("celery", "embeddings", "checks"))
 CELERY_TASK_ROUTES = {"knowledge.tasks.embed_knowledge": {"queue": "embeddings", "routing_key": "embeddings"},
-                      "knowledge.tasks.embed_pending": {"queue": "embeddings", "routing_key": "embeddings"}}
+                      "knowledge.tasks.embed_pending": {"queue": "embeddings", "routing_key": "embeddings"},
+                      "knowledge.tasks.detect_conflicts": {"queue": "checks", "routing_key": "checks"}}
 # How often a worker on the default broker (knowhub_site/broker.py) looks at its table when it found nothing, or could
 # take nothing more (Redis and RabbitMQ push messages: not theirs).
 KNOWHUB_BROKER_POLL_MS = env_int("KNOWHUB_BROKER_POLL_MS", 100)

@@ -7,13 +7,16 @@ success in one transaction, and only while its claim is the job's latest, so
 a worker killed mid-job leaves nothing half written and the redelivered job
 runs once to completion, even when the first copy still runs on somewhere.
 """
+import dataclasses
 import hashlib
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from agents.caller import Caller
+from agents.requesters import RequesterGone, requester_now
 from jobs.models import Job
 from jobs.services import job_annotate, job_claim, job_create, job_fail, job_holds_claim, job_succeed
 from knowledge import llm, services
@@ -58,7 +61,21 @@ def evolve_request(caller, *, knowledge_id: str, feedback: str) -> Job:
     if status != Knowledge.Status.ACTIVE:  # a rewrite of an item no search returns; a merged one's text is its unmerge's
         raise KnowledgeStateError(not_editable(knowledge_id, status, merged_into), field="knowledge_id")
     return job_create(kind="evolve", subject=knowledge_id, requested_by=caller.principal,
-                      params={"feedback": feedback, "model": settings.KNOWHUB_LLM_MODEL, "review": review_required(scopes)})
+                      params={"feedback": feedback, "model": settings.KNOWHUB_LLM_MODEL, "review": review_required(scopes),
+                              "token_id": caller.token_id})
+
+
+def _requester_refuses(job: Job, item: Knowledge) -> str | None:
+    """Why the job's requester may no longer have the item rewritten (its token revoked or narrowed, its account
+    disabled or read-only since the request: `agents.requesters.requester_now`), or None."""
+    queued = dataclasses.replace(Caller.system(job.requested_by), token_id=job.params.get("token_id"))
+    try:
+        now = requester_now(queued)
+    except RequesterGone as exc:
+        return exc.message
+    if not now.may_write_any(item.scopes):
+        return _("the requester may no longer write to scope(s): %(scopes)s") % {"scopes": ", ".join(item.scopes)}
+    return None
 
 
 def _text_hash(task: str, content: str) -> str:
@@ -90,8 +107,11 @@ def evolve_run(*, job_id: str, worker: str = "") -> Job:
     job = Job.objects.get(pk=job_id)
     if not claimed:
         return job  # already finished: a redelivered message does nothing
-    for _ in range(EDITED_WHILE_WRITING + 1):
+    for _attempt in range(EDITED_WHILE_WRITING + 1):
         item = Knowledge.objects.get(pk=job.subject)
+        if refused := _requester_refuses(job, item):
+            job_fail(job_id=job.id, attempt=claimed, error=refused)
+            return Job.objects.get(pk=job_id)
         based_on = _text_hash(item.task, item.content)
         reply = llm.chat_json(system=SYSTEM, user=_prompt(item, job.params["feedback"]), schema=SCHEMA,
                               schema_name="evolved_knowledge", secrets=_secrets_of(item))
@@ -104,7 +124,10 @@ def evolve_run(*, job_id: str, worker: str = "") -> Job:
                     "summary_of_changes": reply["summary_of_changes"], "review": "pending",
                     "proposal": {"task": reply["task"], "content": reply["content"]}, "based_on": based_on})
                 return Job.objects.get(pk=job_id)
-            current = Knowledge.objects.select_for_update().only("task", "content").get(pk=item.id)
+            current = Knowledge.objects.select_for_update().only("task", "content", "status", "merged_into").get(pk=item.id)
+            if current.status != Knowledge.Status.ACTIVE:  # archived, superseded or merged while the LLM wrote
+                job_fail(job_id=job.id, attempt=claimed, error=not_editable(item.id, current.status, current.merged_into_id))
+                return Job.objects.get(pk=job_id)
             if _text_hash(current.task, current.content) != based_on:
                 continue  # edited while the LLM wrote: rewrite the text as it is now
             services.knowledge_edit(

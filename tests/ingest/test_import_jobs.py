@@ -85,6 +85,15 @@ def test_a_token_revoked_after_queueing_fails_its_import_and_nothing_is_imported
     assert not Knowledge.objects.exists() and not ImportUpload.objects.exists()
 
 
+def test_a_token_that_is_no_longer_a_curators_when_its_import_runs_imports_nothing(curator_agent):
+    reply = post_import(curator_agent, "tips.csv", CSV.encode(), scopes="org:acme")
+    AgentToken.objects.filter(agent_id="curator_agent").update(can_curate=False)
+
+    job = run(reply)
+
+    assert job.status == "failed" and "curator" in job.error and not Knowledge.objects.exists()
+
+
 def test_the_import_writes_with_the_tokens_rights_when_it_runs_not_when_it_was_queued(curator_agent):
     reply = post_import(curator_agent, "tips.csv", b"task,content,types,scopes\nT,C,tool,org:acme\n")
     AgentToken.objects.filter(agent_id="curator_agent").update(writable_scopes=["org:other"])

@@ -1,4 +1,4 @@
-"""Two Celery queues: a save's embeddings and everything else. A worker takes from each in turn, so a job queued
+"""Three Celery queues: a save's embeddings, its conflict checks and everything else. A worker takes from each in turn, so a job queued
 behind a backlog of embeddings (an import, a large document) starts at once instead of after the whole backlog."""
 import json
 
@@ -14,16 +14,16 @@ from tests.conftest import CeleryWorker, wait_for
 BACKLOG = 150
 
 
-def test_embeddings_go_to_their_own_queue_and_every_other_task_to_the_default_one():
+def test_embeddings_and_conflict_checks_go_to_their_own_queues_and_every_other_task_to_the_default_one():
     route = app.amqp.router.route
 
     assert route({}, "knowledge.tasks.embed_knowledge", (), {})["queue"].name == "embeddings"
     assert route({}, "knowledge.tasks.embed_pending", (), {})["queue"].name == "embeddings"
-    for task in ("ingest.tasks.run_import", "knowledge.tasks.run_evolve", "knowledge.tasks.detect_conflicts",
-                 "webhooks.tasks.send_delivery"):
+    assert route({}, "knowledge.tasks.detect_conflicts", (), {})["queue"].name == "checks"
+    for task in ("ingest.tasks.run_import", "knowledge.tasks.run_evolve", "webhooks.tasks.send_delivery"):
         assert route({}, task, (), {})["queue"].name == "celery", task
     # what a worker started without -Q consumes (app.amqp.queues also gains any queue a test sent to by name)
-    assert [queue.name for queue in app.conf.task_queues] == ["celery", "embeddings"]
+    assert [queue.name for queue in app.conf.task_queues] == ["celery", "embeddings", "checks"]
 
 
 @pytest.mark.django_db(transaction=True)

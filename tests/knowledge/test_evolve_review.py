@@ -219,3 +219,47 @@ def test_of_two_rollbacks_of_one_job_at_once_exactly_one_succeeds(fake_openai, m
     assert rolled_back_text(item.id) == ("Log in to site A", "Use the stored password.")
     restores = KnowledgeVersion.objects.filter(knowledge_id=item.id, reason__startswith="restored version")
     assert restores.count() == 1
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("change", ["revoked", "narrowed to another scope"])
+def test_an_evolve_whose_token_changed_after_queueing_fails_and_leaves_the_item_alone(settings, fake_openai, change):
+    from agents.models import AgentToken
+
+    item = make_knowledge(task="Log in to site A", content="Use the stored password.", scopes=["org:acme"],
+                          owner="agent:research_agent", embed=False)
+    agent = agent_client("research_agent", ["org:acme"], writable_scopes=["org:acme"])
+    settings.KNOWHUB_LLM_MODEL, settings.OPENAI_API_KEY = "fake", "x"
+    job_id = agent.put(f"/api/knowledge/{item.id}", {"evolve_feedback": "mention the captcha"}, format="json").json()["job"]["id"]
+    tokens = AgentToken.objects.filter(agent_id="research_agent")
+    if change == "revoked":
+        tokens.update(is_active=False)
+    else:
+        tokens.update(readable_scopes=["org:beta"], writable_scopes=["org:beta"])
+    fake_openai.reply_json(REWRITE)
+
+    job = evolve.evolve_run(job_id=job_id, worker="test")
+
+    assert job.status == "failed" and ("revoked" in job.error or "org:acme" in job.error)
+    assert Knowledge.objects.get(pk=item.id).task == "Log in to site A" and not KnowledgeVersion.objects.exists()
+
+
+@pytest.mark.django_db
+def test_an_item_archived_while_its_rewrite_is_written_is_not_rewritten(fake_openai, monkeypatch):
+    from knowledge import llm
+
+    item = make_knowledge(task="Log in to site A", content="Use the stored password.", embed=False)
+    job = evolve.evolve_request(agent_caller(), knowledge_id=item.id, feedback="mention the captcha")
+    real = llm.chat_json
+
+    def archived_meanwhile(**kwargs):
+        Knowledge.objects.filter(pk=item.id).update(status="archived")
+        return real(**kwargs)
+
+    monkeypatch.setattr(llm, "chat_json", archived_meanwhile)
+    fake_openai.reply_json(REWRITE)
+
+    done = evolve.evolve_run(job_id=str(job.id), worker="test")
+
+    assert done.status == "failed" and "archived" in done.error
+    assert Knowledge.objects.get(pk=item.id).task == "Log in to site A" and not KnowledgeVersion.objects.exists()
