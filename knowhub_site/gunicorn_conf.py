@@ -39,6 +39,12 @@ REQUEST_LINE_MAX = 64 * 1024
 message.MAX_REQUEST_LINE = max(message.MAX_REQUEST_LINE, REQUEST_LINE_MAX)
 limit_request_line = REQUEST_LINE_MAX
 
+# How long an idle keep-alive connection stays open (gunicorn's default: 2 s). A client must close an idle connection
+# before the server does, or a request it sends on it as the server closes it is lost ("server disconnected": the
+# agent client cannot tell whether a feedback call was counted). httpx, the agent client's, keeps one 5 s; an idle
+# connection waits in the worker's poller, not on a thread.
+keepalive = 15
+
 CODES = {400: "bad_request", 403: "forbidden", 408: "request_timeout", 414: "uri_too_long", 417: "expectation_failed",
          431: "headers_too_large", 500: "server_error", 501: "not_implemented"}
 HINTS = {414: "; a long search question fits in the body of POST /api/knowledge/search"}

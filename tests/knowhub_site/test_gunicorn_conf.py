@@ -75,12 +75,19 @@ def next_answer(connection: socket.socket) -> tuple[bytes, dict]:
     connection stays open)."""
     answer = b""
     while b"\r\n\r\n" not in answer:
-        answer += connection.recv(65536)
+        answer += _received(connection)
     head, _, body = answer.partition(b"\r\n\r\n")
     length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")))
     while len(body) < length:
-        body += connection.recv(65536)
+        body += _received(connection)
     return head, json.loads(body)
+
+
+def _received(connection: socket.socket) -> bytes:
+    chunk = connection.recv(65536)
+    if not chunk:
+        raise AssertionError("the server closed the connection before answering")
+    return chunk
 
 
 def test_the_longest_chinese_question_fits_in_a_get_searchs_request_line(server):
@@ -174,3 +181,15 @@ def test_clients_that_keep_their_socket_after_a_connection_close_answer_do_not_h
     for connection in kept_open:
         head, body = answer_of(connection)
         assert head.startswith(b"HTTP/1.1 200 ") and body == {"query_length": 3}
+
+
+def test_an_idle_keep_alive_connection_outlives_the_agent_clients_own_idle_limit(server):
+    # httpx (the agent client) keeps an idle connection 5 s: the server must not close it first, or a call sent on
+    # it as the server closes it is lost, and a feedback call cannot be safely sent again
+    with send(server, b"GET /?n=1 HTTP/1.1\r\nHost: x\r\n\r\n") as connection:
+        head, _ = next_answer(connection)
+        assert head.startswith(b"HTTP/1.1 200 ")
+        time.sleep(httpx.Limits().keepalive_expiry + 1)
+        connection.sendall(b"GET /?n=22 HTTP/1.1\r\nHost: x\r\n\r\n")
+        head, body = next_answer(connection)
+        assert head.startswith(b"HTTP/1.1 200 ") and body == {"query_length": 4}
