@@ -3,6 +3,8 @@
 A job can wait in the queue for minutes; a token revoked or an account disabled in between must not keep writing
 through it. `requester_now` reads the requester's token (by its row, recorded with the job) or account again.
 """
+import dataclasses
+
 from django.contrib.auth import get_user_model
 from django.utils.translation import gettext as _
 
@@ -37,3 +39,13 @@ def requester_now(queued: Caller) -> Caller:
             raise RequesterGone(_("the account that queued this job may no longer write: nothing was written"))
         return now
     return queued
+
+
+def requester_writing(principal: str, token_id: int | None, scopes, *, every: bool) -> Caller:
+    """The requester `principal` (its token's row `token_id`, when an agent's) as it is now, RequesterGone unless it
+    may still write `scopes`: every one of them (`every`: a document's) or at least one (an item's rule)."""
+    now = requester_now(dataclasses.replace(Caller.system(principal), token_id=token_id))
+    refused = now.may_write(scopes)
+    if refused and (every or len(refused) == len(scopes)):
+        raise RequesterGone(_("the requester may no longer write to scope(s): %(scopes)s") % {"scopes": ", ".join(refused)})
+    return now

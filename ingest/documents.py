@@ -16,7 +16,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from agents.caller import Caller
-from agents.requesters import RequesterGone, requester_now
+from agents.requesters import requester_writing
 from core.errors import DomainError
 from ingest import chunking, extract
 from ingest.chunks import apply_chunks, lock_document, sha256
@@ -161,13 +161,9 @@ def document_writer(document: Document, params: dict) -> Caller:
     document again after someone else) only when the request's caller could edit any item (a curator); a job
     queued before this was recorded may not.
 
-    Raises RequesterGone when the requester may no longer write the document's scopes (`requester_now`: its
+    Raises RequesterGone when the requester may no longer write the document's scopes (`requester_writing`: its
     token revoked or narrowed, its account disabled or read-only since the request)."""
-    queued = dataclasses.replace(Caller.system(document.requested_by), token_id=params.get("token_id"))
-    now = requester_now(queued)
-    if now.may_write(document.scopes):
-        raise RequesterGone(_("the requester may no longer write to scope(s): %(scopes)s") % {
-            "scopes": ", ".join(now.may_write(document.scopes))})
+    now = requester_writing(document.requested_by, params.get("token_id"), document.scopes, every=True)
     return dataclasses.replace(Caller.system(document.requested_by),
                                edits_any=bool(params.get("edits_any")) and now.edits_any)
 

@@ -7,16 +7,14 @@ success in one transaction, and only while its claim is the job's latest, so
 a worker killed mid-job leaves nothing half written and the redelivered job
 runs once to completion, even when the first copy still runs on somewhere.
 """
-import dataclasses
 import hashlib
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
-from django.utils.translation import gettext as _
 
 from agents.caller import Caller
-from agents.requesters import RequesterGone, requester_now
+from agents.requesters import RequesterGone, requester_writing
 from jobs.models import Job
 from jobs.services import job_annotate, job_claim, job_create, job_fail, job_holds_claim, job_succeed
 from knowledge import llm, services
@@ -67,14 +65,11 @@ def evolve_request(caller, *, knowledge_id: str, feedback: str) -> Job:
 
 def _requester_refuses(job: Job, item: Knowledge) -> str | None:
     """Why the job's requester may no longer have the item rewritten (its token revoked or narrowed, its account
-    disabled or read-only since the request: `agents.requesters.requester_now`), or None."""
-    queued = dataclasses.replace(Caller.system(job.requested_by), token_id=job.params.get("token_id"))
+    disabled or read-only since the request: `agents.requesters.requester_writing`), or None."""
     try:
-        now = requester_now(queued)
+        requester_writing(job.requested_by, job.params.get("token_id"), item.scopes, every=False)
     except RequesterGone as exc:
         return exc.message
-    if not now.may_write_any(item.scopes):
-        return _("the requester may no longer write to scope(s): %(scopes)s") % {"scopes": ", ".join(item.scopes)}
     return None
 
 
