@@ -41,7 +41,7 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 
 from core.errors import DomainError, first_message, invalid_fields
 from core.fields import StrictCharField, StrictIntegerField
-from core.safe_json import UNSAFE_CHARACTERS, json_problem, storable
+from core.safe_json import json_problem, storable
 from ingest import chunking, extract, passphrase as sealed
 from ingest.chunks import adopt_former_items, apply_chunks, items_of, lock_document, sha256
 from ingest.readers.archives import ArchiveRefused, open_bounded
@@ -83,16 +83,11 @@ class ImportReport:
     def fail(self, where, reason: str) -> None:
         # a reason echoes the file (a cell's value, a column's or a member's name): never a NUL or a lone
         # surrogate, which the job's result (jsonb) could not store, losing the whole report
-        self.failed.append({"line": _shown(where), "reason": _shown(reason)})
+        self.failed.append({"line": storable(where), "reason": storable(reason)})
 
     def as_dict(self) -> dict:
-        return storable({"format": self.format, "imported": self.imported, "updated": self.updated,
-                         "skipped": self.skipped, "failed": self.failed, "knowledge_ids": self.knowledge_ids})
-
-
-def _shown(value):
-    """`value` as a report may hold it: a string's NULs and lone surrogates replaced by U+FFFD."""
-    return UNSAFE_CHARACTERS.sub("\ufffd", value) if isinstance(value, str) else value
+        return {"format": self.format, "imported": self.imported, "updated": self.updated, "skipped": self.skipped,
+                "failed": self.failed, "knowledge_ids": self.knowledge_ids}
 
 
 def format_of(name: str) -> str:
