@@ -17,7 +17,7 @@ def embed_knowledge(self, knowledge_id: str | list[str]) -> None:
     # behind a backlog (each would otherwise be embedded, and checked for conflicts, twice)
     items = list(stale_items(embedder.name).filter(pk__in=ids).only("id", "task", "content").order_by())
     if items and embed_items(items=items, embedder=embedder):
-        detect_later(ids)
+        detect_later([item.id for item in items])  # the sweep asked for the others' checks itself
 
 
 def detect_later(ids: list[str]) -> None:

@@ -192,7 +192,10 @@ def test_an_embedding_message_for_items_the_sweep_embedded_meanwhile_embeds_only
     monkeypatch.setattr(indexing, "embed_items", lambda *, items, **kw: embedded.extend(i.id for i in items)
                         or real(items=items, **kw))
 
+    checked = []
+    monkeypatch.setattr("knowledge.tasks.detect_later", checked.extend)
+
     embed_knowledge([done.id, pending.id])
 
-    assert embedded == [pending.id]
+    assert embedded == [pending.id] and checked == [pending.id]  # the sweep asked for the other's conflict check
     assert not indexing.vectors_pending(Knowledge.objects.get(pk=pending.pk))
