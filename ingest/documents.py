@@ -103,10 +103,10 @@ def _stage(document: Document, attempt: int, **progress) -> None:
 INGEST_ERRORS = (FetchRefused, extract.UnsupportedDocument, extract.ExtractionError, DomainError, ValueError)
 
 
-def document_run(*, job_id: str, worker: str = "") -> None:
+def document_run(*, job_id: str, worker: str = "", task_id: str = "") -> None:
     """Read the job's document into items (the worker). Safe to run again: an unchanged document writes nothing,
     and of two runs of one job only the latest claim stores anything."""
-    attempt = job_claim(job_id=job_id, worker=worker)
+    attempt = job_claim(job_id=job_id, worker=worker, task_id=task_id)
     if not attempt:
         return
     job = Job.objects.only("subject", "params").get(pk=job_id)

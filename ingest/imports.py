@@ -71,9 +71,9 @@ def import_request(caller: Caller, *, name: str, data: bytes, scopes: list[str] 
                           progress={"file": name, "format": kind, "done": 0, "total": None})
 
 
-def import_run(*, job_id: str, worker: str = "") -> None:
+def import_run(*, job_id: str, worker: str = "", task_id: str = "") -> None:
     """Import the job's upload (the worker). Safe to run again: see the module's docstring."""
-    attempt = job_claim(job_id=job_id, worker=worker)
+    attempt = job_claim(job_id=job_id, worker=worker, task_id=task_id)
     if not attempt:
         return
     params = Job.objects.values_list("params", flat=True).get(pk=job_id)

@@ -13,7 +13,7 @@ def run_ingest(self, job_id: str) -> None:
     from jobs.instance import running_task_worker
 
     try:
-        document_run(job_id=job_id, worker=running_task_worker(self))
+        document_run(job_id=job_id, worker=running_task_worker(self), task_id=self.request.id or "")
     except Exception as exc:  # noqa: BLE001 - a crashed job must say why, not stay "running"
         from ingest.models import Document
         from jobs.services import job_fail
@@ -37,7 +37,7 @@ def run_import(self, job_id: str) -> None:
     from jobs.instance import running_task_worker
 
     try:
-        import_run(job_id=job_id, worker=running_task_worker(self))
+        import_run(job_id=job_id, worker=running_task_worker(self), task_id=self.request.id or "")
     except Exception as exc:  # noqa: BLE001 - a crashed job must say why, and its upload must not stay
         import_end(job_id=job_id, error=f"{type(exc).__name__}: {exc}")
         raise

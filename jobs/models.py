@@ -64,7 +64,7 @@ class Job(models.Model):
 
     # The states a job may move to each state from; jobs.services moves it with a conditional UPDATE on these.
     MOVES_TO = {
-        Status.RUNNING: (Status.QUEUED, Status.RUNNING),  # claimed, or claimed again after its worker died
+        Status.RUNNING: (Status.QUEUED, Status.RUNNING),  # claimed; claimed again by its own retry, or after its worker died
         Status.QUEUED: (Status.RUNNING,),  # taken back from a dead worker
         Status.SUCCEEDED: (Status.RUNNING,),
         Status.FAILED: (Status.QUEUED, Status.RUNNING),
@@ -83,6 +83,7 @@ class Job(models.Model):
     requested_by = models.CharField(max_length=200)
     attempts = models.PositiveSmallIntegerField(default=0)
     worker = models.CharField(max_length=255, blank=True, default="", help_text=_("the worker instance (hostname/pid/boot id) that claimed it last"))
+    task_id = models.CharField(max_length=255, blank=True, default="", help_text=_("the broker message (Celery task id) that claimed it last"))
     created_at = models.DateTimeField(default=timezone.now)
     sent_at = models.DateTimeField(default=timezone.now, help_text=_("when its message was last sent to the broker"))
     started_at = models.DateTimeField(null=True, blank=True)

@@ -12,6 +12,15 @@ def jobs_about(*, subject: str, kind: str, limit: int = 5) -> list[Job]:
     return list(Job.objects.filter(kind=kind, subject=subject)[:limit])
 
 
-def workers_alive() -> list[WorkerHeartbeat]:
+def _fresh_heartbeats():
     cutoff = timezone.now() - timedelta(seconds=settings.KNOWHUB_WORKER_STALE_SECONDS)
-    return list(WorkerHeartbeat.objects.filter(last_seen__gte=cutoff))
+    return WorkerHeartbeat.objects.filter(last_seen__gte=cutoff)
+
+
+def alive_instances():
+    """The worker instances with a fresh heartbeat, as a subquery of their names."""
+    return _fresh_heartbeats().values("instance")
+
+
+def workers_alive() -> list[WorkerHeartbeat]:
+    return list(_fresh_heartbeats())

@@ -116,15 +116,26 @@ def job_holds_claim(job_id, attempt: int) -> bool:
     return Job.objects.select_for_update().filter(pk=job_id, attempts=attempt, status=Job.Status.RUNNING).exists()
 
 
-def job_claim(*, job_id: str, worker: str) -> int:
-    """Mark a queued (or orphaned running) job as running on `worker`.
+def job_claim(*, job_id: str, worker: str, task_id: str = "") -> int:
+    """Mark a queued job as running on `worker` under the broker message `task_id`.
 
-    Returns the claim's attempt number, 0 when the job already finished. A
-    run may finish the job only while its attempt is still the job's latest
-    (see evolve_run): a copy that was re-sent while another still ran cannot
-    both write.
+    Returns the claim's attempt number, 0 when the job is not this message's
+    to run: it finished, or another message claimed it and that claim's worker
+    instance is alive. A running job is claimed again by the message that
+    claimed it (a retry, a redelivery after its worker was lost) or, once the
+    claiming instance has no fresh heartbeat, by any message: the copy the
+    sweep re-sent for a job whose first message waited too long in the queue
+    must not run the job a second time beside the first (callers outside
+    Celery pass no task id and are one message). A run may finish the job
+    only while its attempt is still the job's latest (see evolve_run).
     """
-    if not _move(job_id, Job.Status.RUNNING, started_at=timezone.now(), attempts=F("attempts") + 1, worker=worker):
+    from jobs.selectors import alive_instances
+
+    claimable = Q(status=Job.Status.QUEUED) | (Q(status=Job.Status.RUNNING) & (
+        Q(task_id=task_id) | ~Q(worker__in=alive_instances())))
+    claimed = Job.objects.filter(claimable, pk=job_id).update(
+        status=Job.Status.RUNNING, started_at=timezone.now(), attempts=F("attempts") + 1, worker=worker, task_id=task_id)
+    if not claimed:
         return 0
     return Job.objects.filter(pk=job_id).values_list("attempts", flat=True).get()
 
@@ -150,7 +161,7 @@ def jobs_requeue_orphans() -> list[str]:
                .exclude(worker="").exclude(worker__in=alive))
     for job_id, worker in running.values_list("id", "worker"):
         if Job.objects.filter(pk=job_id, worker=worker, status__in=Job.MOVES_TO[Job.Status.QUEUED]).update(
-            status=Job.Status.QUEUED, worker="", sent_at=now
+            status=Job.Status.QUEUED, worker="", task_id="", sent_at=now
         ):
             requeued.append(job_id)
     # queued jobs nobody claimed for this long lost their message (the broker was down or

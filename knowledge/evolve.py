@@ -92,13 +92,13 @@ def _secrets_of(item: Knowledge) -> list[str]:
     return secrets_of(item.resources.all())
 
 
-def evolve_run(*, job_id: str, worker: str = "") -> Job:
+def evolve_run(*, job_id: str, worker: str = "", task_id: str = "") -> Job:
     """Do the job as worker instance `worker`. Raises llm.LLMError (the task retries or fails the job).
 
     The rewrite goes live only if the item's text is still the one the LLM was given: an edit that landed while
     the LLM wrote (a curator's, an agent's) is never overwritten by a rewrite of the text before it. The job then
     rewrites the new text, EDITED_WHILE_WRITING times at most, and fails saying why if the item kept changing."""
-    claimed = job_claim(job_id=job_id, worker=worker)
+    claimed = job_claim(job_id=job_id, worker=worker, task_id=task_id)
     job = Job.objects.get(pk=job_id)
     if not claimed:
         return job  # already finished: a redelivered message does nothing

@@ -298,9 +298,9 @@ def slim_request(caller, *, model: str | None, dry_run: bool) -> Job:
                       params={"model": model, "dry_run": dry_run, "writable_scopes": writable_scopes})
 
 
-def slim_run(*, job_id: str, worker: str = "") -> Job:
+def slim_run(*, job_id: str, worker: str = "", task_id: str = "") -> Job:
     """Safe to run again: merged groups are no longer active, so they are not found twice."""
-    claimed = job_claim(job_id=job_id, worker=worker)
+    claimed = job_claim(job_id=job_id, worker=worker, task_id=task_id)
     job = Job.objects.get(pk=job_id)
     if not claimed:
         return job

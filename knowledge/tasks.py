@@ -44,7 +44,7 @@ def run_evolve(self, job_id: str) -> None:
     from knowledge import evolve, llm
 
     try:
-        evolve.evolve_run(job_id=job_id, worker=running_task_worker(self))
+        evolve.evolve_run(job_id=job_id, worker=running_task_worker(self), task_id=self.request.id or "")
     except llm.LLMError as exc:
         if self.request.retries >= self.max_retries:
             evolve.evolve_fail(job_id=job_id, error=f"gave up after {self.request.retries + 1} attempts: {exc}")
@@ -66,7 +66,7 @@ def run_slim(self, job_id: str) -> None:
     from knowledge import slim
 
     try:
-        slim.slim_run(job_id=job_id, worker=running_task_worker(self))
+        slim.slim_run(job_id=job_id, worker=running_task_worker(self), task_id=self.request.id or "")
     except Exception as exc:  # noqa: BLE001 - a crashed job must say why, not stay "running"
         from jobs.services import job_fail
 

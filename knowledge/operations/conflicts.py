@@ -13,7 +13,7 @@ from core.fields import NoUnknownFields
 from knowledge import conflicts, selectors
 from knowledge.limits import CONTENT_MAX, TASK_MAX
 from knowledge.models import Conflict, Knowledge, MergeProposal
-from knowledge.operations.agents import changeable_item, visible_item
+from knowledge.operations.agents import changeable_item
 from knowledge.operations.curators import _curated_items
 from knowledge.serializers import KnowledgeSerializer
 

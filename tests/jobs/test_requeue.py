@@ -73,6 +73,54 @@ def test_a_claim_is_numbered_and_a_finished_job_cannot_be_claimed():
     assert job_claim(job_id=job.id, worker=ALIVE) == 0
 
 
+def test_a_copy_resent_while_the_first_message_runs_on_a_live_worker_does_not_claim_the_job():
+    """The sweep re-sends a job whose message waited past the resend window; the first message may still be taken
+    then: of the two copies only one runs, while its worker is alive."""
+    worker_heartbeat_record(instance=ALIVE, hostname="knowhub-8000@box", pid=4343)
+    job = Job.objects.create(kind="slim", requested_by="x")
+    assert job_claim(job_id=job.id, worker=ALIVE, task_id="first-message") == 1
+    assert job_claim(job_id=job.id, worker="knowhub-8000@box/4343/other", task_id="resent-copy") == 0
+    assert Job.objects.values_list("attempts", "task_id").get(pk=job.pk) == (1, "first-message")
+
+
+def test_a_message_claims_its_running_job_again_on_retry_and_any_copy_does_once_its_worker_died():
+    worker_heartbeat_record(instance=ALIVE, hostname="knowhub-8000@box", pid=4343)
+    retried, orphaned = Job.objects.create(kind="slim", requested_by="x"), Job.objects.create(kind="slim", requested_by="x")
+    assert job_claim(job_id=retried.id, worker=ALIVE, task_id="t1") == 1
+    assert job_claim(job_id=retried.id, worker=ALIVE, task_id="t1") == 2  # the task's own retry (same task id)
+    assert job_claim(job_id=orphaned.id, worker=DEAD, task_id="t2") == 1
+    assert job_claim(job_id=orphaned.id, worker=ALIVE, task_id="t3") == 2  # its instance has no fresh heartbeat
+    assert Job.objects.values_list("worker", "task_id").get(pk=orphaned.pk) == (ALIVE, "t3")
+
+
+def test_a_job_taken_back_from_a_dead_worker_forgets_the_message_that_claimed_it(sent):
+    job = running_job(DEAD)
+    Job.objects.filter(pk=job.pk).update(task_id="lost-with-its-worker")
+    assert jobs_requeue_orphans() == [str(job.id)]
+    assert Job.objects.values_list("status", "worker", "task_id").get(pk=job.pk) == ("queued", "", "")
+
+
+def test_an_evolve_whose_copy_arrives_while_it_runs_asks_the_llm_once(monkeypatch):
+    from knowledge.evolve import evolve_run
+
+    worker_heartbeat_record(instance=ALIVE, hostname="knowhub-8000@box", pid=4343)
+    item = make_knowledge(embed=False)
+    job = Job.objects.create(kind="evolve", subject=item.id, requested_by="x", params={"feedback": "f", "model": "m"})
+    asked = []
+
+    def llm_while_the_copy_arrives(**kwargs):
+        asked.append(kwargs["user"])
+        copy = evolve_run(job_id=str(job.id), worker="knowhub-8000@box/4343/other", task_id="resent-copy")
+        assert copy.status == "running" and copy.task_id == "first-message"
+        return {"task": "rewritten task", "content": "rewritten content", "summary_of_changes": "s"}
+
+    monkeypatch.setattr("knowledge.llm.chat_json", llm_while_the_copy_arrives)
+    done = evolve_run(job_id=str(job.id), worker=ALIVE, task_id="first-message")
+    assert (done.status, done.attempts, len(asked)) == ("succeeded", 1, 1)
+    item.refresh_from_db()
+    assert item.content == "rewritten content"
+
+
 def test_a_queued_job_nobody_claims_is_resent_after_a_while_not_every_beat(sent):
     item = make_knowledge(embed=False)
     fresh = Job.objects.create(kind="slim", requested_by="x")
