@@ -1,4 +1,5 @@
-"""The `Idempotency-Key` header on saves (POST /api/knowledge, POST /api/resource)."""
+"""The `Idempotency-Key` header on saves (POST /api/knowledge, /bulk, POST /api/resource) and feedback
+(PUT /api/knowledge/{id}, POST /api/knowledge/batch_update), whose retry would otherwise count a case twice."""
 import json
 from collections.abc import Callable
 from typing import Any
@@ -13,8 +14,12 @@ from core.errors import error_response
 HEADER = "Idempotency-Key"
 
 
-def idempotent_response(request, caller: Caller, operation: str, run: Callable[[], tuple[int, Any]]) -> Response:
-    """Run `run` once per (token, key); a repeat gets the stored reply with `Idempotent-Replayed: true`."""
+def idempotent_response(request, caller: Caller, operation: str, run: Callable[[], tuple[int, Any]],
+                        about: dict | None = None) -> Response:
+    """Run `run` once per (token, key); a repeat gets the stored reply with `Idempotent-Replayed: true`.
+
+    `about` (the path's ids) is part of the request the key stands for: the same body sent with the same key
+    to another item is another request (409), not a replay of the first item's reply."""
 
     def run_as_json() -> tuple[int, Any]:
         status, body = run()
@@ -23,7 +28,9 @@ def idempotent_response(request, caller: Caller, operation: str, run: Callable[[
     try:
         token = getattr(request.user, "token", None)  # an agent's token; a person has none
         status, body, replayed = idempotent_reply(principal=caller.principal, key=request.headers.get(HEADER),
-                                                  operation=operation, data=request.data, run=run_as_json,
+                                                  operation=operation, run=run_as_json,
+                                                  data=request.data if about is None else {"about": about,
+                                                                                           "body": request.data},
                                                   token_id=None if token is None else token.pk)
     except IdempotencyKeyError as exc:
         return error_response(exc.status, "idempotency_key", exc.message, {HEADER: [exc.message]})

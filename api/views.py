@@ -44,11 +44,11 @@ def reply(request, name: str, *, data=None, **args) -> Response:
 
 
 def idempotent_reply(request, name: str, *, data=None, **args) -> Response:
-    """`reply`, replayed for a repeated `Idempotency-Key` (saves)."""
+    """`reply`, replayed for a repeated `Idempotency-Key` (saves and feedback)."""
     caller = caller_of(request)
     op = operations.get(name)
     return idempotent_response(request, caller, name,
-                               lambda: (op.status, operations.run(name, caller, data=data, **args)))
+                               lambda: (op.status, operations.run(name, caller, data=data, **args)), about=args or None)
 
 
 class KnowledgeSearchApi(APIView):
@@ -93,7 +93,7 @@ class KnowledgeDetailApi(APIView):
 
     @schema.for_operation("knowledge_update", request=KnowledgeUpdateInput, responses={200: schema.FeedbackOutput, **schema.WRITE_ERRORS})
     def put(self, request, knowledge_id):
-        return reply(request, "knowledge_update", data=request.data, knowledge_id=knowledge_id)
+        return idempotent_reply(request, "knowledge_update", data=request.data, knowledge_id=knowledge_id)
 
     @schema.for_operation("knowledge_edit", request=KnowledgePatchInput, responses={200: KnowledgeSerializer, **schema.WRITE_ERRORS})
     def patch(self, request, knowledge_id):
@@ -105,7 +105,7 @@ class KnowledgeBatchUpdateApi(APIView):
 
     @schema.for_operation("knowledge_batch_update", request=schema.BatchUpdateRequest, responses={200: schema.BatchOutput, **schema.BODY_ERRORS})
     def post(self, request):
-        return reply(request, "knowledge_batch_update", data=request.data)
+        return idempotent_reply(request, "knowledge_batch_update", data=request.data)
 
 
 class KnowledgeFiltersApi(APIView):

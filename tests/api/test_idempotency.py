@@ -114,3 +114,39 @@ def test_a_reply_stored_before_keys_were_per_token_still_answers_its_agent():
     again = agent.post("/api/knowledge", BODY, format="json", HTTP_IDEMPOTENCY_KEY="k-old")
     assert again["Idempotent-Replayed"] == "true" and again.json() == first.json()
     assert Knowledge.objects.count() == 1
+
+
+def test_a_retried_feedback_report_with_the_same_key_counts_once():
+    agent = client_for("research_agent", ["org:acme"])
+    kid = agent.post("/api/knowledge", BODY, format="json").json()["id"]
+    report = {"add_helpful_case": {"task": "login", "outcome": "成功"}, "update_score": 4}
+    first = agent.put(f"/api/knowledge/{kid}", report, format="json", HTTP_IDEMPOTENCY_KEY="fb-1")
+    again = agent.put(f"/api/knowledge/{kid}", report, format="json", HTTP_IDEMPOTENCY_KEY="fb-1")
+    assert first.status_code == again.status_code == 200, first.content
+    assert again.json() == first.json() and again["Idempotent-Replayed"] == "true"
+    item = Knowledge.objects.get(pk=kid)
+    assert (item.helpful, item.score, item.feedback_cases.count()) == (1, 4, 1)
+    agent.put(f"/api/knowledge/{kid}", report, format="json")  # no key: another report
+    assert Knowledge.objects.get(pk=kid).helpful == 2
+
+
+def test_a_feedback_key_reused_for_another_item_is_409_and_counts_nothing_there():
+    agent = client_for("research_agent", ["org:acme"])
+    first, second = (agent.post("/api/knowledge", {**BODY, "task": t}, format="json").json()["id"] for t in ("a", "b"))
+    report = {"add_harmful_case": {"outcome": "failed"}}
+    assert agent.put(f"/api/knowledge/{first}", report, format="json", HTTP_IDEMPOTENCY_KEY="fb-1").status_code == 200
+    other = agent.put(f"/api/knowledge/{second}", report, format="json", HTTP_IDEMPOTENCY_KEY="fb-1")
+    assert other.status_code == 409 and "Idempotency-Key" in other.json()["error"]["fields"]
+    assert Knowledge.objects.get(pk=second).harmful == 0
+
+
+def test_a_retried_batch_update_with_the_same_key_counts_each_entry_once():
+    agent = client_for("research_agent", ["org:acme"])
+    kid = agent.post("/api/knowledge", BODY, format="json").json()["id"]
+    batch = {"feedback_list": [{"knowledge_id": kid, "is_helpful": True, "case": {"outcome": "ok"}},
+                               {"knowledge_id": kid, "is_helpful": False, "case": {"outcome": "slow"}}]}
+    first = agent.post("/api/knowledge/batch_update", batch, format="json", HTTP_IDEMPOTENCY_KEY="batch-1")
+    again = agent.post("/api/knowledge/batch_update", batch, format="json", HTTP_IDEMPOTENCY_KEY="batch-1")
+    assert first.json() == again.json() and first.json()["succeeded"] == 2 and again["Idempotent-Replayed"] == "true"
+    item = Knowledge.objects.get(pk=kid)
+    assert (item.helpful, item.harmful) == (1, 1)

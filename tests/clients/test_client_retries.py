@@ -51,11 +51,30 @@ def test_a_save_is_retried_with_its_idempotency_key_and_stored_once(hub):
     assert len(seen) == 2 and hub.knowledge_list()["count"] == 1
 
 
-def test_feedback_is_not_idempotent_so_it_is_never_sent_twice(hub):
+def test_feedback_is_retried_with_its_idempotency_key_and_counted_once(hub):
     item = hub.knowledge_save("t", "c", ["tool"])
     refuse, seen = failing_first("knowledge_update", times=1, status=503)
+    with registered_temporarily(refuse):
+        assert hub.knowledge_update(item["id"], add_helpful_case={"outcome": "ok"})["eval"]["helpful"] == 1
+    # the reply of the first attempt was lost after the write: the retry replays it
+    report = {"add_helpful_case": {"outcome": "again"}}
+    first = hub.knowledge_update(item["id"], **report, idempotency_key="lost-reply")
+    assert hub.knowledge_update(item["id"], **report, idempotency_key="lost-reply") == first
+    assert len(seen) == 2 and hub.knowledge_get(item["id"])["eval"]["helpful"] == 2
+
+
+def test_a_batch_of_reports_is_retried_with_its_key_and_each_counted_once(hub):
+    item = hub.knowledge_save("t", "c", ["tool"])
+    refuse, seen = failing_first("knowledge_batch_update", times=1, status=503)
+    with registered_temporarily(refuse):
+        hub.knowledge_batch_update([{"knowledge_id": item["id"], "is_helpful": False, "case": {"outcome": "x"}}])
+    assert len(seen) == 2 and hub.knowledge_get(item["id"])["eval"]["harmful"] == 1
+
+
+def test_slim_is_not_idempotent_so_it_is_never_sent_twice(hub):
+    refuse, seen = failing_first("knowledge_slim", times=1, status=503)
     with registered_temporarily(refuse), pytest.raises(ServerError, match="busy"):
-        hub.knowledge_update(item["id"], add_helpful_case={"outcome": "ok"})
+        hub.knowledge_slim(dry_run=True)
     assert len(seen) == 1
 
 
@@ -260,15 +279,16 @@ def test_every_client_has_a_deadline_by_default():
 def test_a_write_the_server_rolled_back_as_a_collision_is_retried_even_when_not_idempotent():
     collided = (503, {"Retry-After": "0"}, {"error": {"code": "write_conflict", "message": "nothing was written: retry",
                                                       "fields": {}}})
-    flaky = Flaky([collided, (200, {}, {"id": "k1", "eval": {"helpful": 1}})])
+    job = {"job": {"id": "00000000-0000-0000-0000-000000000001", "status": "queued"}}
+    flaky = Flaky([collided, (202, {}, job)])
     try:
         with KnowHub(flaky.url, retry=RetryPolicy(retries=2, backoff=0.01)) as hub:
-            assert hub.knowledge_update("k1", add_helpful_case={"outcome": "ok"})["eval"]["helpful"] == 1
-        assert [method for method, _ in flaky.requests] == ["PUT", "PUT"]
+            assert hub.knowledge_slim(dry_run=True) == job
+        assert [method for method, _ in flaky.requests] == ["POST", "POST"]
 
         flaky.script, flaky.requests = [(503, {}, {"error": {"code": "unavailable", "message": "down", "fields": {}}})], []
         with KnowHub(flaky.url, retry=RetryPolicy(retries=2, backoff=0.01)) as hub, pytest.raises(ServerError):
-            hub.knowledge_update("k1", add_helpful_case={"outcome": "ok"})  # it may have been written: never twice
+            hub.knowledge_slim(dry_run=True)  # it may have been queued: never twice
         assert len(flaky.requests) == 1
     finally:
         flaky.close()

@@ -99,7 +99,7 @@ def knowledge_save(*, task: str, content: str, types: list[str], tags: dict[str,
 
 
 def _keyed(call: Call, key: str | None) -> Call:
-    """With an Idempotency-Key the server replays the first reply, so the save may be retried."""
+    """With an Idempotency-Key the server replays the first reply, so the save (or the report) may be retried."""
     if key:
         check_header("idempotency_key", _text(key, "idempotency_key"))
     return Call(call.method, call.path, json=call.json, idempotent=True,
@@ -111,12 +111,13 @@ def knowledge_get(knowledge_id: str) -> Call:
 
 
 def knowledge_update(knowledge_id: str, add_helpful_case: dict[str, Any] | None, add_harmful_case: dict[str, Any] | None,
-                     update_score: int | None, evolve_feedback: str | None, search_id: str | None = None) -> Call:
+                     update_score: int | None, evolve_feedback: str | None, search_id: str | None = None,
+                     idempotency_key: str | None = None) -> Call:
     body = _drop_none({"add_helpful_case": add_helpful_case, "add_harmful_case": add_harmful_case,
                        "update_score": update_score, "evolve_feedback": evolve_feedback,
                        "search_id": None if search_id is None else str(search_id)})
-    # Not idempotent: a case is appended each time it is sent.
-    return Call("PUT", f"/api/knowledge/{_segment(knowledge_id, 'knowledge_id')}", json=body)
+    # A case is appended each time it is sent: the key makes a retry replay the first reply instead.
+    return _keyed(Call("PUT", f"/api/knowledge/{_segment(knowledge_id, 'knowledge_id')}", json=body), idempotency_key)
 
 
 def knowledge_edit(knowledge_id: str, task: str | None, content: str | None, tags: dict[str, str] | None,
@@ -127,13 +128,14 @@ def knowledge_edit(knowledge_id: str, task: str | None, content: str | None, tag
     return Call("PATCH", f"/api/knowledge/{_segment(knowledge_id, 'knowledge_id')}", json=body)
 
 
-def knowledge_batch_update(feedback_list: list[dict[str, Any]], search_id: str | None = None) -> Call:
+def knowledge_batch_update(feedback_list: list[dict[str, Any]], search_id: str | None = None,
+                           idempotency_key: str | None = None) -> Call:
     """`search_id`, when given, goes into every entry that names none of its own."""
     entries = list(feedback_list)
     if search_id is not None:
         entries = [{**entry, "search_id": entry.get("search_id") or str(search_id)} if isinstance(entry, dict) else entry
                    for entry in entries]
-    return Call("POST", "/api/knowledge/batch_update", json={"feedback_list": entries})
+    return _keyed(Call("POST", "/api/knowledge/batch_update", json={"feedback_list": entries}), idempotency_key)
 
 
 def knowledge_bulk_save(items: list[dict[str, Any]], idempotency_key: str | None) -> Call:

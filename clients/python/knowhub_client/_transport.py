@@ -2,8 +2,8 @@
 
 Sync and async clients share everything here but the sending and the sleeping.
 What may be retried: 429, 5xx and transport errors for idempotent calls (reads,
-searches, saves carrying an Idempotency-Key the server honours); a connect error
-(the request never left) for any call. A non-idempotent write (feedback, slim) is
+searches, saves and feedback carrying an Idempotency-Key the server honours); a connect
+error (the request never left) for any call. A non-idempotent write (an edit, slim) is
 never sent twice, unless the server rolled it back as a collision with another write
 (503 `write_conflict`: nothing was written).
 

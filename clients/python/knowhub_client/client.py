@@ -172,8 +172,12 @@ class KnowHub(_Base):
 
     def knowledge_update(self, knowledge_id: str, add_helpful_case: dict[str, Any] | None = None,
                          add_harmful_case: dict[str, Any] | None = None, update_score: int | None = None,
-                         evolve_feedback: str | None = None, *, search_id: str | None = None) -> Json:
+                         evolve_feedback: str | None = None, *, search_id: str | None = None,
+                         idempotency_key: str | None = None) -> Json:
         """Feedback on an item (PUT /api/knowledge/{id}). With ``evolve_feedback`` the reply has a ``job``.
+
+        Carries an Idempotency-Key (a fresh one unless given) like ``knowledge_save``, so a retry after a lost
+        reply counts the case once and asks for one rewrite.
 
         The reply is the item with its counters after the report, but only the newest 20 cases of each history
         (``eval.histories_truncated`` says whether older ones were left out; ``knowledge_get`` has them all).
@@ -190,7 +194,7 @@ class KnowHub(_Base):
         'succeeded'
         """
         return self._request(_calls.knowledge_update(knowledge_id, add_helpful_case, add_harmful_case, update_score,
-                                                     evolve_feedback, search_id))
+                                                     evolve_feedback, search_id, idempotency_key))
 
     def knowledge_edit(self, knowledge_id: str, *, task: str | None = None, content: str | None = None,
                        tags: dict[str, str] | None = None, types: list[str] | None = None, reason: str = "",
@@ -204,15 +208,17 @@ class KnowHub(_Base):
         """
         return self._request(_calls.knowledge_edit(knowledge_id, task, content, tags, types, reason, base_updated_at))
 
-    def knowledge_batch_update(self, feedback_list: list[dict[str, Any]], *, search_id: str | None = None) -> Json:
+    def knowledge_batch_update(self, feedback_list: list[dict[str, Any]], *, search_id: str | None = None,
+                               idempotency_key: str | None = None) -> Json:
         """Many helpful/harmful reports at once; per-entry ``ok`` or ``error``.
 
         Each entry may carry its own ``search_id``; the ``search_id`` argument fills entries without one.
+        Carries an Idempotency-Key like ``knowledge_update``, so a retry counts each entry once.
 
         >>> hub.knowledge_batch_update([{"knowledge_id": kid, "is_helpful": True, "case": {"outcome": "ok"}}])
         {'results': [{'index': 0, 'knowledge_id': '...', 'ok': True}], 'succeeded': 1, 'failed': 0}
         """
-        return self._request(_calls.knowledge_batch_update(feedback_list, search_id))
+        return self._request(_calls.knowledge_batch_update(feedback_list, search_id, idempotency_key))
 
     def knowledge_bulk_save(self, items: list[dict[str, Any]], *, idempotency_key: str | None = None) -> Json:
         """Save up to 500 new items at once (POST /api/knowledge/bulk), each shaped as the REST body of a
@@ -597,10 +603,11 @@ class AsyncKnowHub(_Base):
 
     async def knowledge_update(self, knowledge_id: str, add_helpful_case: dict[str, Any] | None = None,
                                add_harmful_case: dict[str, Any] | None = None, update_score: int | None = None,
-                               evolve_feedback: str | None = None, *, search_id: str | None = None) -> Json:
+                               evolve_feedback: str | None = None, *, search_id: str | None = None,
+                               idempotency_key: str | None = None) -> Json:
         """See `KnowHub.knowledge_update`."""
         return await self._request(_calls.knowledge_update(knowledge_id, add_helpful_case, add_harmful_case,
-                                                           update_score, evolve_feedback, search_id))
+                                                           update_score, evolve_feedback, search_id, idempotency_key))
 
     async def knowledge_edit(self, knowledge_id: str, *, task: str | None = None, content: str | None = None,
                              tags: dict[str, str] | None = None, types: list[str] | None = None,
@@ -609,9 +616,10 @@ class AsyncKnowHub(_Base):
         return await self._request(_calls.knowledge_edit(knowledge_id, task, content, tags, types, reason,
                                                          base_updated_at))
 
-    async def knowledge_batch_update(self, feedback_list: list[dict[str, Any]], *, search_id: str | None = None) -> Json:
+    async def knowledge_batch_update(self, feedback_list: list[dict[str, Any]], *, search_id: str | None = None,
+                                     idempotency_key: str | None = None) -> Json:
         """See `KnowHub.knowledge_batch_update`."""
-        return await self._request(_calls.knowledge_batch_update(feedback_list, search_id))
+        return await self._request(_calls.knowledge_batch_update(feedback_list, search_id, idempotency_key))
 
     async def knowledge_bulk_save(self, items: list[dict[str, Any]], *, idempotency_key: str | None = None) -> Json:
         """See `KnowHub.knowledge_bulk_save`."""
