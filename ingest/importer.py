@@ -210,10 +210,15 @@ def import_file(caller, *, name: str, data: bytes, scopes: list[str] | None = No
         archive = open_bounded(data, name)
     except ArchiveRefused as exc:
         raise ImportRefused(str(exc), field="file") from None
-    members = sorted(m for m in archive.namelist() if m.lower().endswith((".md", ".markdown")) and not m.endswith("/"))
+    copies = [m for m in archive.infolist() if m.filename.lower().endswith((".md", ".markdown")) and not m.is_dir()]
+    last = {m.filename: m for m in copies}  # a path held twice is one document: its last copy, as unzip leaves it
+    for m in copies:
+        if last[m.filename] is not m:
+            report.fail(m.filename, _("the zip holds this path again later: only its last copy is imported"))
+    members = sorted(last)
     for n, member in enumerate(members, start=1):
         try:
-            content = archive.read(member)
+            content = archive.read(last[member])
         except (zipfile.BadZipFile, RuntimeError, NotImplementedError, ValueError, OSError) as exc:
             report.fail(member, f"cannot be read from the zip: {exc}")
             continue
@@ -599,8 +604,7 @@ def _knowledge(caller, record: dict, vector_model: str, restored: list, report: 
             report.knowledge_ids.append(item.id)
             return "imported"
     if not Knowledge.objects.visible_to(caller).filter(pk=existing.pk).exists():
-        raise ImportRefused(_("knowledge %(id)s exists in a scope this caller cannot read") % {"id": record["id"]},
-                            field="id")
+        raise ImportRefused(_("the knowledge id %(id)s is taken") % {"id": record["id"]}, field="id")  # no more said
     changed = restore.knowledge_update_text(caller, knowledge_id=existing.id, record=record,
                                             reason="import: the export's text")
     report.knowledge_ids.append(existing.id)  # once brought up to date (or found so): a refused update lists none

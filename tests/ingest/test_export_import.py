@@ -310,6 +310,20 @@ def test_an_import_cannot_rewrite_an_item_the_caller_may_only_read():
     assert Knowledge.objects.get(pk=ids["a"]).content == "Use the shared account; 3 tries max"
 
 
+def test_an_item_id_taken_where_the_caller_cannot_read_is_refused_saying_only_that_it_is_taken():
+    """As a resource id is: the report tells an importer neither the item's scope nor anything else about it."""
+    ids = world()
+    text = export_text()
+    lines = [json.dumps({**r, "scopes": ["team:a"], "content": "planted"}) if r.get("id") == ids["other"] else json.dumps(r)
+             for r in map(json.loads, text.splitlines())]
+    team_a = Caller(principal="agent:cur_a", agent_id="cur_a", readable_scopes=("team:a",), writable_scopes=("team:a",),
+                    curates=True, edits_any=True)
+    report = import_file(team_a, name="x.jsonl", data="\n".join(lines).encode())
+    refusals = [f["reason"] for f in report.failed if ids["other"] in f["reason"]]
+    assert refusals == [f"id: the knowledge id {ids['other']} is taken"], report.failed
+    assert Knowledge.objects.get(pk=ids["other"]).content == "Secret plans of team b"
+
+
 def test_sealing_secrets_under_a_passphrase_is_recorded_as_a_reveal_and_skips_expired_ones_for_agents():
     from datetime import timedelta
 

@@ -125,6 +125,18 @@ def test_two_zips_holding_the_same_path_are_two_documents_and_the_same_zip_again
     assert Knowledge.objects.count() == 2
 
 
+def test_a_zip_holding_one_path_twice_imports_its_last_copy_once_and_reports_the_earlier_one():
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z, pytest.warns(UserWarning, match="Duplicate name"):
+        z.writestr("ops/deploy.md", "# Deploy\n\nthe first copy.\n")
+        z.writestr("ops/other.md", "# Other\n\nanother file.\n")
+        z.writestr("ops/deploy.md", "# Deploy\n\nthe last copy.\n")
+    report = import_file(acting("agent:a_cur"), name="handbook.zip", data=out.getvalue(), scopes=["team:a"])
+    assert (report.imported, report.skipped) == (2, 0)
+    assert [f["line"] for f in report.failed] == ["ops/deploy.md"] and "last copy" in report.failed[0]["reason"]
+    assert sorted(Knowledge.objects.values_list("content", flat=True)) == ["another file.", "the last copy."]
+
+
 def test_items_a_zip_imported_under_its_bare_member_path_are_taken_over_by_the_same_zip_again(monkeypatch):
     curator, data = acting("agent:a_cur"), zipped({"docs/README.md": "# Project A\n\nA's install steps.\n"})
     with monkeypatch.context() as before:  # as imports named a zip's member before
