@@ -49,10 +49,10 @@ from ingest.export import FORMAT, VERSION
 from ingest.inputs import ImportInput
 from knowledge import restore, services
 from knowledge.errors import KnowledgeIdConflictError
-from knowledge.inputs import KnowledgeCreateInput, source_links_check
+from knowledge.inputs import CaseField, KnowledgeCreateInput, source_links_check
 from knowledge.limits import CONTENT_MAX, TASK_MAX
 from knowledge.serializers import COUNTER_MAX, EvalSerializer, KnowledgeSerializer, TagsField
-from knowledge.models import Knowledge
+from knowledge.models import FeedbackCase, Knowledge
 from resources import crypto
 from resources.models import Resource
 from resources.serializers import ResourceInput
@@ -592,7 +592,7 @@ def _knowledge(caller, record: dict, vector_model: str, restored: list, report: 
         raise ValidationError({"tags": exc.detail}) from None
     counters = EvalSerializer(data={name: record[name] for name in ("helpful", "harmful", "confidence") if name in record})
     counters.is_valid(raise_exception=True)  # each within its column's range: a reason naming it, not the database's
-    check_versions(record.get("versions"))
+    check_history(record)
     existing = Knowledge.objects.filter(pk=record["id"]).first()
     if existing is None:
         try:
@@ -628,15 +628,28 @@ class ExportedVersion(serializers.Serializer):
     created_at = serializers.DateTimeField(required=False, allow_null=True)
 
 
-class _Versions(serializers.Serializer):
-    versions = serializers.ListField(child=ExportedVersion(), required=False)
+class ExportedCase(serializers.Serializer):
+    """One of an exported item's feedback cases (`feedback`): what a report stores. The case itself as a report
+    takes it (`CaseField`), but for the two keys the hub adds to every case it stores (its `timestamp` and
+    `reported_by`); the reporter within its column. Keys it does not know are ignored, as the item record's are."""
+
+    kind = serializers.ChoiceField(choices=FeedbackCase.Kind.values)
+    case = CaseField(required=False, allow_null=True, added_keys=("timestamp", "reported_by"))
+    reported_by = StrictCharField(max_length=200, required=False, allow_blank=True)
+    created_at = serializers.DateTimeField(required=False, allow_null=True)
 
 
-def check_versions(versions) -> None:
-    """ValidationError naming the first version at fault and its field (`versions.1.task: ...`)."""
-    if versions in (None, []):
-        return
-    _Versions(data={"versions": versions}).is_valid(raise_exception=True)
+class _History(serializers.Serializer):
+    versions = serializers.ListField(child=ExportedVersion(), required=False, allow_null=True)
+    feedback = serializers.ListField(child=ExportedCase(), required=False, allow_null=True)
+
+
+def check_history(record: dict) -> None:
+    """ValidationError naming the first version or case at fault and its field (`versions.1.task: ...`,
+    `feedback.0.kind: ...`)."""
+    history = {name: record[name] for name in ("versions", "feedback") if record.get(name) not in (None, [])}
+    if history:
+        _History(data=history).is_valid(raise_exception=True)
 
 
 def _embedder_name() -> str:

@@ -209,14 +209,23 @@ class KnowledgePatchInput(NoUnknownFields, serializers.Serializer):
 
 
 class CaseField(serializers.DictField):
-    """A feedback case: task, outcome, reason, timestamp, ... (an object of at most 20 keys)."""
+    """A feedback case: task, outcome, reason, timestamp, ... (an object of at most 20 keys, not counting
+    `added_keys`: those a stored case holds beyond what was sent, for an import of stored cases)."""
+
+    def __init__(self, *args, added_keys: tuple[str, ...] = (), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.added_keys = added_keys
 
     def to_internal_value(self, data):
         value = super().to_internal_value(data)
-        if len(value) > 20:
+        sent = {key: item for key, item in value.items() if key not in self.added_keys}
+        if len(sent) > 20:
             raise serializers.ValidationError(_("a case has at most 20 keys"))
-        if len(json.dumps(value, default=str)) > 20_000:
+        if len(json.dumps(sent, default=str)) > 20_000:
             raise serializers.ValidationError(_("a case is at most 20,000 characters of JSON"))
+        for key in set(value) & set(self.added_keys):
+            if not isinstance(value[key], str) or len(value[key]) > 200:
+                raise serializers.ValidationError(_("a case's %(key)s is a string of at most 200 characters") % {"key": key})
         return value
 
 

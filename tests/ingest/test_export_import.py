@@ -398,6 +398,43 @@ def test_hostile_lines_are_reported_and_the_rest_lands_exactly():
     assert Knowledge.objects.get(pk="knowledge-20260101-sep1").content == "one\u2028two\u2029three\x85four"
 
 
+@pytest.mark.parametrize("case, field", [
+    ({"kind": "useful", "case": {"outcome": "ok"}}, "feedback.1.kind"),
+    ({"case": {"outcome": "ok"}}, "feedback.1.kind"),
+    ("helpful", "feedback.1.non_field_errors"),
+    ({"kind": "helpful", "case": ["not", "an", "object"]}, "feedback.1.case"),
+    ({"kind": "helpful", "case": {f"k{n}": n for n in range(30)}}, "feedback.1.case"),
+    ({"kind": "helpful", "case": {"outcome": "x" * 30_000}}, "feedback.1.case"),
+    ({"kind": "helpful", "case": {"reported_by": "x" * 5_000}}, "feedback.1.case"),
+    ({"kind": "helpful", "reported_by": "x" * 201}, "feedback.1.reported_by"),
+    ({"kind": "helpful", "created_at": "yesterday"}, "feedback.1.created_at"),
+])
+def test_an_exported_feedback_case_out_of_shape_is_reported_by_its_field_and_its_item_not_half_stored(case, field):
+    ids = world()
+    lines = [json.loads(line) for line in export_text().splitlines()]
+    wipe()
+    item = next(r for r in lines if r.get("id") == ids["a"])
+    item["feedback"] = [item["feedback"][0], case]
+    report = import_file(IMPORTER, name="x.jsonl", data="\n".join(map(json.dumps, lines)).encode())
+    [failure] = [f for f in report.failed if field in f["reason"]]
+    assert failure["line"] == lines.index(item) + 1, report.failed
+    assert not Knowledge.objects.filter(pk=ids["a"]).exists() and not FeedbackCase.objects.filter(knowledge_id=ids["a"]).exists()
+
+
+def test_exported_cases_as_the_hub_stores_them_import_with_their_reporter_and_time():
+    """A stored case holds the reporter and time the hub added to what was sent: the import keeps both."""
+    ids = world()
+    lines = [json.loads(line) for line in export_text().splitlines()]
+    wipe()
+    item = next(r for r in lines if r.get("id") == ids["a"])
+    item["feedback"][0]["case"].update({f"k{n}": n for n in range(19)})  # 20 keys sent, 22 stored
+    report = import_file(IMPORTER, name="x.jsonl", data="\n".join(map(json.dumps, lines)).encode())
+    assert not report.failed, report.failed
+    stored = FeedbackCase.objects.filter(knowledge_id=ids["a"]).order_by("id")
+    assert [c.case for c in stored] == [c["case"] for c in item["feedback"]]
+    assert stored[0].reported_by == "agent:tester" and {"timestamp", "reported_by"} <= set(stored[0].case)
+
+
 def test_links_to_items_outside_the_import_are_reported_and_everything_else_lands():
     ids = world()
     team_a = Caller(principal="agent:a", agent_id="a", readable_scopes=("team:a",), writable_scopes=("team:a",))
