@@ -29,6 +29,9 @@ histories concatenated; score and confidence are the group's rounded mean.
 The originals become `merged` with a pointer to the result; `knowledge_unmerge`
 restores them and archives the merged item.
 """
+import time
+from collections.abc import Callable
+
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -90,10 +93,12 @@ def duplicate_edges(*, writable_scopes: list[str] | None = None, threshold: floa
     return list(dict.fromkeys(edges)), rejected
 
 
-def checked_groups(edges, *, rejected, model: str | None) -> tuple[list[list[str]], list[dict]]:
+def checked_groups(edges, *, rejected, model: str | None,
+                   checked: Callable[[int, int], None] | None = None) -> tuple[list[list[str]], list[dict]]:
     """Groups from only the pairs the LLM confirms are duplicates (`relation.judge`, one call per pair): two items
     that look alike but refine or contradict each other are never merged. Returns the groups and the pairs held
-    back (with the LLM's relation and explanation, or the error that kept it from answering)."""
+    back (with the LLM's relation and explanation, or the error that kept it from answering). `checked(pairs
+    checked, pairs held back)` is called after each pair."""
     items = Knowledge.objects.in_bulk({i for edge in edges for i in edge})
     confirmed, held_back = [], []
     for a, b in edges:
@@ -101,11 +106,14 @@ def checked_groups(edges, *, rejected, model: str | None) -> tuple[list[list[str
             verdict = relation.judge(items[a], items[b], model=model)
         except llm.LLMError as exc:
             held_back.append({"ids": [a, b], "relation": None, "error": UNSAFE_CHARACTERS.sub("\ufffd", str(exc)[:300])})
-            continue
-        if verdict["relation"] == "duplicate":
-            confirmed.append((a, b))
         else:
-            held_back.append({"ids": [a, b], "relation": verdict["relation"], "explanation": verdict["explanation"][:500]})
+            if verdict["relation"] == "duplicate":
+                confirmed.append((a, b))
+            else:
+                held_back.append({"ids": [a, b], "relation": verdict["relation"],
+                                  "explanation": verdict["explanation"][:500]})
+        if checked:
+            checked(len(confirmed) + len(held_back), len(held_back))
     return group_pairs(confirmed, rejected=rejected), held_back
 
 
@@ -298,6 +306,13 @@ def slim_request(caller, *, model: str | None, dry_run: bool) -> Job:
                       params={"model": model, "dry_run": dry_run, "writable_scopes": writable_scopes})
 
 
+PROGRESS_EVERY_SECONDS = 1.0  # while the pairs are checked: at most one progress write a second
+
+
+class ClaimLost(Exception):
+    """The job finished or was claimed by another message while this run checked its pairs."""
+
+
 def slim_run(*, job_id: str, worker: str = "", task_id: str = "") -> Job:
     """Safe to run again: merged groups are no longer active, so they are not found twice."""
     claimed = job_claim(job_id=job_id, worker=worker, task_id=task_id)
@@ -306,8 +321,23 @@ def slim_run(*, job_id: str, worker: str = "", task_id: str = "") -> Job:
         return job
     params = job.params
     edges, rejected = duplicate_edges(writable_scopes=params.get("writable_scopes"))
-    job_progress(job_id=job_id, progress={"pairs_to_check": len(edges)}, attempt=claimed)
-    groups, held_back = checked_groups(edges, rejected=rejected, model=params.get("model"))
+    job_progress(job_id=job_id, progress={"pairs_to_check": len(edges), "pairs_checked": 0, "held_back": 0},
+                 attempt=claimed)
+    reported = time.monotonic()
+
+    def checked(pairs: int, held: int) -> None:  # one LLM call a pair, seconds each: say how far it got
+        nonlocal reported
+        if time.monotonic() - reported < PROGRESS_EVERY_SECONDS:
+            return
+        reported = time.monotonic()
+        if not job_progress(job_id=job_id, attempt=claimed,
+                            progress={"pairs_to_check": len(edges), "pairs_checked": pairs, "held_back": held}):
+            raise ClaimLost(job_id)  # finished or claimed again since: the later claim does the work
+
+    try:
+        groups, held_back = checked_groups(edges, rejected=rejected, model=params.get("model"), checked=checked)
+    except ClaimLost:
+        return Job.objects.get(pk=job_id)
     progress = {"pairs_checked": len(edges), "held_back": len(held_back), "groups_found": len(groups), "merged": 0,
                 "proposed": 0, "failed": 0}
     job_progress(job_id=job_id, progress=progress, attempt=claimed)

@@ -158,6 +158,51 @@ def test_a_pair_the_llm_could_not_judge_is_held_back_too(fake_openai):
     assert not MergeProposal.objects.exists()
 
 
+@pytest.mark.django_db
+def test_slim_says_how_many_pairs_it_checked_while_the_llm_checks_them(fake_openai, monkeypatch):
+    from jobs.models import Job
+    from jobs.services import job_create
+    from knowledge import relation, slim
+
+    seed()
+    seen, judge = [], relation.judge
+
+    def judged_while_watched(first, second, **kwargs):
+        seen.append(dict(Job.objects.get(pk=job.pk).progress))
+        return judge(first, second, **kwargs)
+
+    monkeypatch.setattr(slim, "PROGRESS_EVERY_SECONDS", 0)
+    monkeypatch.setattr(relation, "judge", judged_while_watched)
+    fake_openai.by_schema["knowledge_relation"] = {"relation": "duplicate", "explanation": "same advice"}
+    job = job_create(kind="slim", requested_by="agent:a", params={"model": None, "dry_run": True, "writable_scopes": None})
+    done = slim.slim_run(job_id=str(job.id), worker="test")
+    pairs = done.progress["pairs_checked"]
+    assert pairs >= 3 and seen == [{"pairs_to_check": pairs, "pairs_checked": n, "held_back": 0} for n in range(pairs)]
+
+
+@pytest.mark.django_db
+def test_a_slim_run_whose_job_was_claimed_again_stops_checking_pairs(fake_openai, monkeypatch):
+    from jobs.models import Job
+    from jobs.services import job_claim, job_create
+    from knowledge import relation, slim
+
+    seed()
+    calls, judge = [], relation.judge
+
+    def judged_then_resent(first, second, **kwargs):
+        calls.append(1)
+        job_claim(job_id=job.id, worker="live/2/b", task_id="resent")  # its worker looks dead: the copy claims it
+        return judge(first, second, **kwargs)
+
+    monkeypatch.setattr(slim, "PROGRESS_EVERY_SECONDS", 0)
+    monkeypatch.setattr(relation, "judge", judged_then_resent)
+    fake_openai.by_schema["knowledge_relation"] = {"relation": "duplicate", "explanation": "same advice"}
+    job = job_create(kind="slim", requested_by="agent:a", params={"model": None, "dry_run": True, "writable_scopes": None})
+    stale = slim.slim_run(job_id=str(job.id), worker="dead/1/a", task_id="first")
+    assert len(calls) == 1 and (stale.status, stale.task_id, stale.attempts) == ("running", "resent", 2)
+    assert not MergeProposal.objects.exists() and Job.objects.get(pk=job.pk).progress["pairs_checked"] == 0
+
+
 @pytest.mark.django_db(transaction=True)
 def test_merges_and_feedback_batches_on_the_same_items_at_once_never_deadlock():
     """Every writer of several items locks them in id order. Merges locked them oldest first and a batch's reports
