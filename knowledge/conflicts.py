@@ -76,7 +76,9 @@ def _detect(item: Knowledge) -> list[Conflict]:
     judged = llm.llm_configured()
     raised = []
     for pair in pairs:
-        other = others[pair.other_id]
+        other = others.get(pair.other_id)
+        if other is None:  # deleted since its pair was found (an admin, a purge): nothing to record
+            continue
         kind, explanation, model = Conflict.Kind.CLOSE, "", ""
         if judged:
             try:
@@ -90,21 +92,26 @@ def _detect(item: Knowledge) -> list[Conflict]:
                                     status=Conflict.Status.OPEN).delete()  # an edit made an open pair unrelated
             continue
         conflict = _record(item, other, kind=kind, explanation=explanation, model=model, similarity=pair.similarity)
+        if conflict is None:
+            continue
         raised.append(conflict)
         if kind == Conflict.Kind.DUPLICATE and sorted(item.scopes) == sorted(other.scopes):
             _propose_merge(conflict, [item, other])
     return raised
 
 
-def _record(item, other, *, kind, explanation, model, similarity) -> Conflict:
+def _record(item, other, *, kind, explanation, model, similarity) -> Conflict | None:
+    """The pair's conflict, recorded or brought up to date; None when one of the two was deleted meanwhile."""
     first, second = _ordered(item.id, other.id)
     values = {"kind": kind, "explanation": explanation, "model": model, "similarity": similarity, "detected_for": item.id}
     try:
         with transaction.atomic():
             conflict, created = Conflict.objects.update_or_create(
                 first_id=first, second_id=second, defaults={**values, "updated_at": timezone.now()}, create_defaults=values)
-    except IntegrityError:  # the other item's detection, in another worker, recorded the pair a moment ago
-        return Conflict.objects.get(first_id=first, second_id=second)
+    except IntegrityError:
+        # the other item's detection, in another worker, recorded the pair a moment ago; or (no such record) one
+        # of the two items was deleted while this was judged, and its foreign key refused the record
+        return Conflict.objects.filter(first_id=first, second_id=second).first()
     if created:
         events.emit(events.CONFLICT_RAISED, scopes=sorted(set(item.scopes) & set(other.scopes)), data={
             "conflict_id": conflict.id, "kind": kind, "first_id": first, "second_id": second,

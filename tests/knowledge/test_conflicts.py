@@ -568,3 +568,39 @@ def test_a_reply_nested_hundreds_of_levels_deep_records_the_pair_as_close_for_a_
     fake_openai.reply_json({"relation": "contradiction", "explanation": "opposite", "extra": extra})
     [conflict] = detect_for(knowledge_ids=[yes.id])
     assert conflict.kind == "close" and {conflict.first_id, conflict.second_id} == {no.id, yes.id}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_item_deleted_while_its_pair_is_judged_is_skipped_and_the_check_does_not_fail(detection, fake_openai,
+                                                                                        monkeypatch):
+    """Found by bench.api_load, which deletes the items it saved: the worker's check crashed on the foreign key."""
+    from knowledge import conflicts
+
+    no, yes, other_no = saved(PROBE_SAYS_NO, PROBE_SAYS_YES, PROBE_IN_OTHER_WORDS)
+    judge = conflicts.judge
+
+    def judged_while_deleted(item, other):
+        Knowledge.objects.filter(pk=other.pk).delete()  # committed at once: no surrounding transaction here
+        return judge(item, other)
+
+    monkeypatch.setattr(conflicts, "judge", judged_while_deleted)
+    fake_openai.reply_json({"relation": "contradiction", "explanation": "opposite advice"})
+    assert detect_for(knowledge_ids=[yes.id]) == []
+    assert not Conflict.objects.exists() and Knowledge.objects.filter(pk=yes.pk).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_item_deleted_after_its_pair_was_found_is_skipped(detection, settings, monkeypatch):
+    from knowledge import conflicts
+
+    settings.KNOWHUB_LLM_MODEL = ""
+    no, yes = saved(PROBE_SAYS_NO, PROBE_SAYS_YES)
+    close_pairs = conflicts.close_pairs
+
+    def found_then_deleted(*args, **kwargs):
+        pairs = close_pairs(*args, **kwargs)
+        Knowledge.objects.filter(pk=no.pk).delete()
+        return pairs
+
+    monkeypatch.setattr(conflicts, "close_pairs", found_then_deleted)
+    assert detect_for(knowledge_ids=[yes.id]) == [] and not Conflict.objects.exists()
