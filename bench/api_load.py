@@ -28,6 +28,7 @@ web process load its embedders. Operations:
 - get              GET /api/knowledge/{id} on the seeded items
 - feedback         PUT /api/knowledge/{id} with add_helpful_case / add_harmful_case on the 10 items with the
                    least feedback; afterwards each item's counters must have moved by exactly the 2xx replies
+- feedback-keyed   the same with a new Idempotency-Key on each request, as the Python client sends feedback
 - save             POST /api/knowledge, a small item (task, content, types, tags)
 
 Before each run but a save's, the worker's embedding backlog is left to drain (the
@@ -53,6 +54,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
@@ -65,7 +67,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "knowhub_site.settings")
 
 from bench.machine import describe  # noqa: E402
 
-OPS = ["search-fresh", "search-repeated", "get", "feedback", "save"]
+OPS = ["search-fresh", "search-repeated", "get", "feedback", "feedback-keyed", "save"]
+FEEDBACK_OPS = ("feedback", "feedback-keyed")
+RUN = uuid.uuid4().hex[:12]  # this invocation's Idempotency-Keys are its own
 SCOPE = "bench:api_load"
 AGENT = "bench_api_load"
 REQUEST_TIMEOUT_SECONDS = 60
@@ -107,9 +111,12 @@ def connect(base: str) -> http.client.HTTPConnection:
     return cls(url.hostname, url.port, timeout=REQUEST_TIMEOUT_SECONDS)
 
 
-def send(conn, token: str, method: str, path: str, body=None) -> tuple[int | None, bytes]:
-    """One request on a keep-alive connection: (status, body); (None, b"") when no HTTP answer came."""
+def send(conn, token: str, method: str, path: str, body=None, key: str | None = None) -> tuple[int | None, bytes]:
+    """One request on a keep-alive connection: (status, body); (None, b"") when no HTTP answer came. `key`: its
+    Idempotency-Key header."""
     headers = {"Authorization": f"Bearer {token}"}
+    if key:
+        headers["Idempotency-Key"] = key
     data = None
     if body is not None:
         data = json.dumps(body).encode()
@@ -147,7 +154,7 @@ def make_request(op: str, client: int, n: int, items: list[str], targets: list[s
         return "GET", f"/api/knowledge/search?top_k=5&q={quote(REPEATED[(client + n) % len(REPEATED)])}", None, None
     if op == "get":
         return "GET", f"/api/knowledge/{items[(client * 7 + n) % len(items)]}", None, None
-    if op == "feedback":
+    if op in FEEDBACK_OPS:
         item, kind = targets[(client + n) % len(targets)], ("helpful", "harmful")[(client + n // len(targets)) % 2]
         case = {"task": f"api_load client {client} call {n}", "outcome": "ok" if kind == "helpful" else "failed"}
         return "PUT", f"/api/knowledge/{item}", {f"add_{kind}_case": case}, (item, kind)
@@ -173,8 +180,9 @@ def run_load(base: str, token: str, op: str, clients: int, seconds: float, items
         conn, n = connect(base), 0
         while time.monotonic() < deadline and not stop.is_set():
             method, path, body, note = make_request(op, index, n, items, targets)
+            key = f"api_load-{RUN}-{next(_counter)}" if op == "feedback-keyed" else None  # never one sent before
             started = time.perf_counter()
-            status, payload = send(conn, token, method, path, body)
+            status, payload = send(conn, token, method, path, body, key)
             seconds = time.perf_counter() - started
             if note is SAVED:  # after the clock: the reply is the server's work, parsing it ours
                 note = _saved_id(payload) if status and 200 <= status < 300 else None
@@ -476,7 +484,7 @@ def run_one(kind, base, token, op, clients, args, ids, targets, stop_event, note
     pending = drain(base, token, 0 if op == "save" or busy_worker else args.drain_seconds)
     if pending and not busy_worker:
         notes.append(f"{kind} {op} {clients}: started with {pending}+ items still waiting for the worker")
-    before = counters(base, token, targets) if op == "feedback" else None
+    before = counters(base, token, targets) if op in FEEDBACK_OPS else None
     run = run_load(base, token, op, clients, args.seconds, ids, targets, stop_event)
     row = summarize(kind, op, clients, run)
     print(row_line(row), flush=True)
