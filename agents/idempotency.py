@@ -3,11 +3,15 @@
 The key is per token (per principal for a caller without one, a person in the UI): two agents cannot collide, nor
 can two tokens of one agent, whose scopes may differ (the reply would show one token's item to the other, and the
 other's save would never be stored). Rows stored before keys were per token (`principal` alone, at most a day old)
-still answer their agent's retries. The row is claimed
-before the save runs, inside the save's transaction: a concurrent request with the
-same key waits on the unique index and then replays the committed reply. A failed
-save rolls the claim back, so a failed request may be retried with the same key.
-Replies are kept for a day (`forget_idempotent_replies`, hourly in the worker's beat).
+still answer their agent's retries.
+
+A key seen before gets its stored reply at once. A new one runs the request and, in its transaction, stores the
+reply with one INSERT that writes nothing when the key was taken meanwhile: a concurrent request with the same key
+makes it wait on the unique index until that one ends; if that one committed, this one's work is rolled back and
+the committed reply replayed. (The key used to be claimed first, a row locked before the work and written again
+after it: five more statements, a third of what a feedback report cost.) A failed request stores nothing, so it
+may be retried with the same key. Replies are kept for a day (`forget_idempotent_replies`, hourly in the worker's
+beat).
 """
 import hashlib
 import json
@@ -19,6 +23,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents.models import IdempotentReply
+from core.compiled import insert_row
 
 MAX_KEY_LENGTH = 200
 
@@ -30,6 +35,10 @@ class IdempotencyKeyError(ValueError):
         self.status = status
 
 
+class _TakenMeanwhile(Exception):
+    """Another request with the same key committed while this one ran: roll this one's work back."""
+
+
 def request_hash(data: Any) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -37,6 +46,19 @@ def request_hash(data: Any) -> str:
 def holder(principal: str, token_id: int | None) -> str:
     """Whose keys a stored reply answers (its `principal` column): the token's, else the principal's."""
     return principal if token_id is None else f"{principal} token:{token_id}"
+
+
+def _stored(owner: str, principal: str, key: str) -> IdempotentReply | None:
+    """The reply stored for the key: the token's, or one stored before keys were per token."""
+    replies = {r.principal: r for r in IdempotentReply.objects.filter(principal__in={owner, principal}, key=key)}
+    return replies.get(principal) or replies.get(owner)
+
+
+def _replay(reply: IdempotentReply, key: str, operation: str, digest: str) -> tuple[int, Any, bool]:
+    if reply.operation != operation or reply.request_hash != digest:
+        raise IdempotencyKeyError(
+            f"Idempotency-Key {key!r} was used for a different request ({reply.operation}); use a new key", status=409)
+    return reply.status, reply.body, True
 
 
 def idempotent_reply(*, principal: str, key: str | None, operation: str, data: Any,
@@ -48,27 +70,18 @@ def idempotent_reply(*, principal: str, key: str | None, operation: str, data: A
         return status, body, False
     if len(key) > MAX_KEY_LENGTH:
         raise IdempotencyKeyError(f"Idempotency-Key is longer than {MAX_KEY_LENGTH} characters", status=400)
-    digest = request_hash(data)
-    with transaction.atomic():
-        owner = holder(principal, token_id)
-        reply = None
-        if owner != principal:  # a reply stored before keys were per token
-            reply = IdempotentReply.objects.select_for_update().filter(principal=principal, key=key).first()
-        created = False
-        if reply is None:
-            reply, created = IdempotentReply.objects.select_for_update().get_or_create(
-                principal=owner, key=key,
-                defaults={"operation": operation, "request_hash": digest, "status": 0, "body": None},
-            )
-        if not created:
-            if reply.operation != operation or reply.request_hash != digest:
-                raise IdempotencyKeyError(
-                    f"Idempotency-Key {key!r} was used for a different request ({reply.operation}); use a new key",
-                    status=409)
-            return reply.status, reply.body, True
-        status, body = run()
-        reply.status, reply.body = status, body
-        reply.save(update_fields=["status", "body"])
+    digest, owner = request_hash(data), holder(principal, token_id)
+    if (stored := _stored(owner, principal, key)) is not None:
+        return _replay(stored, key, operation, digest)
+    try:
+        with transaction.atomic():
+            status, body = run()
+            reply = IdempotentReply(principal=owner, key=key, operation=operation, request_hash=digest, status=status,
+                                    body=body)
+            if insert_row(reply, unless_taken=True) is None:
+                raise _TakenMeanwhile
+    except _TakenMeanwhile:
+        return _replay(IdempotentReply.objects.get(principal=owner, key=key), key, operation, digest)
     return status, body, False
 
 

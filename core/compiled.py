@@ -133,25 +133,32 @@ class CompiledRead:
 
 
 @cache
-def _insert_sql(model: type[Model], alias: str, with_auto_pk: bool) -> tuple[str, list]:
+def _insert_sql(model: type[Model], alias: str, with_auto_pk: bool, unless_taken: bool) -> tuple[str, list]:
     meta, connection = model._meta, connections[alias]
     quote = connection.ops.quote_name
     fields = [f for f in meta.concrete_fields if with_auto_pk or f is not meta.auto_field]
     sql = (f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
            f"VALUES ({', '.join(['%s'] * len(fields))})")
+    if unless_taken:
+        sql += " ON CONFLICT DO NOTHING"
     if meta.auto_field is not None and not with_auto_pk:
         sql += f" RETURNING {quote(meta.auto_field.column)}"
     return sql, fields
 
 
-def insert_row(obj: Model, *, using: str = "default") -> Model:
-    """INSERT `obj` as a new row (its auto primary key, when not set, from RETURNING); `obj`, saved."""
+def insert_row(obj: Model, *, using: str = "default", unless_taken: bool = False) -> Model | None:
+    """INSERT `obj` as a new row (its auto primary key, when not set, from RETURNING); `obj`, saved. With
+    `unless_taken`, None (nothing written) when a unique constraint holds its values already: one statement,
+    where the ORM takes a savepoint and an IntegrityError. A row another transaction is writing with the same
+    values makes it wait for that transaction's end, as any unique index does."""
     meta, connection = obj._meta, connections[using]
     with_auto_pk = meta.auto_field is None or obj.pk is not None
-    sql, fields = _insert_sql(type(obj), using, with_auto_pk)
+    sql, fields = _insert_sql(type(obj), using, with_auto_pk, unless_taken)
     values = [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
     with connection.cursor() as cursor:
         cursor.execute(sql, values)
+        if unless_taken and cursor.rowcount == 0:
+            return None
         if not with_auto_pk:
             setattr(obj, meta.auto_field.attname, cursor.fetchone()[0])
     obj._state.adding, obj._state.db = False, using

@@ -150,3 +150,43 @@ def test_a_retried_batch_update_with_the_same_key_counts_each_entry_once():
     assert first.json() == again.json() and first.json()["succeeded"] == 2 and again["Idempotent-Replayed"] == "true"
     item = Knowledge.objects.get(pk=kid)
     assert (item.helpful, item.harmful) == (1, 1)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_requests_with_one_key_at_once_store_one_result_and_both_get_its_reply():
+    """Both run at once; the second's reply row waits on the first's, finds it committed, and rolls its own work
+    back: one item, one reply, the second replayed."""
+    import threading
+
+    from django.db import connection
+
+    from agents.idempotency import idempotent_reply
+    from knowledge import services
+    from tests.callers import acting
+
+    both_running, results, errors = threading.Barrier(2, timeout=10), [], []
+
+    def save(n: int):
+        def run():
+            item = services.knowledge_create(acting("agent:twin"), task=f"twin {n}", content="c", types=["tool"],
+                                             scopes=["org:acme"])
+            both_running.wait()
+            return 201, {"id": item.id}
+
+        try:
+            results.append(idempotent_reply(principal="agent:twin", key="same", operation="knowledge_save",
+                                            data=BODY, run=run, token_id=7))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=save, args=(n,)) for n in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert not errors, errors
+    assert sorted(replayed for _, _, replayed in results) == [False, True]
+    assert results[0][1] == results[1][1] and Knowledge.objects.count() == 1
+    assert Knowledge.objects.get().id == results[0][1]["id"] and IdempotentReply.objects.count() == 1
