@@ -432,13 +432,19 @@ def discard_saved(ids: list[str], purge: bool = True) -> None:
     item that was still waiting. Another broker (CELERY_BROKER_URL) may be shared: it is left alone.
     """
     from django.conf import settings
+    from django.db import IntegrityError
 
     from knowhub_site.celery import app
     from knowledge.models import Knowledge
     from knowledge.tasks import embed_pending
 
     for start in range(0, len(ids), 1000):
-        Knowledge.objects.filter(pk__in=ids[start:start + 1000], scopes__contains=[SCOPE]).delete()
+        for attempt in range(5):
+            try:
+                Knowledge.objects.filter(pk__in=ids[start:start + 1000], scopes__contains=[SCOPE]).delete()
+                break
+            except IntegrityError:  # the worker's conflict check recorded a pair of them while they were collected
+                time.sleep(0.2 * (attempt + 1))
     if purge and settings.CELERY_BROKER_URL == settings.KNOWHUB_DATABASE_BROKER_URL:
         app.control.purge()
         embed_pending.delay()

@@ -18,6 +18,7 @@ wall time per request, and SQL statements per request. Operations:
 - get              GET /api/knowledge/{id}
 - missing          GET /api/knowledge/{id} of an id that does not exist (404: the floor of the path)
 - feedback         PUT /api/knowledge/{id} with add_helpful_case
+- feedback-keyed   the same with a new Idempotency-Key each request, as the Python client sends feedback
 - save             POST /api/knowledge (a small item; its embedding task is sent to the database broker)
 
 The machine may be shared: run before/after builds alternately (`--rounds`) and compare medians.
@@ -31,7 +32,9 @@ import pstats
 import statistics
 import sys
 import tempfile
+import itertools
 import time
+import uuid
 from pathlib import Path
 from urllib.parse import quote
 
@@ -43,7 +46,8 @@ os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="reque
 
 from bench.machine import cpu_seconds, parent_pid, process_stat  # noqa: E402
 
-OPS = ["search-repeated", "get", "missing", "feedback", "save"]
+OPS = ["search-repeated", "get", "missing", "feedback", "feedback-keyed", "save"]
+RUN, KEYS = uuid.uuid4().hex[:12], itertools.count()  # each Idempotency-Key sent is a new one
 DATABASE = "knowhub_reqfloor"
 SCOPE = "bench:request_cpu"
 AGENT = "bench_request_cpu"
@@ -52,8 +56,8 @@ QUESTIONS = ["how do I retry a flaky HTTP call", "postgres connection pool exhau
              "redis key expiry", "部署失败怎么回滚"]
 
 
-def environ(method: str, path: str, token: str, body: dict | None = None) -> dict:
-    """A WSGI environ as gunicorn builds it for a keep-alive client on loopback."""
+def environ(method: str, path: str, token: str, body: dict | None = None, key: str | None = None) -> dict:
+    """A WSGI environ as gunicorn builds it for a keep-alive client on loopback (`key`: an Idempotency-Key)."""
     path, _, query = path.partition("?")
     data = json.dumps(body).encode() if body is not None else b""
     env = {
@@ -66,12 +70,14 @@ def environ(method: str, path: str, token: str, body: dict | None = None) -> dic
     }
     if body is not None:
         env["CONTENT_TYPE"], env["CONTENT_LENGTH"] = "application/json", str(len(data))
+    if key:
+        env["HTTP_IDEMPOTENCY_KEY"] = key
     return env
 
 
-def send(app, method: str, path: str, token: str, body: dict | None = None) -> tuple[int, bytes]:
+def send(app, method: str, path: str, token: str, body: dict | None = None, key: str | None = None) -> tuple[int, bytes]:
     status = []
-    result = app(environ(method, path, token, body), lambda s, headers, exc_info=None: status.append(s))
+    result = app(environ(method, path, token, body, key), lambda s, headers, exc_info=None: status.append(s))
     try:
         payload = b"".join(result)
     finally:
@@ -92,7 +98,7 @@ def request_for(op: str, n: int, items: list[str]) -> tuple[str, str, dict | Non
         return "GET", f"/api/knowledge/{items[n % len(items)]}", None
     if op == "missing":
         return "GET", "/api/knowledge/knowledge-20000101-zzzz", None
-    if op == "feedback":
+    if op in ("feedback", "feedback-keyed"):
         return "PUT", f"/api/knowledge/{items[n % len(items)]}", {
             "add_helpful_case": {"task": f"request_cpu call {n}", "outcome": "ok"}}
     if op == "save":
@@ -100,7 +106,7 @@ def request_for(op: str, n: int, items: list[str]) -> tuple[str, str, dict | Non
     raise ValueError(op)
 
 
-EXPECTED = {"search-repeated": 200, "get": 200, "missing": 404, "feedback": 200, "save": 201}
+EXPECTED = {"search-repeated": 200, "get": 200, "missing": 404, "feedback": 200, "feedback-keyed": 200, "save": 201}
 
 
 class StatementCount:
@@ -158,7 +164,8 @@ def measure(app, op: str, count: int, token: str, items: list[str], profile: cPr
             profile.enable()
         for n in range(count):
             method, path, body = request_for(op, n, items)
-            status, payload = send(app, method, path, token, body)
+            key = f"request_cpu-{RUN}-{next(KEYS)}" if op == "feedback-keyed" else None
+            status, payload = send(app, method, path, token, body, key)
             if status != EXPECTED[op]:
                 raise RuntimeError(f"{op}: {method} {path} answered {status}: {payload[:300]!r}")
         if profile:
