@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from itertools import groupby
 
+from django.utils.translation import gettext as _
+
 from ingest.extract import Block, Extracted
 
 DEFAULT_SIZE = 1200  # characters
@@ -66,9 +68,9 @@ def chunk(extracted: Extracted, *, size: int = DEFAULT_SIZE, overlap: int = DEFA
         for body in _pack(pieces, size):
             text = _join(_overlap(previous, body, overlap) + body) if previous and overlap else _join(body)
             if max_chunks is not None and len(chunks) >= max_chunks:
-                raise TooManyChunks(f"the document would become more than {max_chunks:,} items "
-                                    "(KNOWHUB_DOCUMENT_MAX_ITEMS): split it or give a larger chunk_size; "
-                                    "nothing was stored")
+                raise TooManyChunks(_("the document would become more than %(most)s items (KNOWHUB_DOCUMENT_MAX_ITEMS): "
+                                      "split it or give a larger chunk_size; nothing was stored")
+                                    % {"most": f"{max_chunks:,}"})
             chunks.append(Chunk(index=len(chunks), title=title, text=text, headings=headings))
             previous = body
     return chunks

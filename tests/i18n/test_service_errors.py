@@ -67,3 +67,15 @@ def test_resolving_an_unknown_conflict_is_not_found_in_either_language(curator):
         "/api/conflicts/999999/resolve", {"action": "dismiss"}, format="json", **headers))
     assert english["code"] == chinese["code"] == "not_found"
     assert not _has_chinese(english["message"]) and _has_chinese(chinese["message"])
+
+
+def test_a_document_of_too_many_chunks_is_refused_in_the_readers_language():
+    from django.utils import translation
+
+    from ingest.chunking import TooManyChunks, chunk
+    from ingest.extract import Block, Extracted
+
+    document = Extracted(title="t", blocks=[Block(f"paragraph {n}. " * 200, (f"H{n}",)) for n in range(5)])
+    for language, text in (("en", "more than 2 items"), ("zh-hans", "超过 2 个条目")):
+        with translation.override(language), pytest.raises(TooManyChunks, match=text):
+            chunk(document, max_chunks=2)
