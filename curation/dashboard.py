@@ -2,8 +2,8 @@
 from datetime import datetime, time, timedelta
 from math import ceil
 
+from django.db import connection
 from django.db.models import Count, F, Func
-from django.db.models.functions import TruncDate
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -77,15 +77,25 @@ def recent_activity(limit: int = 10) -> list[dict]:
 
 
 def feedback_per_day(*, days: int = CHART_DAYS) -> list[dict]:
-    """One row per day of the last `days` (today included): helpful and harmful reports."""
-    today = timezone.localdate()
-    start = today - timedelta(days=days - 1)
-    since = timezone.make_aware(datetime.combine(start, time.min))  # a range on the indexed column, not on its date
-    rows = (FeedbackCase.objects.filter(created_at__gte=since).annotate(day=TruncDate("created_at"))
-            .values_list("day", "kind").annotate(n=Count("id")).order_by())
-    found = {(day, kind): n for day, kind, n in rows}
-    return [{"day": start + timedelta(days=i), "helpful": found.get((start + timedelta(days=i), "helpful"), 0),
-             "harmful": found.get((start + timedelta(days=i), "harmful"), 0)} for i in range(days)]
+    """One row per day of the last `days` (today included, days as the current time zone has them): helpful and
+    harmful reports.
+
+    Each (day, kind) is counted on its own range of the (created_at, kind) index, in one statement: an index-only
+    count of each day's entries. Grouping the window's reports by their date read every one of them and cast its
+    time to a date (36 ms at 100k items with 107k reports in the 30 days, 13 ms this way; BENCHMARKS.md)."""
+    start = timezone.localdate() - timedelta(days=days - 1)
+    bounds = [timezone.make_aware(datetime.combine(start + timedelta(days=i), time.min)) for i in range(days + 1)]
+    table, column = FeedbackCase._meta.db_table, {f.name: f.column for f in FeedbackCase._meta.concrete_fields}
+    quote = connection.ops.quote_name
+    counted = (f"SELECT count(*) FROM {quote(table)} WHERE {quote(column['created_at'])} >= day.since"
+               f" AND {quote(column['created_at'])} < day.until AND {quote(column['kind'])} = kinds.kind")
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT day.n, kinds.kind, ({counted}) FROM unnest(%s::timestamptz[], %s::timestamptz[])"
+                       f" WITH ORDINALITY AS day(since, until, n), unnest(%s::text[]) AS kinds(kind)",
+                       [bounds[:-1], bounds[1:], list(FeedbackCase.Kind.values)])
+        found = {(n - 1, kind): count for n, kind, count in cursor.fetchall()}
+    return [{"day": start + timedelta(days=i), "helpful": found.get((i, "helpful"), 0),
+             "harmful": found.get((i, "harmful"), 0)} for i in range(days)]
 
 
 def ranking_per_week() -> list[dict]:

@@ -52,6 +52,27 @@ def test_feedback_chart_counts_reports_per_day(viewer_client):
     assert '<svg class="chart narrow" viewBox="0 0 360 220"' in body  # the phone's own drawing
 
 
+def test_feedback_chart_counts_each_report_on_its_own_local_day_at_the_boundaries():
+    from datetime import datetime, time, timedelta
+
+    from knowledge.models import FeedbackCase
+
+    item = make_knowledge(embed=False)
+    with timezone.override("Asia/Shanghai"):
+        today = timezone.localdate()
+
+        def at(days_ago: int, clock: time):
+            return timezone.make_aware(datetime.combine(today - timedelta(days=days_ago), clock))
+
+        for when, kind in [(at(3, time(23, 59, 59)), "helpful"), (at(2, time.min), "harmful"), (at(2, time(12)), "helpful"),
+                           (at(29, time.min), "harmful"), (at(30, time(23, 59, 59)), "helpful")]:  # the last: too old
+            FeedbackCase.objects.create(knowledge=item, kind=kind, created_at=when)
+        days = feedback_per_day(days=30)
+    counts = {(today - d["day"]).days: (d["helpful"], d["harmful"]) for d in days if d["helpful"] or d["harmful"]}
+    assert counts == {3: (1, 0), 2: (1, 1), 29: (0, 1)}
+    assert days[0]["day"] == today - timedelta(days=29) and days[-1]["day"] == today
+
+
 def test_empty_dashboard_says_so(viewer_client):
     body = viewer_client.get("/").content.decode()
     assert "No helpful or harmful reports in the last 30 days" in body and "No knowledge yet" in body
