@@ -179,4 +179,9 @@ class NoUnknownFields(ShallowFieldCopies):
             if unknown:
                 expected = ", ".join(self.fields)
                 raise serializers.ValidationError({key: [_("unknown field; expected one of %(expected)s") % {"expected": expected}] for key in unknown})
+            if isinstance(data, QueryDict):  # `?top_k=1&top_k=50` ran with the last one; a list's repeats are its items
+                repeated = [key for key in data if len(data.getlist(key)) > 1 and key in self.fields
+                            and not isinstance(self.fields[key], serializers.ListField)]
+                if repeated:
+                    raise serializers.ValidationError({key: [_("given more than once")] for key in repeated})
         return super().to_internal_value(data)

@@ -193,12 +193,22 @@ def test_search_by_post_takes_nested_filters_and_explains(owner):
         ({"q": "x", "rank": "random"}, "rank"),
         ({"q": "x", "filters": '{"op": "GT", "key": "created_at", "value": "0001-01-01T00:00:00+23:59"}'}, "filters"),
         ({"q": "x", "topk": 3}, "topk"),  # a misspelt parameter is refused, as in a body, not run with the default
+        ({"q": "x", "top_k": ["1", "50"]}, "top_k"),  # given twice: refused, not run with the last one
+        ({"q": ["deploy", "rollback"]}, "q"),
     ],
 )
 def test_bad_search_parameters_are_a_400_naming_the_field(owner, params, field):
     response = owner.get("/api/knowledge/search", params)
     assert response.status_code == 400
     assert field in response.json()["error"]["fields"]
+
+
+def test_a_list_parameter_may_be_repeated_and_a_repeated_list_page_size_is_a_400(owner):
+    owner.post("/api/knowledge", {**SEED_SAVE_BODY, "types": ["tool"]}, format="json")
+    repeated = owner.get("/api/knowledge/search", {"q": SEED_SAVE_BODY["task"], "types": ["plan", "tool"], "min_score": 1})
+    assert repeated.status_code == 200 and repeated.json()["count"] == 1, repeated.content
+    twice = owner.get("/api/knowledge", {"limit": ["1", "2"]})
+    assert twice.status_code == 400 and twice.json()["error"]["fields"] == {"limit": ["given more than once"]}
 
 
 @pytest.mark.parametrize("value", ["0001-01-01T00:00:00-23:59", "9999-12-31T00:00:00-15:00", "9999-12-31", "0001-01-01"])
