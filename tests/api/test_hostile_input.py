@@ -95,6 +95,22 @@ def test_json_deeper_than_the_decoder_can_go_is_a_400_naming_where(agent):
     assert "deeper than 32 levels" in assert_invalid(response, ".".join(["0"] * 32))["message"]
 
 
+@pytest.mark.parametrize("text, field", [
+    ('{"task": "Log in", "content": "c", "types": ["tool"], "task": "Log out"}', "task"),
+    ('{"task": "t", "content": "c", "types": ["tool"], "tags": {"env": "prod", "env": "dev"}}', "env"),
+])
+def test_an_object_holding_a_key_twice_is_a_400_naming_the_key_not_run_with_the_last(agent, text, field):
+    assert "given more than once" in assert_invalid(post_raw(agent, "/api/knowledge", text), field)["message"]
+    assert not Knowledge.objects.exists()
+
+
+def test_json_whose_keys_differ_only_in_case_or_nesting_is_parsed_as_before(agent):
+    text = '{"task": "t", "content": "c", "types": ["tool"], "tags": {"task": "x", "Task": "y"}}'
+    response = post_raw(agent, "/api/knowledge", text)
+    assert response.status_code == 201, response.content
+    assert response.json()["tags"] == {"task": "x", "Task": "y"}
+
+
 def test_filters_nested_1300_levels_in_a_query_string_are_a_400(agent):
     deep = '{"op": "NOT", "condition": ' * 1300 + '{"op": "EQ", "key": "score", "value": 3}' + "}" * 1300
     assert_invalid(agent.get("/api/knowledge/search", {"q": "x", "filters": deep}), "filters")
