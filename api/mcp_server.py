@@ -324,11 +324,13 @@ def _export_text(data: dict):
 
 
 @server.tool()
-async def knowledge_export(ctx: Context, scopes: list[str] | None = None, passphrase: str | None = None) -> dict[str, Any]:
+async def knowledge_export(ctx: Context, scopes: list[str] | None = None, passphrase: str | None = None,
+                           vectors: bool | None = None) -> dict[str, Any]:
     """Everything this token may read as JSON Lines (`jsonl`): a header, resources with their versions (secrets
     encrypted; `passphrase` seals them for another installation), knowledge items with versions, feedback, merge
-    links and vectors. For a large hub use GET /api/export, which streams."""
-    return await _call(ctx, _export_text(_given(scopes=scopes, passphrase=passphrase)))
+    links and vectors (`vectors: false` leaves them out: about an eighth the size, the importing hub embeds again).
+    For a large hub use GET /api/export, which streams."""
+    return await _call(ctx, _export_text(_given(scopes=scopes, passphrase=passphrase, vectors=vectors)))
 
 
 @server.tool()

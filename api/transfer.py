@@ -16,7 +16,7 @@ from agents import operations
 from api import schema
 from api.documents import form_data
 from api.views import caller_of, reply
-from core.fields import TRANSPORT_PARAMETERS
+from core.fields import TRANSPORT_PARAMETERS, StrictBooleanField
 from ingest.inputs import ImportInput
 from ingest.outputs import ImportJobOutput
 
@@ -50,7 +50,7 @@ async def jsonl_async(records):
         yield chunk
 
 
-EXPORT_PARAMETERS = ("scopes",)  # repeated, or one comma-separated value: a list
+EXPORT_PARAMETERS = ("scopes", "vectors")  # scopes: repeated, or one comma-separated value: a list
 
 
 def check_export_query(params) -> None:
@@ -64,7 +64,7 @@ def check_export_query(params) -> None:
     if "passphrase" in params:
         fields["passphrase"] = [_("goes in the %(header)s header, never in the URL") % {"header": PASSPHRASE_HEADER}]
     fields.update({key: [_("given more than once")] for key in params
-                   if key in TRANSPORT_PARAMETERS and len(params.getlist(key)) > 1})
+                   if key in (*TRANSPORT_PARAMETERS, "vectors") and len(params.getlist(key)) > 1})
     if fields:
         raise ValidationError(fields)
 
@@ -73,6 +73,8 @@ class ExportApi(APIView):
     @schema.for_operation(
         "knowledge_export", operation_id="knowledge_export",
         parameters=[OpenApiParameter("scopes", str, many=True, description="only these scopes"),
+                    OpenApiParameter("vectors", bool, description="the items' vectors too (default true; false: about "
+                                                                  "an eighth the size, the importing hub embeds again)"),
                     OpenApiParameter(PASSPHRASE_HEADER, str, OpenApiParameter.HEADER,
                                      description="seal the secrets under this passphrase (a header, never the URL)")],
         responses={(200, "application/x-ndjson"): OpenApiResponse(description="JSON Lines: a header, then resources, "
@@ -83,6 +85,9 @@ class ExportApi(APIView):
         data = {"scopes": request.query_params.getlist("scopes") or [],
                 "passphrase": header_text(request.headers.get(PASSPHRASE_HEADER, ""))}
         data["scopes"] = [s for value in data["scopes"] for s in value.split(",") if s]
+        if "vectors" in request.query_params:  # as any query string's boolean: true/false or 1/0, nothing else
+            given = request.query_params["vectors"]
+            data["vectors"] = StrictBooleanField.QUERY_VALUES.get(given, given)
         records = operations.call("knowledge_export", caller_of(request), data=data)
         first = next(records)  # the header: errors before it surface as a JSON error, not a cut stream
         everything = itertools.chain([first], records)

@@ -11,7 +11,8 @@ to another installation; the header then carries a key check, so an import refus
 once. A caller without secret access gets no secrets at all (the header says so).
 
 Vectors go out with their model's name, so a hub with the same embedder imports them without
-re-embedding.
+re-embedding. Without them (`vectors=False`) an export is about an eighth the size (an item's two models' vector is
+~13 kB of JSON, more than most items' text), and the importing hub's worker embeds the items again.
 """
 import base64
 from collections.abc import Iterator
@@ -84,18 +85,19 @@ def _with_raw_secrets(queryset, included: bool):
 
 
 def export_records(caller: Caller, *, scopes: list[str] | None = None, passphrase: str | None = None,
-                   embedding_model: str = "") -> Iterator[dict]:
-    """The records of an export of what `caller` may read (narrowed to `scopes` when given), header first."""
+                   embedding_model: str = "", vectors: bool = True) -> Iterator[dict]:
+    """The records of an export of what `caller` may read (narrowed to `scopes` when given), header first; the
+    items' vectors unless `vectors` is False."""
     secrets = _Secrets(caller, passphrase)
     knowledge = Knowledge.objects.visible_to(caller)
     resources = Resource.objects.visible_to(caller)
     if scopes:
         knowledge, resources = knowledge.filter(scopes__overlap=scopes), resources.filter(scopes__overlap=scopes)
     yield {"kind": FORMAT, "version": VERSION, "exported_at": _iso(timezone.now()), "exported_by": caller.principal,
-           "scopes": scopes or None, "secrets": secrets.header(), "embedding_model": embedding_model,
+           "scopes": scopes or None, "secrets": secrets.header(), "embedding_model": embedding_model, "vectors": vectors,
            "counts": {"resources": resources.count(), "knowledge": knowledge.count()}}
     yield from _resources(resources, secrets)
-    yield from _knowledge(knowledge)
+    yield from _knowledge(knowledge, vectors=vectors)
     ids = knowledge.values("id")
     for first, second, by, at in (SlimRejection.objects.filter(first__in=ids, second__in=ids).order_by("id")
                                   .values_list("first_id", "second_id", "rejected_by", "created_at")):
@@ -124,13 +126,15 @@ def _resources(resources, secrets: _Secrets) -> Iterator[dict]:
         }
 
 
-def _knowledge(knowledge) -> Iterator[dict]:
+def _knowledge(knowledge, *, vectors: bool) -> Iterator[dict]:
     related = (
         Prefetch("versions", queryset=KnowledgeVersion.objects.order_by("number")),
         Prefetch("feedback_cases", queryset=FeedbackCase.objects.order_by("id")),
         "resource_links",
     )
     items = knowledge.order_by("created_at", "id").prefetch_related(*related)
+    if not vectors:
+        items = items.defer("embedding")  # each one read out of line: left unread
     for k in items.iterator(chunk_size=BATCH):
         yield {
             "kind": "knowledge", "id": k.id, "message_id": k.message_id, "types": list(k.types), "task": k.task,
@@ -144,6 +148,6 @@ def _knowledge(knowledge) -> Iterator[dict]:
             "versions": [{"number": v.number, "task": v.task, "content": v.content, "tags": v.tags,
                           "changed_by": v.changed_by, "reason": v.reason, "created_at": _iso(v.created_at)}
                          for v in k.versions.all()],
-            "embedding": [float(x) for x in k.embedding] if k.embedding is not None else None,
-            "embedding_model": k.embedding_model,
+            "embedding": [float(x) for x in k.embedding] if vectors and k.embedding is not None else None,
+            "embedding_model": k.embedding_model if vectors else "",
         }

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 from rest_framework import serializers
 
-from core.fields import NoUnknownFields, valid_scopes
+from core.fields import NoUnknownFields, StrictBooleanField, valid_scopes
 from ingest.chunking import DEFAULT_OVERLAP, DEFAULT_SIZE, MIN_SIZE
 from knowledge.models import KNOWLEDGE_TYPES
 
@@ -16,6 +16,8 @@ class ExportInput(NoUnknownFields, serializers.Serializer):
                                    help_text="only items and resources in these scopes (default: all you can read)")
     passphrase = serializers.CharField(required=False, allow_blank=True, default="", max_length=1000,
                                        help_text="seal the secrets under this passphrase, for another installation")
+    vectors = StrictBooleanField(default=True, help_text="the items' vectors too (false: about an eighth the size; "
+                                                         "the importing hub embeds the items again)")
 
     def validate_scopes(self, value):
         return valid_scopes(value)

@@ -13,11 +13,11 @@ from ingest.outputs import DocumentListOutput, DocumentOutput, ImportJobOutput
 
 
 @operation("knowledge_export", input=ExportInput)
-def knowledge_export(caller: Caller, *, scopes, passphrase):
-    """Everything the caller may read as JSON Lines records (items with versions, feedback, links, vectors;
-    resources with versions, secrets still encrypted), for a backup or a move."""
+def knowledge_export(caller: Caller, *, scopes, passphrase, vectors=True):
+    """Everything the caller may read as JSON Lines records (items with versions, feedback, links, vectors unless
+    `vectors` is false; resources with versions, secrets still encrypted), for a backup or a move."""
     return export.export_records(caller, scopes=scopes or None, passphrase=passphrase or None,
-                                 embedding_model=settings.KNOWHUB_EMBEDDING_MODEL)
+                                 embedding_model=settings.KNOWHUB_EMBEDDING_MODEL, vectors=vectors)
 
 
 @operation("knowledge_import", input=ImportInput, output=ImportJobOutput, writes=True, permission="curate",

@@ -10,7 +10,7 @@ from api.mcp_server import _export_text, _op, _run_sync
 from ingest.imports import import_run
 from jobs.models import Job
 from knowhub_client import JobFailed, JobTimeout
-from knowhub_client.errors import BadRequest, KnowHubError
+from knowhub_client.errors import BadRequest, InvalidArgument, KnowHubError
 from resources.models import Resource
 
 CSV = "task,content,types\nRotate keys,Every month,strategy\nDrain a node,Cordon first,tool\n"
@@ -47,6 +47,10 @@ def test_bulk_save_export_to_a_file_and_import_as_a_curator(hub, hub_for, tmp_pa
     records = [json.loads(line) for line in target.read_text().splitlines()]
     assert records[0]["kind"] == "knowhub-export" and records[1]["task"] == "Zebra stripes"
     assert hub.knowledge_export(scopes=["org:other"])[0]["counts"] == {"resources": 0, "knowledge": 0}
+    header, item, _end = hub.knowledge_export(vectors=False)
+    assert header["vectors"] is False and item["task"] == "Zebra stripes" and item["embedding"] is None
+    with pytest.raises(InvalidArgument, match="vectors"):
+        hub.knowledge_export(vectors="false")
     with pytest.raises(KnowHubError) as refused:
         hub.knowledge_import("tips.csv", CSV)
     assert refused.value.status == 403
@@ -105,6 +109,8 @@ def test_mcp_export_and_import_run_the_same_operations(token_for):
     exported = _run_sync(curator, _export_text({}))
     lines = exported["jsonl"].splitlines()
     assert exported["records"] == len(lines) == 4 and json.loads(lines[0])["kind"] == "knowhub-export"
+    without = _run_sync(curator, _export_text({"vectors": False}))["jsonl"].splitlines()
+    assert json.loads(without[0])["vectors"] is False and len(without) == 4
 
 
 def test_the_client_uploads_a_document_and_a_refused_url_is_a_400_naming_it(hub):

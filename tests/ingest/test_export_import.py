@@ -95,6 +95,24 @@ def test_export_import_into_an_empty_hub_then_export_gives_the_same_data():
     assert site.secure_body == "pw-2" and site.versions.get().secure_body == "pw-1"
 
 
+def test_an_export_without_vectors_imports_the_same_items_and_the_hub_embeds_them_again():
+    ids = world()
+    whole, slim = export_text(), export_text(vectors=False)
+    assert len(slim) * 4 < len(whole)  # the two models' vectors were most of it
+    header, *rest = records(slim)
+    assert header["vectors"] is False
+    assert all(r["embedding"] is None and r["embedding_model"] == "" for r in rest if r["kind"] == "knowledge")
+    wipe()
+    report = import_file(IMPORTER, name="backup.jsonl", data=slim.encode())
+    assert report.failed == [] and report.imported == 2 + 5 + 1
+    restored = Knowledge.objects.get(pk=ids["a"])
+    assert restored.embedding is None  # the worker embeds it again
+    embed_saved()
+    again = [r for r in records(export_text()) if r["kind"] == "knowledge"]
+    before = [r for r in records(whole) if r["kind"] == "knowledge"]
+    assert [{**r, "embedding": None} for r in again] == [{**r, "embedding": None} for r in before]
+
+
 def test_a_superseded_item_comes_back_superseded_by_its_successor():
     from knowledge.supersede import knowledge_supersede
 
@@ -247,6 +265,9 @@ def test_the_commands_export_to_a_file_and_import_it_back(tmp_path, capsys):
     call_command("import", str(target), "--json")
     report = json.loads(capsys.readouterr().out)
     assert report["skipped"] == len(exported) - 2 and report["failed"] == []  # all but the header and the end
+    call_command("export", "--output", str(target), "--no-vectors")
+    without = [json.loads(line) for line in target.read_text().splitlines()]
+    assert without[0]["vectors"] is False and not any(r.get("embedding") for r in without)
 
 
 def test_the_api_streams_an_export_of_the_tokens_scopes_and_imports_only_for_curators():
@@ -256,6 +277,13 @@ def test_the_api_streams_an_export_of_the_tokens_scopes_and_imports_only_for_cur
     assert reply.status_code == 200 and reply["Content-Type"] == "application/x-ndjson"
     lines = [json.loads(line) for line in b"".join(reply.streaming_content).decode().splitlines()]
     assert ids["other"] not in {r.get("id") for r in lines} and lines[0]["secrets"] == {"mode": "omitted"}
+    assert lines[0]["vectors"] is True and lines[2]["embedding"]
+    without = agent.get("/api/export", {"vectors": "false"})
+    lines = [json.loads(line) for line in b"".join(without.streaming_content).decode().splitlines()]
+    assert lines[0]["vectors"] is False and not any(r.get("embedding") for r in lines)
+    for query in ({"vectors": "no"}, {"vectors": ["false", "true"]}):
+        refused = agent.get("/api/export", query)
+        assert refused.status_code == 400 and list(refused.json()["error"]["fields"]) == ["vectors"], refused.content
     refused = agent.post("/api/import", {"content": CSV, "filename": "tips.csv", "scopes": ["team:a"]}, format="json")
     assert refused.status_code == 403
     curator = agent_client("curator", ["team:a"], writable_scopes=["team:a"], can_curate=True)

@@ -57,6 +57,12 @@ def _text(value: Any, argument: str) -> str:
     return value
 
 
+def _flag(value: Any, argument: str) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidArgument(argument, f"must be True or False, not {type(value).__name__}")
+    return value
+
+
 def _conflict_id(value: Any) -> int:
     """A conflict's id (an integer, or its digits as text); anything else is the caller's mistake, named."""
     try:
@@ -255,15 +261,17 @@ TERMINAL_JOB_STATUSES = ("succeeded", "failed")
 PASSPHRASE_HEADER = "X-KnowHub-Passphrase"
 
 
-def knowledge_export(scopes: list[str] | None, passphrase: str | None) -> Call:
+def knowledge_export(scopes: list[str] | None, passphrase: str | None, vectors: bool = True) -> Call:
     """GET /api/export (JSON Lines, streamed); the passphrase goes in a header, never in the URL."""
     headers: dict[str, str | bytes] = {}
     if passphrase:  # UTF-8: any passphrase a header can hold
         encoded = _text(passphrase, "passphrase").encode("utf-8")
         check_header("passphrase", encoded, ascii_only=False)
         headers[PASSPHRASE_HEADER] = encoded
-    return Call("GET", "/api/export", params={"scopes": _strings(scopes, "scopes", joined=True)}, idempotent=True,
-                headers=headers)
+    params = {"scopes": _strings(scopes, "scopes", joined=True)}
+    if not _flag(vectors, "vectors"):
+        params["vectors"] = "false"
+    return Call("GET", "/api/export", params=params, idempotent=True, headers=headers)
 
 
 def export_sink(output: Any) -> tuple[Any, Any] | None:

@@ -20,11 +20,13 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--scopes", default="", help="comma-separated: only these scopes (default: every scope)")
         parser.add_argument("--output", help="a file to write (default: standard output)")
+        parser.add_argument("--no-vectors", dest="vectors", action="store_false",
+                            help="leave the items' vectors out (about an eighth the size; the importing hub embeds again)")
         parser.add_argument("--passphrase-env", metavar="NAME",
                             help="seal the secrets under the passphrase in environment variable NAME, for another "
                                  "installation (never on the command line, where `ps` shows it)")
 
-    def handle(self, *args, scopes, output, passphrase_env, **options):
+    def handle(self, *args, scopes, output, passphrase_env, vectors=True, **options):
         passphrase = None
         if passphrase_env:
             passphrase = os.environ.get(passphrase_env)
@@ -36,7 +38,7 @@ class Command(BaseCommand):
         wanted = [s.strip() for s in scopes.split(",") if s.strip()] or None
         try:
             records = export_records(caller, scopes=wanted, passphrase=passphrase,
-                                     embedding_model=settings.KNOWHUB_EMBEDDING_MODEL)
+                                     embedding_model=settings.KNOWHUB_EMBEDDING_MODEL, vectors=vectors)
             header = next(records)
         except WrongPassphrase as exc:
             raise CommandError(f"--passphrase-env: {exc}") from exc
