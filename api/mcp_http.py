@@ -10,11 +10,15 @@ ALLOWED_HOSTS (as Django would) and the Bearer token against the same tokens
 as the REST API: 401 with the API's error shape otherwise (503 with Retry-After when the
 database cannot be reached to check it).
 
+The SDK answers a few refusals as plain text (a wrong Content-Type 400, a body over its size limit 413):
+`JsonErrors` gives those the API's error shape too; its JSON-RPC errors pass as they are.
+
 GET /mcp is answered 405, as the specification allows a server that offers no SSE stream: a stateless server has
 nothing to send on one, and the SDK kept such a stream open for good, each holding one of the process's places
 (knowhub_site/concurrency.py) until a few idle clients held them all.
 """
 import json
+from http import HTTPStatus
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -77,6 +81,44 @@ class BearerGate:
         await self.app(scope, receive, send)
 
 
+ERROR_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 406: "not_acceptable",
+               413: "too_large", 415: "unsupported_media_type"}
+
+
+class JsonErrors:
+    """ASGI middleware: an error reply that is not JSON (the SDK's transport checks answer in plain text) is sent
+    as the API's `{"error": {"code", "message", "fields"}}`, its text the message."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        held: dict = {}
+
+        async def sending(message):
+            if message["type"] == "http.response.start":
+                content_type = dict(message.get("headers", [])).get(b"content-type", b"")
+                if message["status"] >= 400 and not content_type.startswith(b"application/json"):
+                    held.update(start=message, body=b"")
+                    return
+            elif message["type"] == "http.response.body" and "start" in held:
+                held["body"] += message.get("body", b"")
+                if message.get("more_body"):
+                    return
+                start = held.pop("start")
+                text = held["body"].decode("utf-8", "replace").strip()[:500] or HTTPStatus(start["status"]).phrase
+                code = ERROR_CODES.get(start["status"], "bad_request" if start["status"] < 500 else "server_error")
+                kept = [(k, v) for k, v in start.get("headers", []) if k.lower() not in (b"content-type", b"content-length")]
+                await _reply(send, start["status"], code, text, kept)
+                return
+            await send(message)
+
+        await self.app(scope, receive, sending)
+
+
 class NoEventStream:
     """ASGI middleware: GET (the server-initiated SSE stream) is refused 405 before the SDK opens a stream."""
 
@@ -102,7 +144,7 @@ def mcp_http_app():
 def with_mcp(django_app):
     """One ASGI application: /mcp to the MCP server, lifespan to it too, the rest to Django."""
     mcp_app = mcp_http_app()
-    gated = BearerGate(NoEventStream(mcp_app))
+    gated = BearerGate(NoEventStream(JsonErrors(mcp_app)))
 
     async def application(scope, receive, send):
         if scope["type"] == "lifespan":

@@ -189,6 +189,20 @@ def test_mcp_over_http_refuses_without_a_valid_token_or_host(asgi_server, header
     assert response.json()["error"]["code"] in ("not_authenticated", "bad_host")
 
 
+def test_what_the_sdk_refuses_in_plain_text_is_answered_in_the_apis_error_shape(asgi_server):
+    """Found by the 50-client sweep: a wrong content type was a plain-text 400, a huge body a plain-text 413."""
+    headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {token()}"}
+    wrong_type = httpx2.post(asgi_server + "/mcp", content=b"{}", headers={**headers, "Content-Type": "text/plain"})
+    huge = httpx2.post(asgi_server + "/mcp", content=b" " * (5 * 1024 * 1024), timeout=30,
+                       headers={**headers, "Content-Type": "application/json"})
+    for reply, status, code in ((wrong_type, 400, "bad_request"), (huge, 413, "too_large")):
+        assert (reply.status_code, reply.headers["content-type"]) == (status, "application/json"), reply.text[:200]
+        error = reply.json()["error"]
+        assert error["code"] == code and error["message"] and error["fields"] == {}
+    parse_error = httpx2.post(asgi_server + "/mcp", content=b"{not json", headers={**headers, "Content-Type": "application/json"})
+    assert parse_error.status_code == 400 and parse_error.json()["error"]["code"] == -32700  # JSON-RPC's own, as it was
+
+
 def test_stdio_search_id_goes_back_with_feedback_and_stays_in_its_scope():
     from knowledge.models import FeedbackCase
 
