@@ -23,6 +23,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from mcp_types import INVALID_REQUEST, PARSE_ERROR, CallToolResult, ErrorData, JSONRPCError, TextContent
 from pydantic import ValidationError
+from rest_framework import serializers
 
 from agents import operations
 from agents.auth import active_token, is_bearer
@@ -127,6 +128,32 @@ def _op(name: str, data: dict | None = None, **args):
     return lambda caller: operations.run(name, caller, data=data, **args)
 
 
+# What a JSON value of each scalar type is; the SDK's pydantic models are lax and took `"top_k": true` as 1, `"5"` as
+# 5 and `"reveal": "yes"` as true, which the REST API refuses (core.fields: nothing is coerced).
+_SCALARS = {
+    "integer": (lambda value: isinstance(value, int) and not isinstance(value, bool),
+                serializers.IntegerField.default_error_messages["invalid"]),
+    "number": (lambda value: isinstance(value, (int, float)) and not isinstance(value, bool),
+               serializers.FloatField.default_error_messages["invalid"]),
+    "boolean": (lambda value: isinstance(value, bool), serializers.BooleanField.default_error_messages["invalid"]),
+}
+
+
+def _coercions(properties: dict, arguments: dict) -> dict[str, list[str]]:
+    """The arguments a tool takes as a scalar JSON type (or null) that are of another type, with why: refused
+    before the SDK would coerce them."""
+    found = {}
+    for key, value in arguments.items():
+        schema = properties.get(key) or {}
+        types = {option.get("type") for option in schema.get("anyOf", [schema])}
+        if value is None and "null" in types:
+            continue
+        scalar = [_SCALARS[t] for t in types if t in _SCALARS]
+        if scalar and len(types - {"null"}) == 1 and not scalar[0][0](value):
+            found[key] = [str(scalar[0][1])]
+    return found
+
+
 class KnowHubMCPServer(MCPServer):
     """The SDK's server, its tools refusing arguments as the REST API refuses fields: one a tool does not take (the
     SDK dropped it, so `topk` or `querry` ran with the defaults) and one of the wrong type (the SDK's own text, a
@@ -139,6 +166,8 @@ class KnowHubMCPServer(MCPServer):
         if unknown:
             expected = _("unknown field; expected one of %(expected)s") % {"expected": ", ".join(taken)}
             return _invalid({key: [expected] for key in unknown})
+        if coerced := _coercions(taken, arguments):
+            return _invalid(coerced)
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:

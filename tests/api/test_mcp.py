@@ -102,6 +102,13 @@ async def exercise(session: ClientSession) -> None:
     assert "top_k" in typo["error"]["message"]  # what it takes
     error, wrong = await call(session, "knowledge_search", query="site A login", top_k="many")
     assert error and wrong["error"]["status"] == 400 and list(wrong["error"]["fields"]) == ["top_k"]
+    for argument, value in (("top_k", True), ("top_k", "5"), ("top_k", 5.0), ("answer_floor", "0.5"),
+                            ("answer_floor", False), ("include_superseded", "yes"), ("include_superseded", 1)):
+        error, coerced = await call(session, "knowledge_search", query="site A login", **{argument: value})
+        assert error and coerced["error"]["status"] == 400, (argument, value, coerced)
+        assert list(coerced["error"]["fields"]) == [argument], (argument, value, coerced)
+    error, fine = await call(session, "knowledge_search", query="site A login", top_k=2, answer_floor=0, scopes=None)
+    assert not error, fine
     error, nested = await call(session, "knowledge_batch_update", feedback_list=["not an object"])
     assert error and nested["error"]["status"] == 400 and list(nested["error"]["fields"]) == ["feedback_list.0"]
     error, absent = await call(session, "knowledge_get")
