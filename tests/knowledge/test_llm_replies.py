@@ -63,7 +63,7 @@ def test_an_evolve_job_that_crashes_outside_the_llm_fails_saying_why_instead_of_
     item = make_knowledge(task="keep me", content="unchanged", embed=False)
     job = asked(item)
 
-    def crash(*, job_id, worker=""):
+    def crash(*, job_id, worker="", task_id=""):
         Job.objects.filter(pk=job_id).update(status=Job.Status.RUNNING)
         raise RuntimeError("the database refused the row")
 
