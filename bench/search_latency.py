@@ -293,7 +293,7 @@ def measure(items: int, *, count: int, profile: bool, statements: bool = False, 
 
 def _profile(run, texts) -> None:
     """cProfile (the standard library's: nothing to install) of the engine over `texts`, the 30 functions of most
-    cumulative time. A profiled pass fills the word statistics and query caches: the timed passes then start warm."""
+    cumulative time (PROFILE_SORT=tottime: of most own time). A profiled pass fills the word statistics and query caches: the timed passes then start warm."""
     import cProfile
     import pstats
 
@@ -302,7 +302,7 @@ def _profile(run, texts) -> None:
     for text in texts:
         run(text)
     profiler.disable()
-    pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(30)
+    pstats.Stats(profiler, stream=sys.stderr).sort_stats(os.environ.get("PROFILE_SORT", "cumulative")).print_stats(30)
 
 
 HEADER = ("| items | filter | floor p50 / p95 / p99 ms | engine p50 / p95 / p99 ms | engine p50 ÷ floor p50 "
