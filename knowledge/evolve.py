@@ -57,7 +57,7 @@ def evolve_request(caller, *, knowledge_id: str, feedback: str) -> Job:
     scopes, status, merged_into = Knowledge.objects.filter(pk=knowledge_id).values_list(
         "scopes", "status", "merged_into").first() or ([], Knowledge.Status.ACTIVE, None)
     if status != Knowledge.Status.ACTIVE:  # a rewrite of an item no search returns; a merged one's text is its unmerge's
-        raise KnowledgeStateError(not_editable(knowledge_id, status, merged_into), field="knowledge_id")
+        raise KnowledgeStateError(not_editable(knowledge_id, status, merged_into, caller=caller), field="knowledge_id")
     return job_create(kind="evolve", subject=knowledge_id, requested_by=caller.principal,
                       params={"feedback": feedback, "model": settings.KNOWHUB_LLM_MODEL, "review": review_required(scopes),
                               "token_id": caller.token_id})

@@ -186,9 +186,17 @@ def _is_primary_key_violation(exc: IntegrityError) -> bool:
     return getattr(diag, "constraint_name", None) == f"{Knowledge._meta.db_table}_pkey"
 
 
-def not_editable(knowledge_id: str, status: str, merged_into: str | None) -> str:
-    """Why an item's text cannot be changed (edit, evolve) in its `status`."""
+def readable_by(caller, knowledge_id: str | None) -> bool:
+    """Whether `caller` may read the item `knowledge_id` (None: no caller to ask for, every item is named)."""
+    return caller is None or not knowledge_id or Knowledge.objects.visible_to(caller).filter(pk=knowledge_id).exists()
+
+
+def not_editable(knowledge_id: str, status: str, merged_into: str | None, *, caller=None) -> str:
+    """Why an item's text cannot be changed (edit, evolve) in its `status`. The item it was merged into is named
+    unless `caller` cannot read it (its scopes changed since the merge, which kept them equal)."""
     if status == KnowledgeStatus.MERGED:
+        if not readable_by(caller, merged_into):
+            return _("%(id)s was merged into another item: unmerge it first") % {"id": knowledge_id}
         return _("%(id)s was merged into %(into)s: change that item, or unmerge this one first") % {
             "id": knowledge_id, "into": merged_into}
     return _("%(id)s is %(status)s: make it active first") % {"id": knowledge_id, "status": status}
@@ -218,7 +226,8 @@ def knowledge_edit(
     item = Knowledge.objects.select_for_update().get(pk=knowledge_id)
     require_write_any(caller, item)
     if item.status == KnowledgeStatus.MERGED:  # its text is what unmerging it brings back, as it was when merged
-        raise KnowledgeStateError(not_editable(item.id, item.status, item.merged_into_id), field="knowledge_id")
+        raise KnowledgeStateError(not_editable(item.id, item.status, item.merged_into_id, caller=caller),
+                                  field="knowledge_id")
     if base_updated_at is not None and item.updated_at != base_updated_at:
         # compared under the row lock: of two edits read from the same state, the second waits and is refused
         raise stale_edit(item, changed=_text_changed_since(item, base_updated_at))

@@ -243,6 +243,8 @@ def knowledge_unmerge(caller, *, merged_id: str) -> list[str]:
     if not originals:
         raise ValueError(_("%(id)s is not the result of a merge") % {"id": merged_id})
     if merged.status == KnowledgeStatus.MERGED:  # merged again since: only undoing that merge may change it
+        if not services.readable_by(caller, merged.merged_into_id):  # its scopes changed since: say no more
+            raise ValueError(_("%(id)s was merged into another item since: it cannot be unmerged") % {"id": merged_id})
         raise ValueError(_("%(id)s was merged into %(into)s since: unmerge %(into)s first")
                          % {"id": merged_id, "into": merged.merged_into_id})
     Knowledge.objects.filter(pk__in=originals).update(status=KnowledgeStatus.ACTIVE, merged_into=None, updated_at=timezone.now())

@@ -73,3 +73,36 @@ def test_archiving_scoring_or_unmerging_an_item_needs_write_access_to_one_of_its
     assert (item.status, item.score) == ("active", 3)
     services.knowledge_set_status(agent(), knowledge_id=item.id, status="archived")
     assert Knowledge.objects.get(pk=item.id).status == "archived"
+
+
+def test_a_refusal_names_the_item_an_item_was_merged_into_only_to_a_caller_who_may_read_it():
+    from knowledge import slim
+    from knowledge.errors import KnowledgeStateError
+
+    writer = agent(writable=("team:a",))
+    first, second = (services.knowledge_create(writer, task=f"Tabs {n}", content="Use tabs", types=["strategy"],
+                                               scopes=["team:a"]) for n in (1, 2))
+    merged = slim.merge_group(Caller.system("test"), [first.id, second.id], text={"task": "Tabs", "content": "Tabs"})
+    with pytest.raises(KnowledgeStateError, match=f"merged into {merged.id}"):
+        services.knowledge_edit(writer, knowledge_id=first.id, content="x", reason="r")
+    again = slim.merge_group(Caller.system("test"), [merged.id, services.knowledge_create(
+        writer, task="Tabs 3", content="Use tabs", types=["strategy"], scopes=["team:a"]).id],
+        text={"task": "Tabs!", "content": "Tabs!"})
+    with pytest.raises(ValueError, match=f"unmerge {again.id} first"):
+        slim.knowledge_unmerge(writer, merged_id=merged.id)
+
+    Knowledge.objects.filter(pk__in=[merged.id, again.id]).update(scopes=["team:b"])  # moved since, by an admin
+    Knowledge.objects.filter(pk=first.id).update(scopes=["team:a", "team:b"])
+    with pytest.raises(KnowledgeStateError) as refused:
+        services.knowledge_edit(writer, knowledge_id=first.id, content="x", reason="r")
+    assert merged.id not in str(refused.value) and "merged into another item" in str(refused.value)
+    both = agent(writable=("team:a", "team:b"))
+    with pytest.raises(ValueError) as unmerging:
+        slim.knowledge_unmerge(both, merged_id=merged.id)
+    assert again.id in str(unmerging.value)  # one who reads it is told which
+    reader_of_a = Caller(principal="agent:a_only", agent_id="a_only", readable_scopes=("team:a", "team:b"),
+                         writable_scopes=("team:b",))
+    Knowledge.objects.filter(pk=again.id).update(scopes=["team:c"])
+    with pytest.raises(ValueError) as hidden:
+        slim.knowledge_unmerge(reader_of_a, merged_id=merged.id)
+    assert again.id not in str(hidden.value) and "another item" in str(hidden.value)
