@@ -139,6 +139,12 @@ _SCALARS = {
 }
 
 
+def _an_id(key: str, value) -> bool:
+    """A number naming a thing (`conflict_id`, a `version`), which REST takes from its path as text: its digits as a
+    string are it too, as the Python client sends them; never a boolean."""
+    return (key.endswith("_id") or key == "version") and isinstance(value, str) and value.isascii() and value.isdigit()
+
+
 def _coercions(properties: dict, arguments: dict) -> dict[str, list[str]]:
     """The arguments a tool takes as a scalar JSON type (or null) that are of another type, with why: refused
     before the SDK would coerce them."""
@@ -146,7 +152,7 @@ def _coercions(properties: dict, arguments: dict) -> dict[str, list[str]]:
     for key, value in arguments.items():
         schema = properties.get(key) or {}
         types = {option.get("type") for option in schema.get("anyOf", [schema])}
-        if value is None and "null" in types:
+        if (value is None and "null" in types) or ("integer" in types and _an_id(key, value)):
             continue
         scalar = [_SCALARS[t] for t in types if t in _SCALARS]
         if scalar and len(types - {"null"}) == 1 and not scalar[0][0](value):

@@ -109,6 +109,9 @@ async def exercise(session: ClientSession) -> None:
         assert list(coerced["error"]["fields"]) == [argument], (argument, value, coerced)
     error, fine = await call(session, "knowledge_search", query="site A login", top_k=2, answer_floor=0, scopes=None)
     assert not error, fine
+    for conflict_id, status in (("999999", 403), (True, 400), ("1.0", 400)):  # digits pass to the permission check
+        error, missing = await call(session, "conflict_get", conflict_id=conflict_id)
+        assert error and missing["error"]["status"] == status, (conflict_id, missing)
     error, nested = await call(session, "knowledge_batch_update", feedback_list=["not an object"])
     assert error and nested["error"]["status"] == 400 and list(nested["error"]["fields"]) == ["feedback_list.0"]
     error, absent = await call(session, "knowledge_get")

@@ -268,7 +268,7 @@ def knowledge_export(scopes: list[str] | None, passphrase: str | None, vectors: 
         encoded = _text(passphrase, "passphrase").encode("utf-8")
         check_header("passphrase", encoded, ascii_only=False)
         headers[PASSPHRASE_HEADER] = encoded
-    params = {"scopes": _strings(scopes, "scopes", joined=True)}
+    params: dict[str, Any] = {"scopes": _strings(scopes, "scopes", joined=True)}
     if not _flag(vectors, "vectors"):
         params["vectors"] = "false"
     return Call("GET", "/api/export", params=params, idempotent=True, headers=headers)
