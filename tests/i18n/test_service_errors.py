@@ -4,7 +4,7 @@ import pytest
 from knowledge.models import Conflict
 from tests.callers import agent_client, person_in, session_client
 from tests.factories import make_knowledge
-from tests.i18n.test_api_messages import CHINESE, _both, _has_chinese
+from tests.i18n.test_api_messages import _both, _has_chinese
 
 pytestmark = pytest.mark.django_db
 
