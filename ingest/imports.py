@@ -18,7 +18,6 @@ copy re-sent after its worker died mid-file stores only what the dead one had no
 the latest claim ends it.
 """
 import dataclasses
-import time
 
 from django.conf import settings
 from django.db import transaction
@@ -31,7 +30,7 @@ from core.safe_json import storable
 from ingest import importer
 from ingest.models import ImportUpload
 from jobs.models import Job
-from jobs.services import job_claim, job_create, job_fail, job_progress, job_succeed
+from jobs.services import ProgressWriter, job_claim, job_create, job_fail, job_succeed
 from resources import crypto
 
 PROGRESS_INTERVAL = 0.5  # seconds between two progress writes of one job (the last record always writes)
@@ -116,14 +115,10 @@ class Progress:
     seconds (one UPDATE per record would cost as much as the records), and always for the last one."""
 
     def __init__(self, job_id, attempt: int, **about):
-        self.job_id, self.attempt, self.about, self.written = job_id, attempt, storable(about), float("-inf")
+        self.about, self.writer = storable(about), ProgressWriter(job_id=job_id, attempt=attempt, every=PROGRESS_INTERVAL)
 
     def __call__(self, done: int, total: int) -> None:
-        now = time.monotonic()
-        if done < total and now - self.written < PROGRESS_INTERVAL:
-            return
-        self.written = now
-        job_progress(job_id=self.job_id, attempt=self.attempt, progress={**self.about, "done": done, "total": total})
+        self.writer.write({**self.about, "done": done, "total": total}, last=done >= total)
 
 
 def _rights_of(caller: Caller) -> dict:

@@ -1,7 +1,7 @@
 """The job lifecycle and worker bookkeeping.
 
 A job is created queued and sent to the broker on commit (`job_create`), claimed by a worker
-(`job_claim`), reports progress while it runs (`job_progress`) and ends succeeded or failed
+(`job_claim`), reports progress while it runs (`job_progress`; `ProgressWriter` at most every few seconds) and ends succeeded or failed
 (`job_succeed`, `job_fail`); the heartbeat sweep takes back the jobs of dead workers
 (`jobs_requeue_orphans`). Every state change is one conditional UPDATE allowed by `Job.MOVES_TO`,
 so two workers, or a worker and the sweep, never both move the same job, and a finished job
@@ -9,6 +9,7 @@ never changes again. A claim numbers its attempt; passing that number to `job_pr
 `job_succeed` or `job_fail` makes the write land only while the claim is still the job's latest.
 """
 import logging
+import time
 from datetime import timedelta
 
 from django.conf import settings
@@ -48,10 +49,12 @@ def worker_heartbeats_clear_dead(*, hostname_prefix: str, pid: int) -> int:
     return deleted
 
 
-def _move(job_id, to: str, *, attempt: int | None = None, **fields) -> bool:
+def _move(job_id, to: str, *, attempt: int | None = None, where: Q | None = None, **fields) -> bool:
     """Move the job to state `to` if it is in a state allowed to move there (and, given `attempt`, its latest claim
-    is that attempt); True when it moved."""
+    is that attempt; given `where`, it matches that too); True when it moved."""
     jobs = Job.objects.filter(pk=job_id, status__in=Job.MOVES_TO[to])
+    if where is not None:
+        jobs = jobs.filter(where)
     if attempt is not None:
         jobs = jobs.filter(attempts=attempt)
     return bool(jobs.update(status=to, **fields))
@@ -73,6 +76,22 @@ def job_progress(*, job_id, progress: dict, attempt: int | None = None) -> bool:
     if attempt is not None:
         jobs = jobs.filter(attempts=attempt)
     return bool(jobs.update(progress=progress))
+
+
+class ProgressWriter:
+    """A running job's progress, written (one UPDATE) at most every `every` seconds, for work that reports after
+    each small step (a record imported, a pair checked): `write(progress)` skips a write sooner than that unless
+    `last`, and says False once the job finished or was claimed again (nothing written; the caller may stop)."""
+
+    def __init__(self, *, job_id, attempt: int, every: float):
+        self.job_id, self.attempt, self.every, self.written = job_id, attempt, every, float("-inf")
+
+    def write(self, progress: dict, *, last: bool = False) -> bool:
+        now = time.monotonic()
+        if not last and now - self.written < self.every:
+            return True
+        self.written = now
+        return job_progress(job_id=self.job_id, attempt=self.attempt, progress=progress)
 
 
 def job_succeed(*, job_id, result, attempt: int | None = None) -> bool:
@@ -131,11 +150,10 @@ def job_claim(*, job_id: str, worker: str, task_id: str = "") -> int:
     """
     from jobs.selectors import alive_instances
 
-    claimable = Q(status=Job.Status.QUEUED) | (Q(status=Job.Status.RUNNING) & (
-        Q(task_id=task_id) | ~Q(worker__in=alive_instances())))
-    claimed = Job.objects.filter(claimable, pk=job_id).update(
-        status=Job.Status.RUNNING, started_at=timezone.now(), attempts=F("attempts") + 1, worker=worker, task_id=task_id)
-    if not claimed:
+    # running already (Job.MOVES_TO allows it): only for its own message, or once its worker is gone
+    reclaimable = ~Q(status=Job.Status.RUNNING) | Q(task_id=task_id) | ~Q(worker__in=alive_instances())
+    if not _move(job_id, Job.Status.RUNNING, where=reclaimable, started_at=timezone.now(),
+                 attempts=F("attempts") + 1, worker=worker, task_id=task_id):
         return 0
     return Job.objects.filter(pk=job_id).values_list("attempts", flat=True).get()
 

@@ -29,7 +29,6 @@ histories concatenated; score and confidence are the group's rounded mean.
 The originals become `merged` with a pointer to the result; `knowledge_unmerge`
 restores them and archives the merged item.
 """
-import time
 from collections.abc import Callable
 
 from django.conf import settings
@@ -40,7 +39,7 @@ from django.utils.translation import gettext as _
 from agents.caller import Caller
 from core import events
 from jobs.models import Job
-from jobs.services import job_claim, job_create, job_progress, job_succeed
+from jobs.services import ProgressWriter, job_claim, job_create, job_progress, job_succeed
 from core.safe_json import UNSAFE_CHARACTERS
 from knowledge import llm, relation, services
 from knowledge.limits import CONTENT_MAX, TASK_MAX
@@ -323,17 +322,11 @@ def slim_run(*, job_id: str, worker: str = "", task_id: str = "") -> Job:
         return job
     params = job.params
     edges, rejected = duplicate_edges(writable_scopes=params.get("writable_scopes"))
-    job_progress(job_id=job_id, progress={"pairs_to_check": len(edges), "pairs_checked": 0, "held_back": 0},
-                 attempt=claimed)
-    reported = time.monotonic()
+    writer = ProgressWriter(job_id=job_id, attempt=claimed, every=PROGRESS_EVERY_SECONDS)
+    writer.write({"pairs_to_check": len(edges), "pairs_checked": 0, "held_back": 0}, last=True)
 
     def checked(pairs: int, held: int) -> None:  # one LLM call a pair, seconds each: say how far it got
-        nonlocal reported
-        if time.monotonic() - reported < PROGRESS_EVERY_SECONDS:
-            return
-        reported = time.monotonic()
-        if not job_progress(job_id=job_id, attempt=claimed,
-                            progress={"pairs_to_check": len(edges), "pairs_checked": pairs, "held_back": held}):
+        if not writer.write({"pairs_to_check": len(edges), "pairs_checked": pairs, "held_back": held}):
             raise ClaimLost(job_id)  # finished or claimed again since: the later claim does the work
 
     try:

@@ -123,8 +123,10 @@ def test_a_person_whose_account_changed_after_queueing_imports_nothing(django_us
 
 
 def test_progress_is_visible_while_the_import_runs_and_written_at_most_a_few_times_a_second(curator_agent, monkeypatch):
+    from jobs import services as job_services
+
     seen, writes = [], []
-    write = imports.job_progress
+    write = job_services.job_progress  # what the import's ProgressWriter calls
 
     def watched(**kwargs):
         writes.append(kwargs["progress"])
@@ -132,7 +134,7 @@ def test_progress_is_visible_while_the_import_runs_and_written_at_most_a_few_tim
         job = Job.objects.get(pk=kwargs["job_id"])  # what GET /api/jobs/{id} shows meanwhile
         seen.append((job.status, job.progress["done"], job.progress["total"]))
 
-    monkeypatch.setattr(imports, "job_progress", watched)
+    monkeypatch.setattr(job_services, "job_progress", watched)
     reply = post_import(curator_agent, "steps.csv", ROWS.encode(), scopes="org:acme")
     run(reply)
 
