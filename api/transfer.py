@@ -15,8 +15,8 @@ from rest_framework.views import APIView
 from agents import operations
 from api import schema
 from api.documents import form_data
-from api.views import caller_of, reply
-from core.fields import TRANSPORT_PARAMETERS, StrictBooleanField
+from api.views import caller_of, query_problems, reply
+from core.fields import StrictBooleanField
 from ingest.inputs import ImportInput
 from ingest.outputs import ImportJobOutput
 
@@ -50,21 +50,17 @@ async def jsonl_async(records):
         yield chunk
 
 
-EXPORT_PARAMETERS = ("scopes", "vectors")  # scopes: repeated, or one comma-separated value: a list
+EXPORT_PARAMETERS = ("scopes", "vectors")
 
 
 def check_export_query(params) -> None:
-    """GET /api/export takes `scopes` only, as every other input refuses what it does not know (`NoUnknownFields`,
-    `api.views.check_query`): 400 naming each other parameter (`?scope=team:b` would export every scope), the
-    passphrase among them (it goes in the header: a URL is kept in logs and histories, and without the header the
-    secrets would go out unsealed), and a transport parameter given twice."""
-    expected = ", ".join(EXPORT_PARAMETERS)
-    fields = {key: [_("unknown field; expected one of %(expected)s") % {"expected": expected}]
-              for key in params if key not in EXPORT_PARAMETERS and key not in TRANSPORT_PARAMETERS}
+    """GET /api/export takes `scopes` (repeated, or one comma-separated value: a list) and `vectors`, as every other
+    input refuses what it does not know (`api.views.query_problems`): 400 naming each other parameter
+    (`?scope=team:b` would export every scope), the passphrase among them (it goes in the header: a URL is kept in
+    logs and histories, and without the header the secrets would go out unsealed), and one given twice."""
+    fields = query_problems(params, EXPORT_PARAMETERS, lists=("scopes",))
     if "passphrase" in params:
         fields["passphrase"] = [_("goes in the %(header)s header, never in the URL") % {"header": PASSPHRASE_HEADER}]
-    fields.update({key: [_("given more than once")] for key in params
-                   if key in (*TRANSPORT_PARAMETERS, "vectors") and len(params.getlist(key)) > 1})
     if fields:
         raise ValidationError(fields)
 

@@ -27,14 +27,19 @@ def check_query(request, allowed: tuple[str, ...] = ()) -> None:
     """A GET by id takes only the `allowed` query parameters, each once, as an input with `NoUnknownFields` does:
     400 naming any other (a typo such as `?revael=true` answered without the secret) and any given twice
     (`reveal=true&reveal=false` silently took the last)."""
-    params = request.query_params
+    if fields := query_problems(request.query_params, allowed):
+        raise ValidationError(fields)
+
+
+def query_problems(params, allowed: tuple[str, ...], *, lists: tuple[str, ...] = ()) -> dict[str, list[str]]:
+    """What `check_query` refuses in `params`, by parameter: one not `allowed` (nor a transport parameter), and one
+    given more than once but for `lists`, whose repeats are their items."""
     expected = ", ".join(allowed) or _("none")
     fields = {key: [_("unknown field; expected one of %(expected)s") % {"expected": expected}]
               for key in params if key not in allowed and key not in TRANSPORT_PARAMETERS}
     fields.update({key: [_("given more than once")] for key in params
-                   if key not in fields and len(params.getlist(key)) > 1})
-    if fields:
-        raise ValidationError(fields)
+                   if key not in fields and key not in lists and len(params.getlist(key)) > 1})
+    return fields
 
 
 def reply(request, name: str, *, data=None, **args) -> Response:
