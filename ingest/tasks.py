@@ -10,10 +10,10 @@ SOFT_TIME_LIMIT_SECONDS = 15 * 60
              time_limit=SOFT_TIME_LIMIT_SECONDS + 60)
 def run_ingest(self, job_id: str) -> None:
     from ingest.documents import document_run
-    from jobs.instance import running_task_worker
+    from jobs.instance import task_claimant
 
     try:
-        document_run(job_id=job_id, worker=running_task_worker(self), task_id=self.request.id or "")
+        document_run(job_id=job_id, **task_claimant(self))
     except Exception as exc:  # noqa: BLE001 - a crashed job must say why, not stay "running"
         from ingest.models import Document
         from jobs.services import job_fail
@@ -34,10 +34,10 @@ IMPORT_SOFT_TIME_LIMIT_SECONDS = 4 * 60 * 60
              time_limit=IMPORT_SOFT_TIME_LIMIT_SECONDS + 60)
 def run_import(self, job_id: str) -> None:
     from ingest.imports import import_end, import_run
-    from jobs.instance import running_task_worker
+    from jobs.instance import task_claimant
 
     try:
-        import_run(job_id=job_id, worker=running_task_worker(self), task_id=self.request.id or "")
+        import_run(job_id=job_id, **task_claimant(self))
     except Exception as exc:  # noqa: BLE001 - a crashed job must say why, and its upload must not stay
         import_end(job_id=job_id, error=f"{type(exc).__name__}: {exc}")
         raise

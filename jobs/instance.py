@@ -39,6 +39,11 @@ def running_task_worker(task) -> str:
     return worker_instance() or task.request.hostname or ""
 
 
+def task_claimant(task) -> dict[str, str]:
+    """Who claims a job for a bound Celery task: its worker instance and its message (`job_claim`'s keywords)."""
+    return {"worker": running_task_worker(task), "task_id": task.request.id or ""}
+
+
 def instance_hostname(instance: str) -> str:
     return instance.rsplit("/", 2)[0]
 

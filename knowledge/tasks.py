@@ -1,7 +1,7 @@
 """Celery tasks: take ids, re-fetch, call one service."""
 from celery import shared_task
 
-from jobs.instance import running_task_worker
+from jobs.instance import task_claimant
 from knowledge.search.embeddings import EmbedderError
 
 
@@ -44,7 +44,7 @@ def run_evolve(self, job_id: str) -> None:
     from knowledge import evolve, llm
 
     try:
-        evolve.evolve_run(job_id=job_id, worker=running_task_worker(self), task_id=self.request.id or "")
+        evolve.evolve_run(job_id=job_id, **task_claimant(self))
     except llm.LLMError as exc:
         if self.request.retries >= self.max_retries:
             evolve.evolve_fail(job_id=job_id, error=f"gave up after {self.request.retries + 1} attempts: {exc}")
@@ -66,7 +66,7 @@ def run_slim(self, job_id: str) -> None:
     from knowledge import slim
 
     try:
-        slim.slim_run(job_id=job_id, worker=running_task_worker(self), task_id=self.request.id or "")
+        slim.slim_run(job_id=job_id, **task_claimant(self))
     except Exception as exc:  # noqa: BLE001 - a crashed job must say why, not stay "running"
         from jobs.services import job_fail
 
