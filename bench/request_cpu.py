@@ -26,13 +26,13 @@ The machine may be shared: run before/after builds alternately (`--rounds`) and 
 import argparse
 import cProfile
 import io
+import itertools
 import json
 import os
 import pstats
 import statistics
 import sys
 import tempfile
-import itertools
 import time
 import uuid
 from pathlib import Path

@@ -293,7 +293,8 @@ def measure(items: int, *, count: int, profile: bool, statements: bool = False, 
 
 def _profile(run, texts) -> None:
     """cProfile (the standard library's: nothing to install) of the engine over `texts`, the 30 functions of most
-    cumulative time (PROFILE_SORT=tottime: of most own time). A profiled pass fills the word statistics and query caches: the timed passes then start warm."""
+    cumulative time (PROFILE_SORT=tottime: of most own time). A profiled pass fills the word statistics and query
+    caches: the timed passes then start warm."""
     import cProfile
     import pstats
 
