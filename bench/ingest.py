@@ -138,14 +138,21 @@ def searchable(rows, probes: int) -> dict:
     return {"keyword_s": statistics.median(keyword_s), "vector_s": statistics.median(vector_s), "probes": len(vector_s)}
 
 
-def imports(count: int) -> tuple[float, float]:
-    """(CSV rows/s, JSON Lines items/s): `count` rows imported as an import job runs them, then their export imported
-    again after deleting them."""
+def imports(count: int) -> tuple[float, float, float]:
+    """(CSV rows/s, JSON Lines items/s without vectors, and with them): `count` rows imported as an import job runs
+    them, then their export imported again after deleting them, without vectors (the worker embeds the items again)
+    and with them (the export's own vectors kept; here random unit vectors of the embedder's dimensions stored
+    before the export, which cost an import what real ones do)."""
+    from django.conf import settings
+
     from agents.caller import Caller
     from api.transfer import jsonl
     from ingest.export import export_records
     from ingest.importer import import_file
     from knowledge.models import Knowledge
+    from knowledge.search.embeddings import get_embedder
+    from knowledge.search.indexing import store_embeddings
+    from knowledge.search.vector import ensure_index
 
     scope = f"org:{SCOPE}"
     caller = Caller.system("command:import")
@@ -155,13 +162,21 @@ def imports(count: int) -> tuple[float, float]:
     started = time.perf_counter()
     report = import_file(caller, name="tips.csv", data="\n".join(rows).encode(), scopes=[scope])
     csv_rate = report.imported / (time.perf_counter() - started)
-    text = "".join(jsonl(export_records(caller, scopes=[scope], passphrase=None, embedding_model="none")))
+    ids = list(Knowledge.objects.filter(scopes__contains=[scope]).values_list("id", flat=True))
+    model, dimensions = settings.KNOWHUB_EMBEDDING_MODEL, get_embedder().dimensions
+    vectors = np.random.default_rng(20261207).normal(size=(len(ids), dimensions))
+    ensure_index(model, dimensions)
+    store_embeddings(ids=ids, vectors=vectors / np.linalg.norm(vectors, axis=1, keepdims=True), model_name=model)
+    rates, texts = [], [
+        "".join(jsonl(export_records(caller, scopes=[scope], passphrase=None, embedding_model=model, vectors=kept)))
+        for kept in (False, True)]
+    for text in texts:
+        Knowledge.objects.filter(scopes__contains=[scope]).delete()
+        started = time.perf_counter()
+        report = import_file(caller, name="backup.jsonl", data=text.encode())
+        rates.append(report.imported / (time.perf_counter() - started))
     Knowledge.objects.filter(scopes__contains=[scope]).delete()
-    started = time.perf_counter()
-    report = import_file(caller, name="backup.jsonl", data=text.encode())
-    jsonl_rate = report.imported / (time.perf_counter() - started)
-    Knowledge.objects.filter(scopes__contains=[scope]).delete()
-    return csv_rate, jsonl_rate
+    return csv_rate, *rates
 
 
 def main(argv=None) -> int:
@@ -185,8 +200,9 @@ def main(argv=None) -> int:
     Knowledge.objects.filter(scopes__contains=[SCOPE]).delete()
     print(f"{describe()}\n")
     if args.imports:
-        csv_rate, jsonl_rate = imports(args.imports)
-        print(f"imports of {args.imports:,}: CSV {csv_rate:,.0f} rows/s, JSON Lines (our export) {jsonl_rate:,.0f} items/s")
+        csv_rate, plain, with_vectors = imports(args.imports)
+        print(f"imports of {args.imports:,}: CSV {csv_rate:,.0f} rows/s; JSON Lines (our export) without vectors "
+              f"{plain:,.0f} items/s, with vectors {with_vectors:,.0f} items/s")
         return 0
     rows, vectors = sample_items(args.saves + 2 * args.items)
     saves = single_saves(rows[: args.saves])

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from django.db import DataError, IntegrityError, transaction
+from django.db import DataError, IntegrityError, OperationalError, transaction
 from django.conf import settings
 from django.utils.translation import gettext as _
 from rest_framework import serializers
@@ -53,6 +53,7 @@ from knowledge.inputs import CaseField, KnowledgeCreateInput, source_links_check
 from knowledge.limits import CONTENT_MAX, TASK_MAX
 from knowledge.serializers import COUNTER_MAX, EvalSerializer, KnowledgeSerializer, TagsField
 from knowledge.models import FeedbackCase, Knowledge
+from knowledge.search import indexing
 from resources import crypto
 from resources.models import Resource
 from resources.serializers import ResourceInput
@@ -503,48 +504,89 @@ def _header(line: str | None) -> dict:
     return header
 
 
+# An export's records are stored JSONL_BATCH at a time in one transaction, each still in a savepoint of its own (a
+# bad record fails alone) and the batch's embedding messages sent together: a commit and a message per record cost
+# as much as the records (BENCHMARKS.md, "Writes"). A batch the database cannot finish as a whole (a deadlock with
+# another import writing the same ids in another order) is stored again one record per transaction. Progress is
+# written between batches, never inside one (the job's row is not held by the batch's transaction).
+JSONL_BATCH = 100
+
+
+@dataclass
+class _JsonlRun:
+    caller: object
+    scopes: list[str] | None
+    secret: "_SecretReader"
+    vector_model: str
+    report: ImportReport
+    restored: list = field(default_factory=list)
+    ended: bool = False
+
+    def mark(self) -> tuple:
+        r = self.report
+        return r.imported, r.updated, r.skipped, len(r.failed), len(r.knowledge_ids), len(self.restored), self.ended
+
+    def back_to(self, mark: tuple) -> None:
+        r = self.report
+        r.imported, r.updated, r.skipped, failed, ids, restored, self.ended = mark
+        del r.failed[failed:], r.knowledge_ids[ids:], self.restored[restored:]
+
+
 def _jsonl(caller, data: bytes, *, scopes, passphrase, progress) -> ImportReport:
-    report = ImportReport(format="jsonl")
     lines = list(_lines(data))
     secret = _SecretReader(_header(lines[0][1] if lines else None), passphrase)
     secret.check_opens(lines[1:])  # a wrong passphrase stores nothing
-    vector_model = _embedder_name()
-    restored, ended = [], False
-    for done, (n, line) in enumerate(lines[1:], start=1):
+    run = _JsonlRun(caller, scopes, secret, _embedder_name(), ImportReport(format="jsonl"))
+    records = lines[1:]
+    for start in range(0, len(records), JSONL_BATCH):
+        batch = records[start : start + JSONL_BATCH]
+        mark = run.mark()
         try:
-            record = json.loads(line)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            report.fail(n, f"not JSON: {getattr(exc, 'msg', 'nested too deeply')}")
-            continue
-        kind = record.get("kind") if isinstance(record, dict) else None
-        record_scopes = record.get("scopes") if isinstance(record, dict) else None
-        if scopes and kind in ("resource", "knowledge") and isinstance(record_scopes, list) \
-                and not set(map(str, record_scopes)) & set(scopes):
-            continue
-        if kind == "end":
-            ended = True
-            continue
-        unstorable = json_problem(record, max_depth=sys.getrecursionlimit())  # its depth: json.loads bounded it
-        if unstorable:  # what the API's parser refuses anywhere in a body, and PostgreSQL could not store
-            report.fail(n, "%s: %s" % unstorable)
-            continue
-        if kind == "resource":
-            _each(report, n, lambda record=record: _resource(caller, record, secret))
-        elif kind == "knowledge":
-            _each(report, n, lambda record=record: _knowledge(caller, record, vector_model, restored, report))
-        elif kind == "slim_rejection":
-            _each(report, n, lambda record=record: "imported" if restore.slim_rejection_restore(
-                caller, first=record["first"], second=record["second"], rejected_by=record.get("rejected_by", ""),
-                created_at=record.get("created_at")) else "skipped")
-        else:
-            report.fail(n, f"unknown record kind {kind!r}")
+            with transaction.atomic(), indexing.embeddings_gathered():
+                for n, line in batch:
+                    _jsonl_record(run, n, line)
+        except OperationalError:  # the batch rolled back as a whole: each record again, in a transaction of its own
+            run.back_to(mark)
+            for n, line in batch:
+                _jsonl_record(run, n, line)
         if progress:
-            progress(done, len(lines) - 1)
-    for record, problem in restore.knowledge_restore_links(caller, restored):
-        report.fail(record.get("id"), problem)
-    if not ended:
-        report.fail(None, "the export has no end record: it was cut short, and what follows the last line is missing")
-    return report
+            progress(start + len(batch), len(records))
+    for record, problem in restore.knowledge_restore_links(caller, run.restored):
+        run.report.fail(record.get("id"), problem)
+    if not run.ended:
+        run.report.fail(None, "the export has no end record: it was cut short, and what follows the last line is missing")
+    return run.report
+
+
+def _jsonl_record(run: _JsonlRun, n: int, line: str) -> None:
+    caller, report = run.caller, run.report
+    try:
+        record = json.loads(line)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        report.fail(n, f"not JSON: {getattr(exc, 'msg', 'nested too deeply')}")
+        return
+    kind = record.get("kind") if isinstance(record, dict) else None
+    record_scopes = record.get("scopes") if isinstance(record, dict) else None
+    if run.scopes and kind in ("resource", "knowledge") and isinstance(record_scopes, list) \
+            and not set(map(str, record_scopes)) & set(run.scopes):
+        return
+    if kind == "end":
+        run.ended = True
+        return
+    unstorable = json_problem(record, max_depth=sys.getrecursionlimit())  # its depth: json.loads bounded it
+    if unstorable:  # what the API's parser refuses anywhere in a body, and PostgreSQL could not store
+        report.fail(n, "%s: %s" % unstorable)
+        return
+    if kind == "resource":
+        _each(report, n, lambda: _resource(caller, record, run.secret))
+    elif kind == "knowledge":
+        _each(report, n, lambda: _knowledge(caller, record, run.vector_model, run.restored, report))
+    elif kind == "slim_rejection":
+        _each(report, n, lambda: "imported" if restore.slim_rejection_restore(
+            caller, first=record["first"], second=record["second"], rejected_by=record.get("rejected_by", ""),
+            created_at=record.get("created_at")) else "skipped")
+    else:
+        report.fail(n, f"unknown record kind {kind!r}")
 
 
 RESOURCE_FIELDS = ("id", "title", "body", "content_type", "metadata", "expires_at")  # the secret comes sealed: not judged
@@ -593,21 +635,20 @@ def _knowledge(caller, record: dict, vector_model: str, restored: list, report: 
     counters = EvalSerializer(data={name: record[name] for name in ("helpful", "harmful", "confidence") if name in record})
     counters.is_valid(raise_exception=True)  # each within its column's range: a reason naming it, not the database's
     check_history(record)
-    existing = Knowledge.objects.filter(pk=record["id"]).first()
-    if existing is None:
+    if not Knowledge.objects.filter(pk=record["id"]).exists():
         try:
             item = restore.knowledge_restore(caller, record, vector_model=vector_model)
         except KnowledgeIdConflictError:  # stored since this import looked (the same file imported at once): look again
-            existing = Knowledge.objects.get(pk=record["id"])
+            pass
         else:
             restored.append(record)
             report.knowledge_ids.append(item.id)
             return "imported"
-    if not Knowledge.objects.visible_to(caller).filter(pk=existing.pk).exists():
+    if not Knowledge.objects.visible_to(caller).filter(pk=record["id"]).exists():
         raise ImportRefused(_("the knowledge id %(id)s is taken") % {"id": record["id"]}, field="id")  # no more said
-    changed = restore.knowledge_update_text(caller, knowledge_id=existing.id, record=record,
+    changed = restore.knowledge_update_text(caller, knowledge_id=record["id"], record=record,
                                             reason="import: the export's text")
-    report.knowledge_ids.append(existing.id)  # once brought up to date (or found so): a refused update lists none
+    report.knowledge_ids.append(record["id"])  # once brought up to date (or found so): a refused update lists none
     return "updated" if changed else "skipped"
 
 

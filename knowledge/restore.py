@@ -34,6 +34,8 @@ def knowledge_restore(caller, record: Mapping, *, vector_model: str) -> Knowledg
     feedback = record.get("feedback") or []
     vector = record.get("embedding")
     keep_vector = bool(vector) and record.get("embedding_model") == vector_model
+    if keep_vector:
+        ensure_index(vector_model, len(vector))
     item = services.knowledge_create(
         caller, knowledge_id=record["id"], task=record["task"], content=record["content"], types=record["types"],
         scopes=record["scopes"], owner=record.get("owner") or None, tags=record.get("tags") or {},
@@ -42,6 +44,7 @@ def knowledge_restore(caller, record: Mapping, *, vector_model: str) -> Knowledg
         score=record.get("score", 3), helpful=record.get("helpful", 0), harmful=record.get("harmful", 0),
         confidence=record.get("confidence", 0.5), created_at=_when(record.get("created_at")),
         updated_at=_when(record.get("updated_at")), embed=not keep_vector,
+        embedding=vector if keep_vector else None, embedding_model=vector_model,
     )
     FeedbackCase.objects.bulk_create(
         FeedbackCase(knowledge=item, kind=c["kind"], case=c.get("case") or {}, reported_by=c.get("reported_by", ""),
@@ -51,10 +54,6 @@ def knowledge_restore(caller, record: Mapping, *, vector_model: str) -> Knowledg
                          changed_by=v.get("changed_by", ""), reason=v.get("reason", ""),
                          created_at=_when(v.get("created_at")) or item.created_at)
         for v in record.get("versions") or [])
-    if keep_vector:
-        ensure_index(vector_model, len(vector))
-        Knowledge.objects.filter(pk=item.pk).update(embedding=vector, embedding_model=vector_model)
-        item.embedding_model = vector_model
     item.histories_complete = False  # its cases were stored after knowledge_create: a reply reads them from the rows
     return item
 

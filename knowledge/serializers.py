@@ -4,7 +4,7 @@ from urllib.parse import urlsplit
 from django.utils.translation import gettext as _
 from rest_framework import serializers
 
-from core.fields import NoUnknownFields, StrictCharField, valid_scopes
+from core.fields import NoUnknownFields, ShallowFieldCopies, StrictCharField, valid_scopes
 
 from knowledge import services
 from knowledge.ids import ID_RE
@@ -80,7 +80,7 @@ class SourceSerializer(NoUnknownFields, serializers.Serializer):
 COUNTER_MAX = 2**31 - 1  # the counters' column (integer): past it a 400 naming the field, not the database's error
 
 
-class EvalSerializer(serializers.Serializer):
+class EvalSerializer(ShallowFieldCopies, serializers.Serializer):
     score = serializers.IntegerField(min_value=1, max_value=5, required=False, default=3)
     helpful = serializers.IntegerField(min_value=0, max_value=COUNTER_MAX, required=False, default=0)
     harmful = serializers.IntegerField(min_value=0, max_value=COUNTER_MAX, required=False, default=0)
@@ -89,7 +89,7 @@ class EvalSerializer(serializers.Serializer):
     harmful_history = serializers.ListField(child=serializers.DictField(), required=False, default=list)
 
 
-class KnowledgeSerializer(serializers.Serializer):
+class KnowledgeSerializer(ShallowFieldCopies, serializers.Serializer):
     """Reads and writes an item exactly as the seed shows it.
 
     On input `id`, `eval`, `created_at` and `updated_at` are optional: an

@@ -64,11 +64,14 @@ def knowledge_create(
     created_at: datetime | None = None,
     updated_at: datetime | None = None,
     embed: bool = True,
+    embedding: list[float] | None = None,
+    embedding_model: str = "",
 ) -> Knowledge:
     """Store a new knowledge item and return it.
 
-    `knowledge_id`, timestamps, counters and histories are for restoring an
-    exported item exactly; agents' saves leave them unset. The item is
+    `knowledge_id`, timestamps, counters, histories and a vector (`embedding` from `embedding_model`, whose
+    index exists: `vector.ensure_index`) are for restoring an exported item exactly; agents' saves leave them
+    unset. The item is
     keyword-searchable on commit; with `embed` a worker computes its vector
     (the save never waits for the model; `vector_status` says when it is done). The caller must be
     allowed to write every scope (PermissionDenied); `owner` defaults to the caller. Linked resources
@@ -98,6 +101,8 @@ def knowledge_create(
         confidence=confidence,
         created_at=created_at,
         updated_at=updated_at or created_at,
+        embedding=embedding,
+        embedding_model=embedding_model if embedding is not None else "",
         # the keyword document in the INSERT itself, not an UPDATE after it (which rewrote the row and its indexes)
         **indexing.keyword_fields(task=task, content=content, tags=dict(tags or {})),
     )

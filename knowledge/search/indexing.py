@@ -1,6 +1,8 @@
 """Keeping an item's keyword document and embedding in step with its text."""
 import logging
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 from django.db import DatabaseError, transaction
 from django.db.models import Q
@@ -109,6 +111,29 @@ def embed_later(*, knowledge_ids: list[str]) -> None:
             return
 
 
+_gathering = threading.local()
+
+
+@contextmanager
+def embeddings_gathered():
+    """Inside this block (in a transaction), `embed_with_this_write` gathers the ids it is given, and the block's
+    end asks for them together, EMBED_BATCH per message, instead of a message per write: for a writer that stores
+    many items one by one in one transaction (an import's batch). An id whose savepoint rolled back is asked for
+    too; its task finds nothing to embed (`embed_knowledge` reads only the stale items that exist). Nothing is
+    sent when the block raises (its transaction is rolling back). A block inside another gathers into the outer."""
+    if getattr(_gathering, "ids", None) is not None:
+        yield
+        return
+    _gathering.ids = []
+    try:
+        yield
+        gathered = list(dict.fromkeys(_gathering.ids))
+    finally:
+        _gathering.ids = None
+    if gathered:
+        embed_with_this_write(knowledge_ids=gathered)
+
+
 def embed_with_this_write(*, knowledge_ids: list[str]) -> None:
     """Ask a worker to embed the item(s) written in the current transaction (call inside it).
 
@@ -119,6 +144,10 @@ def embed_with_this_write(*, knowledge_ids: list[str]) -> None:
     a database error, which leaves the transaction unusable, fails the write as any of its statements would.
     Elsewhere (Redis, RabbitMQ, another database) the messages are sent once the transaction commits (`embed_later`).
     """
+    gathered = getattr(_gathering, "ids", None)
+    if gathered is not None:
+        gathered.extend(knowledge_ids)
+        return
     rest = knowledge_ids
     if outbox.may_join_transactions():
         try:

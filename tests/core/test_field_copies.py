@@ -6,6 +6,7 @@ from django.http import QueryDict
 from rest_framework import serializers
 
 from knowledge.inputs import KnowledgeCreateInput, KnowledgeUpdateInput, SearchInput
+from knowledge.serializers import EvalSerializer, KnowledgeSerializer
 
 
 def with_drf_copies(cls):
@@ -27,6 +28,10 @@ def outcome(cls, data):
                             "source": {"name": "n"}, "eval": {"helpful": 2}}),
     (KnowledgeCreateInput, {"task": "", "content": 3, "types": ["nope"], "tags": {"a": 1}, "source": {"x": 1}}),
     (KnowledgeUpdateInput, {"add_helpful_case": {"outcome": "ok"}, "search_id": "not-a-uuid"}),
+    (EvalSerializer, {"helpful": 3, "harmful": -1, "confidence": 2}),
+    (KnowledgeSerializer, {"id": "knowledge-20260101-ab12", "task": "t", "content": "c", "types": ["tool"],
+                           "eval": {"score": 9}, "tags": {"a": "b"}}),
+    (KnowledgeSerializer, {"id": "not-an-id"}),
 ])
 def test_inputs_validate_exactly_as_with_drfs_deep_copies(cls, data):
     assert outcome(cls, data) == outcome(with_drf_copies(cls), data)

@@ -485,6 +485,73 @@ def test_an_export_cut_short_imports_what_it_holds_and_says_it_was_cut():
     assert report.imported > 0
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_long_export_is_stored_in_batches_whose_embeddings_are_queued_32_to_a_message(monkeypatch):
+    from ingest.importer import JSONL_BATCH
+    from knowledge.search.indexing import EMBED_BATCH
+
+    sent = []
+    monkeypatch.setattr("knowledge.tasks.embed_knowledge.delay", lambda ids: sent.append(list(ids)))
+    items = [_item(f"knowledge-20260101-{n:04x}") for n in range(JSONL_BATCH + 50)]
+    items[7]["score"] = 9  # one bad record in the first batch fails alone
+    report = import_file(IMPORTER, name="many.jsonl", data=_export_of(*items))
+    assert report.imported == len(items) - 1 and [f["line"] for f in report.failed] == [9]
+    assert "score" in report.failed[0]["reason"]
+    stored = set(Knowledge.objects.values_list("id", flat=True))
+    assert stored == {i["id"] for i in items} - {items[7]["id"]}
+    # a message per EMBED_BATCH of each batch (not one per record); every stored item asked for once
+    first, second = JSONL_BATCH - 1, 50
+    assert [len(ids) for ids in sent] == [*_sizes(first, EMBED_BATCH), *_sizes(second, EMBED_BATCH)]
+    assert sorted(i for ids in sent for i in ids) == sorted(stored)
+
+
+def _sizes(count: int, per: int) -> list[int]:
+    return [min(per, count - start) for start in range(0, count, per)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_exports_holding_the_same_ids_in_opposite_orders_imported_at_once_both_finish(monkeypatch):
+    """Each import's batch holds the first id it stored while it waits for the other's: PostgreSQL ends the deadlock
+    by failing one batch, which is stored again one record per transaction (and finds the other's items)."""
+    import threading
+
+    from django.db import connections
+
+    from ingest import importer
+
+    x, y = _item("knowledge-20260101-aaaa"), _item("knowledge-20260101-bbbb")
+    both_hold_one, local, store = threading.Barrier(2, timeout=20), threading.local(), importer._knowledge
+
+    def knowledge(*args, **kwargs):
+        outcome = store(*args, **kwargs)
+        if not getattr(local, "waited", False):
+            local.waited = True
+            both_hold_one.wait()
+        return outcome
+
+    monkeypatch.setattr(importer, "_knowledge", knowledge)
+    reports, errors = {}, []
+
+    def run(name, data):
+        try:
+            reports[name] = import_file(IMPORTER, name=f"{name}.jsonl", data=data)
+        except Exception as exc:  # noqa: BLE001 - the assertion below names it
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=run, args=("xy", _export_of(x, y))),
+               threading.Thread(target=run, args=("yx", _export_of(y, x)))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == []
+    assert all(r.failed == [] for r in reports.values())
+    assert sorted((r.imported, r.skipped) for r in reports.values()) == [(0, 2), (2, 0)]
+    assert Knowledge.objects.filter(pk__in=[x["id"], y["id"]]).count() == 2
+
+
 def test_a_csv_read_by_one_team_is_imported_again_by_another():
     first = import_file(IMPORTER, name="tips.csv", data=CSV.encode(), scopes=["team:ops"])
     other = import_file(IMPORTER, name="tips.csv", data=CSV.replace(",team:a,", ",,").encode(), scopes=["team:dev"])
