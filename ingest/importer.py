@@ -364,7 +364,10 @@ def _csv_row(caller, row: dict, *, line: int, name: str, scopes, known: dict[tup
     data_ = dict(entry.validated_data)
     row_hash = sha256(f"{data_['task']}\n{data_['content']}")
     data_["scopes"] = sorted(set(caller.scopes_to_write(data_.pop("scopes", None) or scopes)))
-    seen = known.setdefault(tuple(data_["scopes"]), set(restore_hashes(caller, name, "csv", data_["scopes"])))
+    key = tuple(data_["scopes"])
+    if key not in known:  # read once per scopes of the file (not setdefault: its default is read on every row)
+        known[key] = set(restore_hashes(caller, name, "csv", data_["scopes"]))
+    seen = known[key]
     if row_hash in seen:
         return None
     seen.add(row_hash)  # a second copy of the row further down the file is skipped too

@@ -222,6 +222,23 @@ def test_a_csv_imports_its_good_rows_reports_the_bad_ones_by_line_and_is_idempot
     assert (again.imported, again.skipped) == (0, 2) and Knowledge.objects.count() == 2
 
 
+def test_a_csv_reads_the_rows_stored_before_from_it_once_per_scopes_not_once_per_row():
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from ingest.importer import CSV_BATCH
+
+    rows = "".join(f"Step {n},Do thing {n},tool,,{'team:a' if n % 2 else ''},,\n" for n in range(CSV_BATCH + 100))
+    data = ("task,content,types,tags,scopes,score,urls\n" + rows).encode()
+    import_file(IMPORTER, name="steps.csv", data=data[: data.index(b"Step 40,")], scopes=["team:ops"])  # 40 before
+    with CaptureQueriesContext(connection) as queries:
+        report = import_file(IMPORTER, name="steps.csv", data=data, scopes=["team:ops"])
+    assert (report.imported, report.skipped, report.failed) == (CSV_BATCH + 60, 40, [])
+    earlier_rows = [q["sql"] for q in queries if "content_hash" in q["sql"] and q["sql"].startswith("SELECT")]
+    # one read per scopes of the file (2), then one per scopes of each batch under its lock (2 batches x 2)
+    assert len(earlier_rows) == 2 + 2 * 2
+
+
 def test_a_csv_row_whose_tags_nest_past_the_recursion_limit_is_reported_and_the_rest_imported():
     deep = '{""a"": ' + "[" * 5000 + "]" * 5000 + "}"
     data = f'task,content,types,tags\nDeep tags,x,tool,"{deep}"\nPlain row,y,tool,domain=ops\n'.encode()
