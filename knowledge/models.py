@@ -12,6 +12,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.db.models import F, Q
+from django.db.models.fields.json import KeyTransform
 from django.db.models.lookups import Exact
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
@@ -132,6 +133,10 @@ class Knowledge(models.Model):
             # by quality and by helpful read the item's Standing, a narrow copy with indexes of its own.
             models.Index(fields=["-harmful", "-created_at", "id"], name="knowledge_active_harmful",
                          condition=Q(status="active")),
+            # the items read from one document (ingest.chunks.items_of: every Markdown, CSV and document reading
+            # looks its file's items up by its uri); `source` changes only when a document is read again, so
+            # reports stay HOT updates
+            models.Index(KeyTransform("uri", KeyTransform("document", "source")), name="knowledge_document_uri"),
         ]
         constraints = [
             models.CheckConstraint(condition=Q(id__regex=ID_PATTERN), name="knowledge_id_format"),
