@@ -137,6 +137,9 @@ class Knowledge(models.Model):
             # looks its file's items up by its uri); `source` changes only when a document is read again, so
             # reports stay HOT updates
             models.Index(KeyTransform("uri", KeyTransform("document", "source")), name="knowledge_document_uri"),
+            # the items still without a vector, oldest first (indexing.stale_items: the worker's sweep every 15 s,
+            # /metrics' pending count), with `knowledge_model_script` for those of another model
+            models.Index(fields=["created_at", "id"], name="knowledge_without_vector", condition=Q(embedding__isnull=True)),
         ]
         constraints = [
             models.CheckConstraint(condition=Q(id__regex=ID_PATTERN), name="knowledge_id_format"),

