@@ -13,7 +13,8 @@ The pages: the knowledge list (first page, a later page, one team's scope: 10% o
 by quality), a text search (real questions, a different one per render, their vectors given as in
 bench/search_latency.py: the model's time is left out), the page of an item with REPORTS feedback
 cases, the page of all its reports, the dashboard, and its ranking panel (the htmx request the dashboard makes once
-loaded).
+loaded); and the Django admin's knowledge list (as it opens, searched for one word, sorted by quality) and the
+admin's page of the item with REPORTS reports.
 
 The seed has counters but no histories, so the first run on a database adds what the pages read: each
 seed item's helpful and harmful reports as rows matching its counters (about 1.7 per item) over its
@@ -49,6 +50,7 @@ REPORTS = 5_000
 VERSIONS = 60
 CURATOR = "bench-ui-curator"
 RENDERS = 30
+ADMIN_WORDS = ["protein", "cells", "patients", "risk", "北京", "公司"]  # one word each, as a curator searches the admin
 
 
 def pages(item_id: str, texts: list[str]) -> dict[str, list[str]]:
@@ -64,6 +66,10 @@ def pages(item_id: str, texts: list[str]) -> dict[str, list[str]]:
         "its reports, page 40": [f"/knowledge/{item_id}/reports/helpful/?page=40"],
         "dashboard": ["/"],
         "dashboard's ranking panel (htmx, after the page)": ["/ranking/?hx=1"],
+        "admin: knowledge list": ["/admin/knowledge/knowledge/"],
+        "admin: knowledge list, searched": [f"/admin/knowledge/knowledge/?q={word}" for word in ADMIN_WORDS],
+        "admin: knowledge list, sorted by quality": ["/admin/knowledge/knowledge/?o=-7"],
+        f"admin: item with {REPORTS:,} reports": [f"/admin/knowledge/knowledge/{item_id}/change/"],
     }
 
 
@@ -140,6 +146,9 @@ def signed_in_client():
     user, made = User.objects.get_or_create(username=CURATOR)
     if made:
         user.groups.add(Group.objects.get(name="curator"))
+    if not user.is_staff:  # the Django admin's pages too
+        user.is_staff = True
+        user.save(update_fields=["is_staff"])
     client = Client()
     client.force_login(user)
     return client

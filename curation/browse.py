@@ -1,8 +1,7 @@
 """The knowledge list's query: the real search engine for text, its filters for everything else."""
-import time
 from dataclasses import dataclass
 
-from django.db.models import F, Func, QuerySet
+from django.db.models import QuerySet
 
 from knowledge.models import Knowledge
 from knowledge.quality import QUALITY
@@ -10,8 +9,6 @@ from knowledge.search import engine
 from knowledge.search.filters import AND, EQ, GTE, LTE
 from knowledge.selectors import UNSHOWN
 
-SCOPES_KEPT_SECONDS = 60
-_scopes: tuple[float, list[str]] = (0.0, [])  # (until when, the scopes)
 # With a query, this many best hits (2x as stage-1 candidates) are browsable.
 SEARCH_TOP_K = 100
 # Quality and helpfulness are read from each item's Standing (its copy of them, indexed in these orders): sorting the
@@ -73,13 +70,3 @@ def knowledge_browse(*, q: str = "", types=(), scopes=(), tags=None, owner: str 
     return Browse(items=with_quality(queryset.order_by(*ordering)), searched=False, notes=[])
 
 
-def known_scopes() -> list[str]:
-    """Every scope some item is in, sorted: the scope fields' suggestions. No index lists an array column's
-    values, so reading them is a pass over the whole table; a process keeps them SCOPES_KEPT_SECONDS (a new
-    scope is suggested within a minute; filtering by it works at once)."""
-    global _scopes
-    now = time.monotonic()
-    if _scopes[0] <= now:
-        rows = Knowledge.objects.annotate(scope=Func(F("scopes"), function="unnest")).values_list("scope", flat=True)
-        _scopes = (now + SCOPES_KEPT_SECONDS, sorted(rows.order_by().distinct()))
-    return _scopes[1]

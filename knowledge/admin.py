@@ -11,9 +11,15 @@ linked and when the item's scopes widen; a refusal is an error on its field. Eac
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.contrib.admin.views.main import ORDER_VAR
 from django.db import transaction
+from django.db.models import Q
 from django.forms.models import BaseInlineFormSet
 from django.http import Http404
+from django.urls import reverse
+from django.utils.functional import cached_property
+from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 from rest_framework.exceptions import APIException, PermissionDenied
 from rest_framework.exceptions import ValidationError as Refused
@@ -26,9 +32,12 @@ from core.errors import DomainError
 from knowledge import services
 from knowledge.inputs import item_changes_check
 from knowledge.errors import ResourceScopeError, UnknownResourceError
-from knowledge.models import KNOWLEDGE_TYPES, FeedbackCase, Knowledge, KnowledgeResource, KnowledgeVersion
+from knowledge.models import KNOWLEDGE_TYPES, Knowledge, KnowledgeResource, KnowledgeVersion
+from knowledge.search import keyword
+from knowledge.selectors import known_scopes
 
 ADMIN_REASON = "edited in the admin"
+ID_PREFIX = "knowledge-"
 
 
 class TypeFilter(admin.SimpleListFilter):
@@ -49,13 +58,39 @@ class ScopeFilter(admin.SimpleListFilter):
     parameter_name = "scope"
 
     def lookups(self, request, model_admin):
-        scopes = sorted({s for row in Knowledge.objects.values_list("scopes", flat=True)[:5000] for s in row})
-        return [(s, s) for s in scopes[:50]]
+        return [(s, s) for s in known_scopes()[:50]]  # kept a minute per process, as the curation list's suggestions
 
     def queryset(self, request, queryset):
         if self.value():
             return queryset.filter(scopes__contains=[self.value()])
         return queryset
+
+
+class CountedApart(Paginator):
+    """Pages of `object_list`, counted as `counted` (the same items, read another way)."""
+
+    def __init__(self, object_list, *args, counted, **kwargs):
+        super().__init__(object_list, *args, **kwargs)
+        self.counted = counted
+
+    @cached_property
+    def count(self):
+        return self.counted.count()
+
+
+class ScoreFilter(admin.SimpleListFilter):
+    """The scores 1 to 5, listed without reading the items (a filter on the field lists the values found in them:
+    a DISTINCT over every item, 82 ms at 100k items)."""
+
+    title = _("score")
+    parameter_name = "score"
+    SCORES = [str(n) for n in range(1, 6)]
+
+    def lookups(self, request, model_admin):
+        return [(n, n) for n in self.SCORES]
+
+    def queryset(self, request, queryset):
+        return queryset.filter(score=int(self.value())) if self.value() in self.SCORES else queryset
 
 
 def check_links(caller, *, scopes, resource_ids, secure_resource_id: str = "") -> None:
@@ -142,26 +177,25 @@ class KnowledgeAdminForm(forms.ModelForm):
         return cleaned
 
 
-class FeedbackCaseInline(admin.TabularInline):
-    model = FeedbackCase
-    extra = 0
-    fields = ["kind", "case", "reported_by", "created_at"]
-    readonly_fields = fields
-    can_delete = False
-
-    def has_add_permission(self, request, obj=None):
-        return False
+# An item's reports and old versions are shown newest first, HISTORY_SHOWN of each, as read-only tables: as inlines
+# every one was a form (an item with 5,000 reports: 3.6 s and 6.6 MB a page at 100k items), and the curation UI's
+# item page pages through all of them.
+HISTORY_SHOWN = 20
 
 
-class KnowledgeVersionInline(admin.TabularInline):
-    model = KnowledgeVersion
-    extra = 0
-    fields = ["number", "task", "changed_by", "reason", "created_at"]
-    readonly_fields = fields
-    can_delete = False
-
-    def has_add_permission(self, request, obj=None):
-        return False
+def history_table(rows, columns: list[tuple[str, str]], *, total: int, item_id: str):
+    """`rows` (dicts, newest first, at most HISTORY_SHOWN) as a table under `columns` (key, heading), saying how many
+    there are in all and where to read the rest."""
+    if not total:
+        return _("none")
+    head = format_html_join("", "<th>{}</th>", ((heading,) for _key, heading in columns))
+    body = format_html_join("", "<tr>{}</tr>", ((format_html_join("", "<td>{}</td>", ((row[key],) for key, _h in columns)),)
+                                                for row in rows))
+    more = format_html(_(" (the newest {shown} of {total}: every one on <a href=\"{url}\">the item's page</a>)"),
+                       shown=len(rows), total=total, url=reverse("curation:knowledge_detail", args=[item_id])) \
+        if total > len(rows) else ""
+    return format_html("<table><thead><tr>{}</tr></thead><tbody>{}</tbody></table><p>{} {}</p>", head, body,
+                       _("%(total)d in all") % {"total": total}, more)
 
 
 # Shown in the form, never offered: every field `services.knowledge_change_fields` does not change (the id, the
@@ -175,12 +209,14 @@ NOT_CHANGED_BY_THE_SERVICE = [field.name for field in Knowledge._meta.concrete_f
 class KnowledgeAdmin(RefusesBadLookups, admin.ModelAdmin):
     form = KnowledgeAdminForm
     list_display = ["id", "short_task", "types", "score", "helpful", "harmful", "quality", "status", "owner", "updated_at"]
-    list_filter = ["status", TypeFilter, ScopeFilter, "score"]
-    search_fields = ["id", "task", "content", "owner"]
+    # By creation date through Django's date filter (today, the past week, month, year), not a date hierarchy: the
+    # hierarchy first reads the first and last dates of the listed items, and for a search or a filter matching few
+    # of them PostgreSQL walks the dates' index testing every item (0.9 s at 100k items).
+    list_filter = ["status", TypeFilter, ScopeFilter, ScoreFilter, "created_at"]
+    search_fields = ["id", "owner", "task", "content"]  # what the box searches, the way get_search_results says
     exclude = ["embedding"]
-    readonly_fields = NOT_CHANGED_BY_THE_SERVICE
-    date_hierarchy = "created_at"
-    inlines = [KnowledgeResourceInline, FeedbackCaseInline, KnowledgeVersionInline]
+    readonly_fields = [*NOT_CHANGED_BY_THE_SERVICE, "reports", "versions"]
+    inlines = [KnowledgeResourceInline]
     list_per_page = 50
     actions = ["archive", "make_active"]
 
@@ -249,12 +285,48 @@ class KnowledgeAdmin(RefusesBadLookups, admin.ModelAdmin):
     def short_task(self, obj):
         return obj.task if len(obj.task) <= 80 else obj.task[:77] + "..."
 
-    @admin.display(description=_("quality"), ordering="quality_order")
+    @admin.display(description=_("quality"), ordering="standing__quality")
     def quality(self, obj):
         return obj.quality_score
 
-    def get_queryset(self, request):
-        return super().get_queryset(request).with_quality("quality_order")
+    @admin.display(description=_("reports"))
+    def reports(self, obj):
+        cases = obj.feedback_cases.order_by("-created_at", "-id").values("kind", "case", "reported_by", "created_at")
+        return history_table(cases[:HISTORY_SHOWN], [("kind", _("kind")), ("case", _("case")),
+                                                     ("reported_by", _("reported by")), ("created_at", _("when"))],
+                             total=obj.feedback_cases.count(), item_id=obj.pk)
+
+    @admin.display(description=_("versions"))
+    def versions(self, obj):
+        versions = obj.versions.order_by("-number").values("number", "task", "changed_by", "reason", "created_at")
+        return history_table(versions[:HISTORY_SHOWN], [("number", _("number")), ("task", _("task")),
+                                                        ("changed_by", _("changed by")), ("reason", _("reason")),
+                                                        ("created_at", _("when"))],
+                             total=obj.versions.count(), item_id=obj.pk)
+
+    def get_paginator(self, request, queryset, per_page, orphans=0, allow_empty_first_page=True):
+        """Sorted by quality, a page is read through each item's Standing (its indexed copy of the quality) joined,
+        not outer-joined (every item has one), so the standing's index gives the order instead of a sort of every
+        item (89 ms at 100k items), as the curation list does; the items are counted without the join (70-90 ms)."""
+        columns = ["action_checkbox", *self.list_display] if self.get_actions(request) else self.list_display
+        if str(columns.index("quality")) not in request.GET.get(ORDER_VAR, "").replace("-", "").split("."):
+            return super().get_paginator(request, queryset, per_page, orphans, allow_empty_first_page)
+        return CountedApart(queryset.filter(standing__isnull=False), per_page, orphans, allow_empty_first_page,
+                            counted=queryset)
+
+    def get_search_results(self, request, queryset, search_term):
+        """Items whose text holds every word of the term as the keyword search reads words (Chinese segmented,
+        English stemmed), whose owner or id it is, or, for a term starting as ids do, whose id starts with it: each
+        through an index, not Django's substring search of task and content, a pass over every item's text (1.4 s
+        at 100k items)."""
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        found = Q(pk=term) | Q(owner=term)
+        if term.startswith(ID_PREFIX):
+            found |= Q(id__startswith=term)
+        words = keyword.holding_every_word(term)
+        return queryset.filter(found | Q(words) if words is not None else found), False
 
 
 @admin.register(KnowledgeVersion)

@@ -140,6 +140,8 @@ class Knowledge(models.Model):
             # the items still without a vector, oldest first (indexing.stale_items: the worker's sweep every 15 s,
             # /metrics' pending count), with `knowledge_model_script` for those of another model
             models.Index(fields=["created_at", "id"], name="knowledge_without_vector", condition=Q(embedding__isnull=True)),
+            # one owner's items: the curation list's owner filter, the admin's search, an `owner` filter expression
+            models.Index(fields=["owner"], name="knowledge_owner"),
         ]
         constraints = [
             models.CheckConstraint(condition=Q(id__regex=ID_PATTERN), name="knowledge_id_format"),

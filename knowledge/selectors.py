@@ -1,8 +1,9 @@
 """Reads of knowledge."""
 import threading
+import time
 
 from django.contrib.postgres.expressions import ArraySubquery
-from django.db.models import Count, OuterRef, Prefetch, QuerySet
+from django.db.models import Count, F, Func, OuterRef, Prefetch, QuerySet
 
 from core.compiled import CompiledRead
 from core.newest import Newest, newest
@@ -10,6 +11,20 @@ from knowledge.models import FeedbackCase, Knowledge, KnowledgeResource, Knowled
 
 # What a page about items never shows: the vector and the keyword document (large, and parsed per row).
 UNSHOWN = ("embedding", "search_document")
+SCOPES_KEPT_SECONDS = 60
+_scopes: tuple[float, list[str]] = (0.0, [])  # (until when, the scopes)
+
+
+def known_scopes() -> list[str]:
+    """Every scope some item is in, sorted: the scope fields' suggestions. No index lists an array column's
+    values, so reading them is a pass over the whole table; a process keeps them SCOPES_KEPT_SECONDS (a new
+    scope is suggested within a minute; filtering by it works at once)."""
+    global _scopes
+    now = time.monotonic()
+    if _scopes[0] <= now:
+        rows = Knowledge.objects.annotate(scope=Func(F("scopes"), function="unnest")).values_list("scope", flat=True)
+        _scopes = (now + SCOPES_KEPT_SECONDS, sorted(rows.order_by().distinct()))
+    return _scopes[1]
 
 
 def knowledge_with_relations() -> QuerySet[Knowledge]:

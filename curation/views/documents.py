@@ -7,12 +7,12 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 
 from agents import operations
 from curation import permissions
-from curation.browse import known_scopes
 from curation.forms import DocumentForm, ImportForm
 from curation.views.common import PAGE_SIZE, REFUSALS, caller_of, refuse, render_parts
 from ingest.inputs import OFFSET_MAX
 from ingest.models import Document
 from knowledge.models import Knowledge
+from knowledge.selectors import known_scopes
 
 DOCUMENTS = "curation/documents.html"
 DETAIL = "curation/document_detail.html"

@@ -6,7 +6,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from curation import permissions
-from curation.browse import knowledge_browse, known_scopes
+from curation.browse import knowledge_browse
 from curation.explain import explain_item
 from curation.forms import EditForm, EvolveForm, FeedbackForm, KnowledgeFilterForm, ScoreForm
 from agents import operations
@@ -39,7 +39,7 @@ def knowledge_list(request):
                                   score_max=data["score_max"], sort=data["sort"])
         page = bounded_page(browse.items, data["page"])
     context = {"form": form, "page": page, "browse": browse, "query": clean_query(request.GET, drop=("page",)),
-               "scopes": known_scopes()}
+               "scopes": selectors.known_scopes()}
     if not request.htmx:
         return render(request, LIST, context, status=200 if form.is_valid() else 422)
     response = render_parts(request, LIST, ["results", "filter-fields"], {**context, "oob": True},

@@ -13,9 +13,9 @@ from django.views.decorators.http import require_POST, require_safe
 from agents import operations
 from core.errors import DomainError
 from curation import permissions
-from curation.browse import known_scopes
 from curation.forms import WebhookForm
 from curation.views.common import REFUSALS, caller_of, refuse, render_parts
+from knowledge.selectors import known_scopes
 from webhooks.models import Delivery
 
 PAGE = "curation/webhooks.html"

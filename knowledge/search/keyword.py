@@ -95,6 +95,16 @@ def build_query(text: str) -> str | None:
     return " | ".join(_quote(lex) for lex in query_lexemes(text)) or None
 
 
+def holding_every_word(text: str) -> TsMatch | None:
+    """A filter() condition: the item's keyword document holds every word of `text`, read as the keyword search
+    reads it (Chinese segmented, English stemmed, identifiers whole), through the document's GIN index; None when
+    `text` has no words."""
+    lexemes = query_lexemes(text)
+    if not lexemes:
+        return None
+    return TsMatch(F("search_document"), RawSQL("%s::tsquery", [" & ".join(_quote(lex) for lex in lexemes)]))
+
+
 def keyword_candidates(queryset, *, text: str, limit: int, statistics=None, leave_out: str | None = None) -> list[tuple[str, float]]:
     """(id, score in [0, 1]) of the best keyword matches within `queryset`, best first.
 

@@ -187,7 +187,6 @@ def test_a_resources_id_is_read_only_once_it_exists(client, superuser):
 
 @pytest.mark.parametrize("role, path", [
     ("curator", "/admin/knowledge/knowledge/?scopes__contains=x"),
-    ("curator", "/admin/knowledge/knowledge/?created_at__year=9999"),  # the date hierarchy's year after it: 10000
     ("curator", "/admin/knowledge/knowledge/?created_at__year=99999"),
     ("curator", "/admin/knowledge/knowledge/?types__overlap=x"),
     ("curator", "/admin/knowledge/knowledge/?id__regex=("),

@@ -252,3 +252,91 @@ def test_a_tokens_static_filter_holding_a_lone_surrogate_is_an_error_not_a_500(c
     assert response.status_code == 200 and "\\ud800" in response.content.decode()
     assert "value: " in " ".join(response.context["adminform"].form.errors["static_filters"])
     assert not AgentToken.objects.exists()
+
+
+# --- at scale: the admin's list and item pages read through indexes, and an item's history is not a form per row ---
+
+def _statements_reading_every_item(captured) -> list[str]:
+    """The captured statements over the items that PostgreSQL could only answer by reading every item (a sequential
+    scan even with those turned off), known_scopes' own pass over the scopes aside (kept a minute per process)."""
+    from django.db import connection
+
+    found = []
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        for query in captured:
+            sql = query["sql"]
+            if "knowledge_knowledge" not in sql or not sql.startswith("SELECT") or "unnest(" in sql:
+                continue
+            cursor.execute("EXPLAIN " + sql)
+            if "Seq Scan on knowledge_knowledge" in "\n".join(row[0] for row in cursor.fetchall()):
+                found.append(sql)
+    return found
+
+
+@pytest.mark.parametrize("term, found", [
+    ("selenium", {"Selenium login bypass"}),  # a word, any case
+    ("logging", {"Selenium login bypass", "Tabs for logs"}),  # stemmed as the keyword search stems it
+    ("制表符", {"用制表符缩进"}),  # Chinese, segmented
+    ("agent:bob", {"Tabs for logs"}),  # an owner
+    ("nothing-like-this", set()),
+])
+def test_the_admins_search_finds_words_owners_and_ids_through_indexes(client, curator, term, found):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    make_knowledge(task="Selenium login bypass", content="Log in with the test account")
+    make_knowledge(task="Tabs for logs", content="Indent log files with tabs", owner="agent:bob")
+    make_knowledge(task="用制表符缩进", content="代码用制表符缩进，宽度四")
+    client.force_login(curator)
+    with CaptureQueriesContext(connection) as captured:
+        page = client.get("/admin/knowledge/knowledge/", {"q": term}).content.decode()
+    tasks = {"Selenium login bypass", "Tabs for logs", "用制表符缩进"}
+    assert {task for task in tasks if task in page} == found
+    assert _statements_reading_every_item(captured.captured_queries) == []
+
+
+def test_the_admins_search_finds_an_item_by_its_id_or_the_start_of_it(client, curator):
+    item = make_knowledge(task="Rotate the keys")
+    other = make_knowledge(task="Something else")
+    client.force_login(curator)
+    assert "Rotate the keys" in client.get("/admin/knowledge/knowledge/", {"q": item.id}).content.decode()
+    by_day = client.get("/admin/knowledge/knowledge/", {"q": item.id[: len("knowledge-20260101")]}).content.decode()
+    assert "Rotate the keys" in by_day and ("Something else" in by_day) == (other.id[:18] == item.id[:18])
+
+
+def test_sorting_by_quality_orders_every_item_and_counts_them_all(client, curator):
+    from knowledge.models import Knowledge
+
+    for n, (score, helpful, harmful) in enumerate([(3, 0, 0), (5, 4, 0), (1, 0, 2), (4, 1, 1)]):
+        make_knowledge(task=f"Item {n}", score=score, helpful=helpful, harmful=harmful)
+    client.force_login(curator)
+    qualities = sorted(item.quality_score for item in Knowledge.objects.all())
+    for order in ("7", "-7"):  # the quality column, after the selection boxes
+        page = client.get("/admin/knowledge/knowledge/", {"o": order})
+        assert page.context["cl"].result_count == 4 and page.context["cl"].full_result_count == 4
+        shown = [item.quality_score for item in page.context["cl"].result_list]
+        assert shown == (qualities[::-1] if order.startswith("-") else qualities)
+
+
+def test_an_item_with_many_reports_shows_the_newest_and_links_to_every_one(client, curator):
+    from knowledge.admin import HISTORY_SHOWN
+    from knowledge.models import FeedbackCase
+
+    item = make_knowledge(task="Busy item")
+    FeedbackCase.objects.bulk_create(FeedbackCase(knowledge=item, kind="helpful", case={"outcome": f"run {n}"},
+                                                  reported_by="agent:x") for n in range(HISTORY_SHOWN + 30))
+    client.force_login(curator)
+    page = client.get(f"/admin/knowledge/knowledge/{item.pk}/change/").content.decode()
+    assert f"{HISTORY_SHOWN + 30} in all" in page and f"/knowledge/{item.pk}/" in page
+    assert page.count("run ") == HISTORY_SHOWN and f"run {HISTORY_SHOWN + 29}" in page  # the newest ones
+    assert "feedback_cases-TOTAL_FORMS" not in page  # no form per report
+
+
+def test_the_score_filter_lists_the_five_scores_and_filters_by_one(client, curator):
+    make_knowledge(task="Scored two", score=2)
+    make_knowledge(task="Scored five", score=5)
+    client.force_login(curator)
+    page = client.get("/admin/knowledge/knowledge/", {"score": "5"}).content.decode()
+    assert "Scored five" in page and "Scored two" not in page
+    assert all(f"?score={n}" in page for n in range(1, 6))
