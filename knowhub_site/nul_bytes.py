@@ -6,9 +6,16 @@ field. Django's form fields refuse NUL themselves, but not the rest. The API is 
 checked by its parser (core/parsers.py) and every operation's input, query parameters included, by the filter chain's
 `validate_input` (400 naming the field), and an API path with NUL finds no route (404). A session cookie holding NUL
 (any request, the API's included: a session may call it) is dropped for a new session instead of being looked up.
+
+A query string whose percent-encoded bytes are not UTF-8 (`?q=%FF%FE`) is refused on every request, the API's
+included: Django reads such bytes as U+FFFD, and the request went on with a value its client never sent (a search
+for it, an export naming the scope `org:\ufffd`). The API answers in its JSON error shape, naming the parameter.
 """
+from urllib.parse import unquote, unquote_to_bytes
+
 from django.conf import settings
 from django.core.exceptions import BadRequest
+from django.http import JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from django.views.defaults import bad_request
 
@@ -30,6 +37,28 @@ def _unreadable_form(request) -> Exception | None:
     return None
 
 
+def undecodable_parameter(query_string: str) -> str | None:
+    """The name of the first parameter of `query_string` (as WSGI gives it: its bytes as Latin-1) whose name or value,
+    percent-decoded, is not UTF-8 (the name shown with U+FFFD where it is not); None when every one is."""
+    raw = query_string.encode("iso-8859-1", errors="replace")
+    for pair in raw.split(b"&"):
+        name, _, value = pair.partition(b"=")
+        for part in (name, value):
+            try:
+                unquote_to_bytes(part.replace(b"+", b" ")).decode("utf-8")
+            except UnicodeDecodeError:
+                return unquote(name.replace(b"+", b" ").decode("iso-8859-1"), errors="replace")
+    return None
+
+
+def _not_utf8(request, name: str):
+    message = f"{name}: not UTF-8 text (a percent-encoded byte sequence in the query string that UTF-8 cannot decode)"
+    if request.path_info.startswith("/api/"):
+        return JsonResponse({"error": {"code": "invalid", "message": message, "fields": {name: [message.split(": ", 1)[1]]}}},
+                            status=400)
+    return bad_request(request, ValueError(message))
+
+
 def _holds_nul(values) -> bool:
     return any(NUL in key or any(NUL in value for value in items) for key, items in values.lists())
 
@@ -41,6 +70,8 @@ class RefuseNulMiddleware:
     def __call__(self, request):
         if NUL in request.COOKIES.get(settings.SESSION_COOKIE_NAME, ""):  # Django's cookie parser decodes `\000`
             request.session = request.session.__class__()  # a new session: the key is never looked up (no 500)
+        if (name := undecodable_parameter(request.META.get("QUERY_STRING", ""))) is not None:
+            return _not_utf8(request, name)
         if unreadable := _unreadable_form(request):
             return bad_request(request, unreadable)
         return self.get_response(request)

@@ -76,6 +76,22 @@ def test_a_nul_in_a_query_parameter_is_a_400_naming_it(agent):
     assert_invalid(agent.get("/api/knowledge", {"scopes": "org:\x00"}), "scopes")
 
 
+@pytest.mark.parametrize("url, field", [
+    ("/api/knowledge/search?q=%FF%FEabc", "q"),
+    ("/api/knowledge/search?q=ok&top_k=5&types=tool%C0%80", "types"),  # an overlong encoding of NUL
+    ("/api/knowledge?scopes=org:%FF", "scopes"),
+    ("/api/export?scopes=org:%FF", "scopes"),
+    ("/api/knowledge/knowledge-20260101-abcd?x%FF=1", "x\ufffd"),  # the name itself
+])
+def test_a_query_parameter_that_is_not_utf8_is_a_400_naming_it_not_run_as_u_fffd(agent, url, field):
+    assert_invalid(agent.get(url), field)
+
+
+def test_percent_encoded_utf8_in_a_query_parameter_is_read_as_the_text_it_encodes(agent):
+    response = agent.get("/api/knowledge/search?q=%E5%88%B6%E8%A1%A8%E7%AC%A6+caf%C3%A9")
+    assert response.status_code == 200, response.content[:300]
+
+
 def test_a_nul_in_an_id_in_the_path_is_a_json_404(agent):
     for url in ("/api/knowledge/%00", "/api/knowledge/knowledge-20260101-ab%00", "/api/resource/code/a%00b"):
         response = agent.get(url)

@@ -20,6 +20,13 @@ def test_a_nul_in_a_pages_path_or_query_is_a_400_page(curator_client, path):
     assert b"Bad request" in response.content
 
 
+@pytest.mark.parametrize("path", ["/knowledge/?q=%FF%FE", "/documents/?status=%C0%80", "/knowledge/?q%FF=1"])
+def test_a_query_string_that_is_not_utf8_is_a_400_page(curator_client, path):
+    response = curator_client.get(path)
+    assert response.status_code == 400, response.content[:300]
+    assert b"Bad request" in response.content
+
+
 @pytest.mark.parametrize("form", [
     {"task": "t" + NUL, "content": "c", "types": ["tool"], "tags": "", "reason": "r"},
     {"task": "t", "content": "c", "types": ["tool"], "tags": "", "reason": "r", "extra" + NUL: "x"},
