@@ -105,8 +105,23 @@ def _invalid(detail: dict) -> CallToolResult:
     return _tool_error({"code": "invalid", "message": message, "fields": fields, "status": 400})
 
 
-async def _call(ctx: Context, operation) -> Any:
-    """The operation's JSON result, or a tool error whose text is the API's error JSON."""
+def _as_arguments(error: dict, named: dict[str, str]) -> dict:
+    """`error` with the fields its operation named (`q`, `source.urls.0`) named as the tool's arguments are
+    (`query`, `urls.0`), in `fields` and at the start of `message`."""
+    def rename(path: str) -> str:
+        for field, argument in named.items():
+            if path == field or path.startswith(field + "."):
+                return argument + path[len(field):]
+        return path
+
+    first, said, rest = error["message"].partition(": ")
+    return {**error, "fields": {rename(key): value for key, value in (error.get("fields") or {}).items()},
+            "message": rename(first) + said + rest if said else error["message"]}
+
+
+async def _call(ctx: Context, operation, *, named: dict[str, str] | None = None) -> Any:
+    """The operation's JSON result, or a tool error whose text is the API's error JSON (the fields `named` maps named
+    as the tool's arguments)."""
     raw_key = bearer_key(ctx.headers) if ctx.headers is not None else stdio_token
     request_id = (ctx.headers or {}).get("x-request-id")
     try:
@@ -116,7 +131,7 @@ async def _call(ctx: Context, operation) -> Any:
         # agent's long call (an import, an export) does not hold up the others' (how many run at once: asgi.py's bound)
         return await sync_to_async(_run_sync, thread_sensitive=False)(raw_key, operation, request_id, own_thread=True)
     except _Refused as refused:
-        return _tool_error(refused.error)
+        return _tool_error(_as_arguments(refused.error, named) if named else refused.error)
 
 
 def _given(**values) -> dict:
@@ -266,7 +281,12 @@ async def knowledge_search(ctx: Context, query: str, top_k: int = 5, min_score: 
     data = _given(q=query, top_k=top_k, min_score=min_score, types=types, filters=filters, rank=rank, scopes=scopes,
                   answer_floor=answer_floor, relevance_floor=relevance_floor, relevance_ratio=relevance_ratio,
                   include_superseded=include_superseded or None)
-    return await _call(ctx, _op("knowledge_search", data))
+    return await _call(ctx, _op("knowledge_search", data), named={"q": "query"})
+
+
+# knowledge_save's arguments that the API's body nests (`source`, `eval`): its refusals name them as arguments
+SAVE_ARGUMENTS = {"source.name": "source_name", "source.category": "source_category", "source.urls": "urls",
+                  "source.agent_id": "agent_id", "source.submitted_by": "submitted_by", "eval.confidence": "confidence"}
 
 
 @server.tool()
@@ -284,7 +304,7 @@ async def knowledge_save(ctx: Context, task: str, content: str, types: list[str]
                   score=score, message_id=message_id, resource_ids=resource_ids,
                   secure_resource_id=secure_resource_id or None,
                   eval=None if confidence is None else {"confidence": confidence})
-    return await _call(ctx, _op("knowledge_save", data))
+    return await _call(ctx, _op("knowledge_save", data), named=SAVE_ARGUMENTS)
 
 
 @server.tool()

@@ -149,6 +149,26 @@ def test_stdio_server_sees_only_the_tokens_scopes():
     anyio.run(scenario)
 
 
+def test_a_tools_refusal_names_the_tools_argument_not_the_apis_field():
+    """Found by the 50-client sweep: knowledge_search's `query` was refused as `q`, knowledge_save's `urls` as
+    `source.urls.0`."""
+    raw = token()
+
+    async def scenario():
+        async with stdio_session(raw) as session:
+            error, long = await call(session, "knowledge_search", query="x" * 5000)
+            assert error and long["error"]["message"].startswith("query: ") and "query" in long["error"]["fields"]
+            error, link = await call(session, "knowledge_save", task="t", content="c", types=["tool"],
+                                     urls=["ftp://x.example"])
+            assert error and link["error"]["message"].startswith("urls.0: "), link
+            error, sure = await call(session, "knowledge_save", task="t", content="c", types=["tool"], confidence=7)
+            assert error and sure["error"]["message"].startswith("confidence: "), sure
+            error, kind = await call(session, "knowledge_save", task="t", content="c", types=["nonsense"])
+            assert error and kind["error"]["message"].startswith("types"), kind  # not renamed: the same name
+
+    anyio.run(scenario)
+
+
 def test_stdio_command_refuses_a_bad_token():
     done = subprocess.run([sys.executable, "manage.py", "mcp", "--token", "kh_wrong"], cwd=REPO_ROOT,
                           env=subprocess_env(), capture_output=True, text=True, timeout=60)
