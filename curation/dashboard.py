@@ -56,7 +56,7 @@ def lowest_quality(active, *, limit: int = ATTENTION) -> list[Knowledge]:
     """The `limit` active items of lowest quality (score + helpful − 2 × harmful), lowest first, without sorting
     every item where harmful reports exist. No index may hold `helpful` (see Knowledge.Meta), but quality is at
     least 1 − 2 × harmful (score ≥ 1, helpful ≥ 0). Among the HARMFUL_PROBE most harmful items (read from
-    knowledge_active_harmful) the `limit`-th lowest quality is some q, so the `limit` lowest of all are at or
+    knowledge_harmful) the `limit`-th lowest quality is some q, so the `limit` lowest of all are at or
     below q and each has harmful ≥ (1 − q) / 2: only those are sorted (every item when q ≥ 1)."""
     probed = sorted(item.quality for item in active.order_by("-harmful", "-created_at", "id")[:HARMFUL_PROBE])
     least_harmful = max(0, ceil((1 - probed[limit - 1]) / 2)) if len(probed) >= limit else 0

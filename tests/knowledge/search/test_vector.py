@@ -202,7 +202,7 @@ def test_the_migration_drops_an_embedders_graph_over_every_script_and_keeps_each
         cursor.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'knowledge_knowledge'")
         left = {row[0] for row in cursor.fetchall()}
     assert across not in left
-    assert set(vector.index_names(MODEL, DIMS)) <= left and "knowledge_active_harmful" in left
+    assert set(vector.index_names(MODEL, DIMS)) <= left and "knowledge_harmful" in left
 
 
 def test_index_names_stay_within_postgresqls_63_characters_and_apart():
