@@ -19,6 +19,8 @@ from django.http import JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from django.views.defaults import bad_request
 
+from core.errors import error_payload
+
 NUL = "\x00"
 
 
@@ -40,6 +42,8 @@ def _unreadable_form(request) -> Exception | None:
 def undecodable_parameter(query_string: str) -> str | None:
     """The name of the first parameter of `query_string` (as WSGI gives it: its bytes as Latin-1) whose name or value,
     percent-decoded, is not UTF-8 (the name shown with U+FFFD where it is not); None when every one is."""
+    if "%" not in query_string and query_string.isascii():  # most requests: nothing encoded, nothing to decode
+        return None
     raw = query_string.encode("iso-8859-1", errors="replace")
     for pair in raw.split(b"&"):
         name, _, value = pair.partition(b"=")
@@ -52,11 +56,10 @@ def undecodable_parameter(query_string: str) -> str | None:
 
 
 def _not_utf8(request, name: str):
-    message = f"{name}: not UTF-8 text (a percent-encoded byte sequence in the query string that UTF-8 cannot decode)"
+    reason = "not UTF-8 text (a percent-encoded byte sequence in the query string that UTF-8 cannot decode)"
     if request.path_info.startswith("/api/"):
-        return JsonResponse({"error": {"code": "invalid", "message": message, "fields": {name: [message.split(": ", 1)[1]]}}},
-                            status=400)
-    return bad_request(request, ValueError(message))
+        return JsonResponse({"error": error_payload("invalid", f"{name}: {reason}", {name: [reason]})}, status=400)
+    return bad_request(request, ValueError(f"{name}: {reason}"))
 
 
 def _holds_nul(values) -> bool:

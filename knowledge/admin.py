@@ -10,9 +10,9 @@ linked and when the item's scopes widen; a refusal is an error on its field. Eac
 """
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.views.main import ORDER_VAR
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.contrib.admin.views.main import ORDER_VAR
 from django.db import transaction
 from django.db.models import Q
 from django.forms.models import BaseInlineFormSet

@@ -43,8 +43,8 @@ def knowledge_restore(caller, record: Mapping, *, vector_model: str) -> Knowledg
         resource_ids=record.get("resource_ids") or (), secure_resource_id=record.get("secure_resource_id", ""),
         score=record.get("score", 3), helpful=record.get("helpful", 0), harmful=record.get("harmful", 0),
         confidence=record.get("confidence", 0.5), created_at=_when(record.get("created_at")),
-        updated_at=_when(record.get("updated_at")), embed=not keep_vector,
-        embedding=vector if keep_vector else None, embedding_model=vector_model,
+        updated_at=_when(record.get("updated_at")), embedding=vector if keep_vector else None,
+        embedding_model=vector_model,
     )
     FeedbackCase.objects.bulk_create(
         FeedbackCase(knowledge=item, kind=c["kind"], case=c.get("case") or {}, reported_by=c.get("reported_by", ""),

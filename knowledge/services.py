@@ -116,7 +116,7 @@ def knowledge_create(
             [FeedbackCase(knowledge=item, kind="helpful", case=c) for c in helpful_history]
             + [FeedbackCase(knowledge=item, kind="harmful", case=c) for c in harmful_history]
         )
-        if embed:
+        if embed and embedding is None:  # a vector given is the item's: nothing for the worker
             indexing.embed_with_this_write(knowledge_ids=[item.id])
         events.emit(events.KNOWLEDGE_CREATED, scopes=item.scopes, data=events.knowledge_data(item, by=caller.principal))
 

@@ -90,9 +90,9 @@ def query_lexemes(text: str) -> list[str]:
     return list(dict.fromkeys([*identifiers(text), *(lexemes or [])]))[:MAX_QUERY_LEXEMES]
 
 
-def build_query(text: str) -> str | None:
-    """The tsquery text for a search string (`'a' | 'b'`); None when it has no words."""
-    return " | ".join(_quote(lex) for lex in query_lexemes(text)) or None
+def _tsquery(lexemes, operator: str) -> str:
+    """The tsquery text joining `lexemes` with `operator` (`'a' | 'b'`: any of them; `&`: every one)."""
+    return f" {operator} ".join(_quote(lex) for lex in lexemes)
 
 
 def holding_every_word(text: str) -> TsMatch | None:
@@ -102,7 +102,7 @@ def holding_every_word(text: str) -> TsMatch | None:
     lexemes = query_lexemes(text)
     if not lexemes:
         return None
-    return TsMatch(F("search_document"), RawSQL("%s::tsquery", [" & ".join(_quote(lex) for lex in lexemes)]))
+    return TsMatch(F("search_document"), RawSQL("%s::tsquery", [_tsquery(lexemes, "&")]))
 
 
 def keyword_candidates(queryset, *, text: str, limit: int, statistics=None, leave_out: str | None = None) -> list[tuple[str, float]]:
@@ -158,7 +158,7 @@ def keyword_candidates(queryset, *, text: str, limit: int, statistics=None, leav
         return []
     unseen_idf = math.log(1 + (total + 0.5) / 0.5)
     information = sum(idf.values()) + sum(unseen_idf * informativeness(lex) for lex in lexemes if lex not in idf)
-    matched = " | ".join(_quote(lex) for lex in scored_lexemes(frequencies))
+    matched = _tsquery(scored_lexemes(frequencies), "|")
     matching = queryset.filter(TsMatch(F("search_document"), RawSQL("%s::tsquery", [matched])))
     # .order_by(): the model's default ordering would sort every matching row inside the subquery for nothing
     inner_sql, inner_params = matching.order_by().values_list("id", "search_document").query.sql_with_params()
