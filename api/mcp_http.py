@@ -10,8 +10,10 @@ ALLOWED_HOSTS (as Django would) and the Bearer token against the same tokens
 as the REST API: 401 with the API's error shape otherwise (503 with Retry-After when the
 database cannot be reached to check it).
 
-The SDK answers a few refusals as plain text (a wrong Content-Type 400, a body over its size limit 413):
-`JsonErrors` gives those the API's error shape too; its JSON-RPC errors pass as they are.
+The limits are the REST API's: a body over `DATA_UPLOAD_MAX_MEMORY_SIZE` is 413 (declared or streamed; the SDK
+counts it), a POST whose Content-Type is not JSON 415 (`JsonPostsOnly`, before the SDK, which said 400). The SDK
+answers a few refusals as plain text: `JsonErrors` gives those the API's error shape too, with the API's message for a
+413; its JSON-RPC errors pass as they are.
 
 GET /mcp is answered 405, as the specification allows a server that offers no SSE stream: a stateless server has
 nothing to send on one, and the SDK kept such a stream open for good, each holding one of the process's places
@@ -81,6 +83,34 @@ class BearerGate:
         await self.app(scope, receive, send)
 
 
+def _media_type(headers) -> str:
+    for key, value in headers:
+        if key.lower() == b"content-type":
+            return value.decode("latin-1").split(";")[0].strip().lower()
+    return ""
+
+
+class JsonPostsOnly:
+    """ASGI middleware: a POST whose body is not declared JSON is refused 415, as the REST API refuses it."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and scope["method"] == "POST":
+            media_type = _media_type(scope.get("headers", []))
+            if media_type != "application/json":
+                await _reply(send, 415, "unsupported_media_type",
+                             f'unsupported media type "{media_type}" in request: send application/json'
+                             if media_type else "the request has no Content-Type: send application/json")
+                return
+        await self.app(scope, receive, send)
+
+
+def _too_large_message() -> str:
+    return f"request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes"
+
+
 ERROR_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 406: "not_acceptable",
                413: "too_large", 415: "unsupported_media_type"}
 
@@ -110,6 +140,8 @@ class JsonErrors:
                     return
                 start = held.pop("start")
                 text = held["body"].decode("utf-8", "replace").strip()[:500] or HTTPStatus(start["status"]).phrase
+                if start["status"] == 413:
+                    text = _too_large_message()
                 code = ERROR_CODES.get(start["status"], "bad_request" if start["status"] < 500 else "server_error")
                 kept = [(k, v) for k, v in start.get("headers", []) if k.lower() not in (b"content-type", b"content-length")]
                 await _reply(send, start["status"], code, text, kept)
@@ -137,6 +169,7 @@ def mcp_http_app():
     """The SDK's Starlette app for /mcp (host checks are BearerGate's, from ALLOWED_HOSTS)."""
     return server.streamable_http_app(
         streamable_http_path=MCP_PATH, stateless_http=True, json_response=True,
+        max_request_body_size=settings.DATA_UPLOAD_MAX_MEMORY_SIZE,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
 
@@ -144,7 +177,7 @@ def mcp_http_app():
 def with_mcp(django_app):
     """One ASGI application: /mcp to the MCP server, lifespan to it too, the rest to Django."""
     mcp_app = mcp_http_app()
-    gated = BearerGate(NoEventStream(JsonErrors(mcp_app)))
+    gated = BearerGate(NoEventStream(JsonPostsOnly(JsonErrors(mcp_app))))
 
     async def application(scope, receive, send):
         if scope["type"] == "lifespan":

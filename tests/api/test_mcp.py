@@ -222,15 +222,52 @@ def test_mcp_over_http_refuses_without_a_valid_token_or_host(asgi_server, header
 def test_what_the_sdk_refuses_in_plain_text_is_answered_in_the_apis_error_shape(asgi_server):
     """Found by the 50-client sweep: a wrong content type was a plain-text 400, a huge body a plain-text 413."""
     headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {token()}"}
-    wrong_type = httpx2.post(asgi_server + "/mcp", content=b"{}", headers={**headers, "Content-Type": "text/plain"})
     huge = httpx2.post(asgi_server + "/mcp", content=b" " * (5 * 1024 * 1024), timeout=30,
                        headers={**headers, "Content-Type": "application/json"})
-    for reply, status, code in ((wrong_type, 400, "bad_request"), (huge, 413, "too_large")):
-        assert (reply.status_code, reply.headers["content-type"]) == (status, "application/json"), reply.text[:200]
-        error = reply.json()["error"]
-        assert error["code"] == code and error["message"] and error["fields"] == {}
+    assert (huge.status_code, huge.headers["content-type"]) == (413, "application/json"), huge.text[:200]
+    assert huge.json()["error"] == {"code": "too_large", "message": "request body is larger than 2,621,440 bytes",
+                                    "fields": {}}
     parse_error = httpx2.post(asgi_server + "/mcp", content=b"{not json", headers={**headers, "Content-Type": "application/json"})
     assert parse_error.status_code == 400 and parse_error.json()["error"]["code"] == -32700  # JSON-RPC's own, as it was
+
+
+def _chunks(total: int, size: int = 256 * 1024):
+    while total > 0:
+        yield b" " * min(size, total)
+        total -= size
+
+
+@pytest.mark.parametrize("send", ["declared", "chunked"])
+def test_mcp_refuses_a_body_over_the_rest_apis_limit_with_the_same_413(asgi_server, send):
+    """The SDK's own limit was 4 MiB: a 3 MB body the REST API refuses was read and parsed on /mcp."""
+    from django.conf import settings
+
+    headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {token()}",
+               "Content-Type": "application/json"}
+    size = settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 400_000
+    body = b" " * size if send == "declared" else _chunks(size)
+    mcp = httpx2.post(asgi_server + "/mcp", content=body, headers=headers, timeout=30)
+    rest = httpx2.post(asgi_server + "/api/knowledge", content=b" " * size, headers=headers, timeout=30)
+    assert mcp.status_code == rest.status_code == 413, (mcp.text[:200], rest.text[:200])
+    assert mcp.json()["error"] == rest.json()["error"]
+    under = httpx2.post(asgi_server + "/mcp", headers=headers, timeout=30, content=json.dumps(
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}, "padding": "x" * 2_000_000}).encode())
+    assert under.status_code == 200 and under.json()["result"]["tools"], under.text[:200]
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", None])
+def test_mcp_refuses_a_body_that_is_not_json_with_415_as_rest_does(asgi_server, content_type):
+    headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {token()}"}
+    if content_type:
+        headers["Content-Type"] = content_type
+    mcp = httpx2.post(asgi_server + "/mcp", content=b"{}", headers=headers)
+    rest = httpx2.post(asgi_server + "/api/knowledge", content=b"{}", headers=headers)
+    assert mcp.status_code == rest.status_code == 415, (mcp.text[:200], rest.text[:200])
+    assert mcp.json()["error"]["code"] == rest.json()["error"]["code"] == "unsupported_media_type"
+    assert "application/json" in mcp.json()["error"]["message"]
+    json_with_charset = httpx2.post(asgi_server + "/mcp", headers={**headers, "Content-Type": "application/json; charset=utf-8"},
+                                    content=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}).encode())
+    assert json_with_charset.status_code == 200
 
 
 def test_stdio_search_id_goes_back_with_feedback_and_stays_in_its_scope():
