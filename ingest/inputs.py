@@ -6,13 +6,14 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 from rest_framework import serializers
 
-from core.fields import NoUnknownFields, StrictBooleanField, valid_scopes
+from core.fields import SCOPES_MAX, NoUnknownFields, StrictBooleanField, valid_scopes
 from ingest.chunking import DEFAULT_OVERLAP, DEFAULT_SIZE, MIN_SIZE
 from knowledge.models import KNOWLEDGE_TYPES
 
 
 class ExportInput(NoUnknownFields, serializers.Serializer):
     scopes = serializers.ListField(child=serializers.CharField(max_length=200), required=False, default=list,
+                                   max_length=SCOPES_MAX,
                                    help_text="only items and resources in these scopes (default: all you can read)")
     passphrase = serializers.CharField(required=False, allow_blank=True, default="", max_length=1000,
                                        help_text="seal the secrets under this passphrase, for another installation")
@@ -30,9 +31,11 @@ class ImportInput(NoUnknownFields, serializers.Serializer):
     filename = serializers.CharField(required=False, max_length=300,
                                      help_text="with `content`: its file name, whose extension names the format")
     scopes = serializers.ListField(child=serializers.CharField(max_length=200), required=False, default=list,
+                                   max_length=SCOPES_MAX,
                                    help_text="scopes for records that name none (CSV, Markdown); for an export, "
                                              "the only scopes to take from it")
     types = serializers.ListField(child=serializers.ChoiceField(choices=KNOWLEDGE_TYPES), required=False, default=list,
+                                  max_length=len(KNOWLEDGE_TYPES),
                                   help_text="types of the items made from Markdown (default: definition)")
     passphrase = serializers.CharField(required=False, allow_blank=True, default="", max_length=1000)
 
@@ -69,8 +72,10 @@ class DocumentIngestInput(NoUnknownFields, serializers.Serializer):
                                      help_text="with `content` or `content_base64`: the file's name (its extension "
                                                "names the type)")
     scopes = serializers.ListField(child=serializers.CharField(max_length=200), required=False, default=list,
+                                   max_length=SCOPES_MAX,
                                    help_text="the scopes of the items (default: the token's first writable scope)")
     types = serializers.ListField(child=serializers.ChoiceField(choices=KNOWLEDGE_TYPES), required=False, default=list,
+                                  max_length=len(KNOWLEDGE_TYPES),
                                   help_text="the items' types (default: definition)")
     chunk_size = serializers.IntegerField(required=False, min_value=MIN_SIZE, max_value=20_000, default=DEFAULT_SIZE,
                                           help_text="the most characters of one item (chunks break between paragraphs)")

@@ -8,7 +8,9 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core.safe_json import MAX_DEPTH, json_problem
-from knowledge.limits import BULK_SAVE_MAX, CONTENT_MAX, EVOLVE_FEEDBACK_MAX, QUERY_MAX, REASON_MAX, SCOPE_MAX, TASK_MAX
+from knowledge.limits import (
+    BULK_SAVE_MAX, CONTENT_MAX, EVOLVE_FEEDBACK_MAX, QUERY_MAX, REASON_MAX, RESOURCE_IDS_MAX, SCOPE_MAX, TASK_MAX,
+)
 from knowledge.models import KNOWLEDGE_TYPES
 from knowledge.search.filters import FilterError, parse_filter
 from knowledge.search.rerank import ANSWER_FLOOR, RANK_MODES, RELATIVE_FLOOR, RELEVANCE_FLOOR
@@ -156,12 +158,14 @@ class KnowledgeCreateInput(NoUnknownFields, serializers.Serializer):
 
     task = StrictCharField(max_length=TASK_MAX)
     content = StrictCharField(max_length=CONTENT_MAX, trim_whitespace=False)
-    types = serializers.ListField(child=serializers.ChoiceField(choices=KNOWLEDGE_TYPES), min_length=1)
+    types = serializers.ListField(child=serializers.ChoiceField(choices=KNOWLEDGE_TYPES), min_length=1,
+                                  max_length=len(KNOWLEDGE_TYPES))
     tags = TagsField(required=False, default=dict)
     scopes = serializers.ListField(child=StrictCharField(max_length=SCOPE_MAX), required=False, min_length=1,
                                    max_length=SCOPES_MAX)
     owner = StrictCharField(max_length=200, required=False)
-    resource_ids = serializers.ListField(child=StrictCharField(max_length=255), required=False, default=list)
+    resource_ids = serializers.ListField(child=StrictCharField(max_length=255), required=False, default=list,
+                                         max_length=RESOURCE_IDS_MAX)
     source = SourceSerializer(required=False, default=dict)
     score = StrictIntegerField(min_value=1, max_value=5, required=False, text=True)  # text: as SaveEvalInput's
     eval = SaveEvalInput(required=False, help_text="the seed's `eval`: `score` and `confidence` to start with")
@@ -196,7 +200,8 @@ class KnowledgePatchInput(NoUnknownFields, serializers.Serializer):
     task = StrictCharField(max_length=TASK_MAX, required=False)
     content = StrictCharField(max_length=CONTENT_MAX, required=False, trim_whitespace=False)
     tags = TagsField(required=False, names_checked=False)  # against the item's own names: operations.knowledge_edit
-    types = serializers.ListField(child=serializers.ChoiceField(choices=KNOWLEDGE_TYPES), min_length=1, required=False)
+    types = serializers.ListField(child=serializers.ChoiceField(choices=KNOWLEDGE_TYPES), min_length=1, required=False,
+                                  max_length=len(KNOWLEDGE_TYPES))
     reason = StrictCharField(max_length=REASON_MAX, required=False, allow_blank=True, default="")
     base_updated_at = serializers.DateTimeField(required=False, help_text=(
         "the item's `updated_at` as you read it (GET's reply): if the item changed since, the edit is refused "

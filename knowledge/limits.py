@@ -12,4 +12,5 @@ TAGS_MAX = 50  # tags on one item
 SCOPE_MAX = 200
 EVOLVE_FEEDBACK_MAX = 10_000
 NOTE_MAX = 2_000  # a curator's note on a feedback case
+RESOURCE_IDS_MAX = 100  # resources one item links to
 BULK_SAVE_MAX = 500  # items in one POST /api/knowledge/bulk

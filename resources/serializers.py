@@ -1,7 +1,7 @@
 """What resource operations take and send (seed 003, scenarios 1-4)."""
 from rest_framework import serializers
 
-from core.fields import SCOPE_RE, NoUnknownFields, StrictBooleanField, StrictCharField, StrictRegexField
+from core.fields import SCOPE_RE, SCOPES_MAX, NoUnknownFields, StrictBooleanField, StrictCharField, StrictRegexField
 from resources.models import RESOURCE_ID_PATTERN, ResourceContentType
 
 
@@ -14,7 +14,8 @@ class ResourceInput(NoUnknownFields, serializers.Serializer):
     secure_body = StrictCharField(required=False, allow_blank=True, default="", max_length=100_000, trim_whitespace=False)
     content_type = serializers.ChoiceField(choices=ResourceContentType.values, default="text")
     metadata = serializers.DictField(required=False, default=dict)
-    scopes = serializers.ListField(child=StrictRegexField(SCOPE_RE.pattern, max_length=200), required=False, min_length=1)
+    scopes = serializers.ListField(child=StrictRegexField(SCOPE_RE.pattern, max_length=200), required=False, min_length=1,
+                                   max_length=SCOPES_MAX)
     expires_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
 
     def validate(self, attrs):

@@ -8,7 +8,7 @@ from api.mcp_server import _op, _Refused, _run_sync
 from agents.models import AuditEvent
 from knowledge.models import FeedbackCase, Knowledge
 from resources.models import Resource
-from tests.api.conftest import token
+from tests.api.conftest import client_with, token
 from tests.factories import make_knowledge
 
 pytestmark = pytest.mark.django_db
@@ -248,6 +248,34 @@ def test_fifty_scopes_and_every_type_are_still_taken(agent):
                      agent.post("/api/knowledge/search", {"q": "x", "scopes": scopes, "types": types}, format="json"),
                      agent.get("/api/knowledge", {"scopes": ",".join(scopes), "types": ",".join(types)})):
         assert response.status_code == 200, response.content[:300]
+
+
+MANY_SCOPES = [f"org:team{n}" for n in range(51)]
+
+
+@pytest.mark.parametrize(("method", "url", "body", "named"), [
+    ("post", "/api/knowledge", {**SAVE, "types": ["tool"] * 7}, "types"),
+    ("post", "/api/knowledge", {**SAVE, "resource_ids": [f"res-{n}" for n in range(101)]}, "resource_ids"),
+    ("patch", "/api/knowledge/{item}", {"types": ["tool"] * 7}, "types"),
+    ("post", "/api/resource", {"id": "r1", "title": "r", "body": "b", "scopes": MANY_SCOPES}, "scopes"),
+    ("get", "/api/export", {"scopes": ",".join(MANY_SCOPES)}, "scopes"),
+    ("post", "/api/import", {"content": "# a\n\nb\n", "filename": "a.md", "scopes": MANY_SCOPES}, "scopes"),
+    ("post", "/api/import", {"content": "# a\n\nb\n", "filename": "a.md", "types": ["tool"] * 7}, "types"),
+    ("post", "/api/documents", {"content": "# a\n\nb\n", "filename": "a.md", "scopes": MANY_SCOPES}, "scopes"),
+    ("post", "/api/documents", {"content": "# a\n\nb\n", "filename": "a.md", "types": ["tool"] * 7}, "types"),
+])
+def test_every_list_an_input_takes_is_bounded_and_a_longer_one_is_a_400_naming_it(agent, method, url, body, named):
+    """Found by the 50-client sweep: an export took thousands of scopes, a save thousands of resource ids."""
+    item = make_knowledge(owner="agent:fuzz_agent")
+    if url == "/api/import":  # a curator's operation
+        agent = client_with(token(can_curate=True, writable_scopes=["org:acme"]))
+    before = (Knowledge.objects.count(), Resource.objects.count(), AuditEvent.objects.count())
+    url = url.format(item=item.id)
+    response = agent.get(url, body) if method == "get" else getattr(agent, method)(url, body, format="json")
+    assert "no more than" in assert_invalid(response, named)["message"]
+    assert (Knowledge.objects.count(), Resource.objects.count(), AuditEvent.objects.count()) == before
+    stored = Knowledge.objects.get(id=item.id)
+    assert (stored.types, stored.updated_at) == (["tool"], item.updated_at)
 
 
 def test_an_empty_scope_in_a_json_list_is_a_400(agent):
