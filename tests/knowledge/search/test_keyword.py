@@ -131,6 +131,33 @@ def test_an_expired_large_base_is_served_while_one_thread_counts_it_again_on_its
     assert keyword._base_statistics(base, ["alpha"])[0::2] == (4, {"alpha": 3})  # the count replaced the entry
 
 
+@pytest.mark.django_db(transaction=True)  # the exact count runs on a thread of its own, which sees committed rows
+def test_a_large_bases_first_search_takes_the_mean_length_of_its_first_documents_and_the_exact_one_follows(
+        monkeypatch, settings):
+    from django.db import connection
+
+    from knowledge.search import keyword
+
+    base = _large_base_refreshed_in_background(monkeypatch, settings)  # three items
+    make_knowledge(task="alpha " + " ".join(f"w{n}" for n in range(40)), scopes=["big"], embed=False)  # a longer one
+    monkeypatch.setattr(keyword, "LENGTH_SAMPLE", 3, raising=False)
+    monkeypatch.setattr(keyword, "estimated_rows", lambda model: 100_000)  # a large table's base
+    statements = []
+    with connection.execute_wrapper(lambda execute, sql, *rest: statements.append(sql) or execute(sql, *rest)):
+        total, average, frequencies = keyword._base_statistics(base, ["alpha"])
+    exact = keyword._count_all(*base.order_by().values_list("search_document").query.sql_with_params(), [])
+    assert (total, frequencies) == (4, {"alpha": 3}) and exact[0] == 4
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT length(search_document) FROM knowledge_knowledge WHERE scopes && ARRAY['big']::varchar[]")
+        lengths = [row[0] for row in cursor.fetchall()]
+    means_of_three = {sum(lengths) - left_out for left_out in lengths}
+    assert round(average * 3) in means_of_three and average != exact[1]  # three of the four documents' mean, not all four's
+    assert not any("avg(length(d))" in sql and "LIMIT" not in sql for sql in statements)  # no full pass in the search
+    (refresh,) = keyword._refreshing.values()  # the exact count, started at once
+    refresh.join(timeout=10)
+    assert keyword._base_statistics(base, ["alpha"])[:2] == exact[:2]  # then served
+
+
 @pytest.mark.django_db
 def test_a_failed_refresh_is_logged_the_expired_entry_still_served_and_the_next_search_tries_again(monkeypatch, settings, caplog):
     from knowledge.search import keyword
