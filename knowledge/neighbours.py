@@ -22,6 +22,7 @@ bench/data/pairs-dev (hand-written agent tips + XQuAD-R translations and same-ar
 BENCHMARKS.md ("Duplicates and contradictions (issue 17)") has the sweep and the held-out figures.
 """
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -103,12 +104,14 @@ def close_pairs(item: Knowledge, candidates: QuerySet[Knowledge], *, limit: int 
                   thresholds=current_thresholds())
 
 
-def close_pairs_among(candidates: QuerySet[Knowledge], *, limit: int = NEIGHBOURS, page: int = PAGE) -> dict[str, list[ClosePair]]:
+def close_pairs_among(candidates: QuerySet[Knowledge], *, limit: int = NEIGHBOURS, page: int = PAGE,
+                      each_page: Callable[[], None] | None = None) -> dict[str, list[ClosePair]]:
     """`close_pairs(item, candidates.exclude(pk=item.pk), keywords=False)` for every item of `candidates`, which are
     each other's candidates (slim: one audience), in a few statements instead of several per item: the writing
     systems present are counted once, then each script's nearest items are asked for a page of items at a time
     (`vector.nearest_of_each`, the same index or exact scan vector_candidates picks for each item). The pairs are
-    chosen by `choose`, as close_pairs does. Items without a vector have none."""
+    chosen by `choose`, as close_pairs does. Items without a vector have none. `each_page()` is called before each
+    page's statement (slim's deadline)."""
     items = list(candidates.values_list("id", "script", "embedding_model",
                                         ExpressionWrapper(Q(embedding__isnull=False), output_field=BooleanField())))
     found: dict[str, dict[str, list[tuple[str, float]]]] = defaultdict(dict)  # id -> script -> (id, similarity)
@@ -118,6 +121,8 @@ def close_pairs_among(candidates: QuerySet[Knowledge], *, limit: int = NEIGHBOUR
             dimensions[model] = (candidates.filter(embedding_model=model).exclude(embedding=None)
                                  .annotate(n=Func(F("embedding"), function="vector_dims", output_field=IntegerField())).values_list("n", flat=True)[0])
         for start in range(0, len(ids), page):
+            if each_page is not None:
+                each_page()
             nearest = vectors.nearest_of_each(candidates.filter(script=script), ids=ids[start:start + page], model_name=model,
                                               dimensions=dimensions[model], limit=limit, exact=exact)
             for item_id, rows in nearest.items():

@@ -76,8 +76,9 @@ def find_groups(*, writable_scopes: list[str] | None = None, threshold: float | 
     return group_pairs(edges, rejected=rejected)
 
 
-def duplicate_edges(*, writable_scopes: list[str] | None = None, threshold: float | None = None):
-    """The pairs find_groups joins, and the rejected pairs it keeps apart."""
+def duplicate_edges(*, writable_scopes: list[str] | None = None, threshold: float | None = None,
+                    each_page: Callable[[], None] | None = None):
+    """The pairs find_groups joins, and the rejected pairs it keeps apart (`each_page`: close_pairs_among's)."""
     active = Knowledge.objects.filter(status=KnowledgeStatus.ACTIVE, embedding_model=settings.KNOWHUB_EMBEDDING_MODEL)
     if writable_scopes is not None:
         active = active.filter(scopes__contained_by=list(writable_scopes))
@@ -86,7 +87,7 @@ def duplicate_edges(*, writable_scopes: list[str] | None = None, threshold: floa
     edges = []
     for audience in audiences:
         same_audience = active.filter(scopes__contains=list(audience), scopes__contained_by=list(audience))
-        for item_id, pairs in sorted(close_pairs_among(same_audience).items()):
+        for item_id, pairs in sorted(close_pairs_among(same_audience, each_page=each_page).items()):
             for pair in pairs:
                 if pair.duplicate_likely if threshold is None else pair.similarity >= threshold:
                     edges.append(_pair(item_id, pair.other_id))
@@ -335,6 +336,9 @@ def _deadline_check(seconds: int) -> Callable[[], None]:
 
 def _stopped_message(seconds: int, progress: dict, edges: int) -> str:
     counts = {"seconds": f"{seconds:,}", "checked": f"{progress.get('pairs_checked', 0):,}", "pairs": f"{edges:,}"}
+    if not progress:  # stopped while the candidate pairs were looked for
+        return _("stopped at the time limit (KNOWHUB_SLIM_TIME_LIMIT_SECONDS, %(seconds)s s) while looking for "
+                 "near-duplicate pairs: nothing was changed; run slim with a higher limit") % counts
     if "groups_found" not in progress:  # stopped while the pairs were checked: nothing merged yet
         return _("stopped at the time limit (KNOWHUB_SLIM_TIME_LIMIT_SECONDS, %(seconds)s s) after checking "
                  "%(checked)s of %(pairs)s pairs, before merging: nothing was changed; run slim again (or with a "
@@ -356,7 +360,12 @@ def slim_run(*, job_id: str, worker: str = "", task_id: str = "") -> Job:
     limit = settings.KNOWHUB_SLIM_TIME_LIMIT_SECONDS
     in_time = _deadline_check(limit)
     params = job.params
-    edges, rejected = duplicate_edges(writable_scopes=params.get("writable_scopes"))
+    progress, edges = {}, []
+    try:
+        edges, rejected = duplicate_edges(writable_scopes=params.get("writable_scopes"), each_page=in_time)
+    except TimeLimitReached:
+        job_fail(job_id=job_id, error=_stopped_message(limit, progress, len(edges)), attempt=claimed)
+        return Job.objects.get(pk=job_id)
     writer = ProgressWriter(job_id=job_id, attempt=claimed, every=PROGRESS_EVERY_SECONDS)
     progress = {"pairs_to_check": len(edges), "pairs_checked": 0, "held_back": 0}
     writer.write(progress, last=True)

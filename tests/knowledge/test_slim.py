@@ -180,59 +180,100 @@ def test_slim_says_how_many_pairs_it_checked_while_the_llm_checks_them(fake_open
     assert pairs >= 3 and seen == [{"pairs_to_check": pairs, "pairs_checked": n, "held_back": 0} for n in range(pairs)]
 
 
+@pytest.fixture
+def slim_clock(monkeypatch):
+    """slim's own clock (its deadline's), moved on by hand: `slim_clock.pass_(seconds)` where a step would take them."""
+    from types import SimpleNamespace
+
+    from knowledge import slim
+
+    clock = SimpleNamespace(now=1_000.0)
+    clock.pass_ = lambda seconds: setattr(clock, "now", clock.now + seconds)
+    monkeypatch.setattr(slim, "time", SimpleNamespace(monotonic=lambda: clock.now))
+    return clock
+
+
+def _slim_job(dry_run=False):
+    from jobs.services import job_create
+
+    return str(job_create(kind="slim", requested_by="agent:a",
+                          params={"model": None, "dry_run": dry_run, "writable_scopes": None}).id)
+
+
 @pytest.mark.django_db
 def test_a_slim_run_past_its_time_limit_while_checking_pairs_fails_saying_how_far_it_got_and_changes_nothing(
-        fake_openai, settings):
-    from jobs.services import job_create
-    from knowledge.slim import slim_run
+        fake_openai, settings, slim_clock, monkeypatch):
+    from knowledge import relation, slim
 
     ids = seed()
-    settings.KNOWHUB_SLIM_TIME_LIMIT_SECONDS = 1
-    for _ in range(10):  # each pair's check takes 0.6 s: the second one ends past the limit
-        fake_openai.slow_json(0.6, {"relation": "duplicate", "explanation": "same advice"})
-    job = job_create(kind="slim", requested_by="agent:a", params={"model": None, "dry_run": False, "writable_scopes": None})
-    done = slim_run(job_id=str(job.id), worker="test")
+    settings.KNOWHUB_SLIM_TIME_LIMIT_SECONDS = 100
+    judge = relation.judge
+
+    def slow_judge(*args, **kwargs):  # each pair's check takes 60 s: the second one ends past the limit
+        slim_clock.pass_(60)
+        return judge(*args, **kwargs)
+
+    monkeypatch.setattr(relation, "judge", slow_judge)
+    fake_openai.by_schema["knowledge_relation"] = {"relation": "duplicate", "explanation": "same advice"}
+    done = slim.slim_run(job_id=_slim_job(), worker="test")
     assert done.status == "failed" and done.progress["pairs_checked"] == 2, (done.status, done.progress)
     pairs = done.progress["pairs_to_check"]
-    assert done.error == (f"stopped at the time limit (KNOWHUB_SLIM_TIME_LIMIT_SECONDS, 1 s) after checking 2 of {pairs} "
-                          "pairs, before merging: nothing was changed; run slim again (or with a higher limit) to go on")
+    assert pairs > 2 and done.error == (
+        f"stopped at the time limit (KNOWHUB_SLIM_TIME_LIMIT_SECONDS, 100 s) after checking 2 of {pairs} pairs, "
+        "before merging: nothing was changed; run slim again (or with a higher limit) to go on")
     assert len(fake_openai.requests) == 2  # no further LLM call once past the limit
     assert set(Knowledge.objects.filter(pk__in=ids).values_list("status", flat=True)) == {"active"}
 
 
 @pytest.mark.django_db
-def test_a_slim_run_past_its_time_limit_while_merging_keeps_the_groups_it_merged_and_a_second_run_merges_the_rest(
-        fake_openai, settings, monkeypatch):
-    import time
+def test_a_slim_run_past_its_time_limit_while_looking_for_pairs_stops_there_and_asks_no_llm(
+        fake_openai, settings, slim_clock, monkeypatch):
+    from knowledge import neighbours, slim
 
-    from jobs.services import job_create
+    ids = seed()
+    settings.KNOWHUB_SLIM_TIME_LIMIT_SECONDS = 100
+    among, nearest = slim.close_pairs_among, neighbours.vectors.nearest_of_each
+    monkeypatch.setattr(slim, "close_pairs_among", lambda items, **kwargs: among(items, page=2, **kwargs))  # 4 pages
+
+    def slow_page(*args, **kwargs):
+        slim_clock.pass_(60)
+        return nearest(*args, **kwargs)
+
+    monkeypatch.setattr(neighbours.vectors, "nearest_of_each", slow_page)
+    done = slim.slim_run(job_id=_slim_job(), worker="test")
+    assert (done.status, done.error) == ("failed", "stopped at the time limit (KNOWHUB_SLIM_TIME_LIMIT_SECONDS, 100 s) "
+                                         "while looking for near-duplicate pairs: nothing was changed; run slim with "
+                                         "a higher limit")
+    assert fake_openai.requests == [] and set(Knowledge.objects.filter(pk__in=ids).values_list("status", flat=True)) == {"active"}
+
+
+@pytest.mark.django_db
+def test_a_slim_run_past_its_time_limit_while_merging_keeps_the_groups_it_merged_and_a_second_run_merges_the_rest(
+        fake_openai, settings, slim_clock, monkeypatch):
     from knowledge import slim
 
     ids = seed()
-    settings.KNOWHUB_SLIM_TIME_LIMIT_SECONDS = 1
+    settings.KNOWHUB_SLIM_TIME_LIMIT_SECONDS = 100
     fake_openai.default = ("json", {"task": "Merged task", "content": "Merged content"})
     fake_openai.by_schema["knowledge_relation"] = {"relation": "duplicate", "explanation": "same advice"}
     propose = slim.propose_merge
 
     def slow_proposal(items, **kwargs):
-        time.sleep(1.1)
+        slim_clock.pass_(110)
         return propose(items, **kwargs)
 
     monkeypatch.setattr(slim, "propose_merge", slow_proposal)
-    first = slim.slim_run(job_id=str(job_create(kind="slim", requested_by="agent:a", params={
-        "model": None, "dry_run": False, "writable_scopes": None}).id), worker="test")
+    first = slim.slim_run(job_id=_slim_job(), worker="test")
     assert first.status == "failed" and first.progress["merged"] == 1, (first.status, first.progress)
     assert first.error.endswith("settling 1 of 2 groups (1 merged, 0 proposed): those stay; run slim again to go on")
-    statuses = dict(Knowledge.objects.filter(pk__in=ids).values_list("id", "status"))
-    assert sorted(statuses.values()).count("merged") in (2, 3)  # one group (TABS or DUPLICATES) merged, kept
+    statuses = list(Knowledge.objects.filter(pk__in=ids).values_list("status", flat=True))
+    assert statuses.count("merged") in (2, 3)  # one group (TABS or DUPLICATES) merged, and it stays
 
     settings.KNOWHUB_SLIM_TIME_LIMIT_SECONDS = 0  # no limit: the second run goes on from there
-    second = slim.slim_run(job_id=str(job_create(kind="slim", requested_by="agent:a", params={
-        "model": None, "dry_run": False, "writable_scopes": None}).id), worker="test")
+    second = slim.slim_run(job_id=_slim_job(), worker="test")
     assert second.status == "succeeded" and second.progress["merged"] == 1
-    merged = Knowledge.objects.filter(pk__in=ids, status="merged").count()
-    assert merged == 5  # the three copies and the two tabs items; the two others stay active
-    assert Knowledge.objects.filter(pk__in=ids, status="active").count() == 2
+    assert Knowledge.objects.filter(pk__in=ids, status="merged").count() == 5  # the three copies and the two tabs items
+    assert Knowledge.objects.filter(pk__in=ids, status="active").count() == 2  # the two others
 
 
 @pytest.mark.django_db
