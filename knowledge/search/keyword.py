@@ -391,9 +391,16 @@ def _count_all(inner_sql: str, inner_params, lexemes: list[str]) -> tuple[int, f
 def _frequencies_of_new_words(model, inner_sql: str, inner_params, lexemes: list[str], *, total: int) -> dict[str, int]:
     """Each lexeme's document frequency in a large base of `total` items: counted up to HOLDERS_COUNTED, a commoner
     word's estimated from ANALYZE's lexeme shares, and counted in full when ANALYZE has no share for it or one that
-    would make it rarer in the base than counted (a word common in this base only)."""
-    counted = _count_holders(inner_sql, inner_params, lexemes, up_to=HOLDERS_COUNTED)
-    common = [lex for lex, n in counted.items() if n >= HOLDERS_COUNTED]
+    would make it rarer in the base than counted (a word common in this base only). In a base of at least half the
+    table a word ANALYZE's shares make common (HOLDERS_COUNTED or more) is not counted at all: a GIN index builds
+    its whole bitmap before `LIMIT` stops the count, 10-100 ms a common word at 1M items."""
+    known = {}
+    if total * 2 >= (estimated_rows(model) or 0):  # most of the table: ANALYZE's shares are nearly the base's own,
+        shares = _lexeme_shares(model)            # and a word they make common is taken from them, not counted
+        known = {lex: n for lex in lexemes if lex in shares and (n := round(shares[lex] * total)) >= HOLDERS_COUNTED}
+    counted = {**_count_holders(inner_sql, inner_params, [lex for lex in lexemes if lex not in known],
+                                up_to=HOLDERS_COUNTED), **known}
+    common = [lex for lex, n in counted.items() if n >= HOLDERS_COUNTED and lex not in known]
     if common:
         shares = _lexeme_shares(model)
         estimated = {lex: round(shares[lex] * total) for lex in common if lex in shares}
@@ -419,6 +426,8 @@ def _lexeme_shares(model) -> dict[str, float]:
 def _count_holders(inner_sql: str, inner_params, lexemes: list[str], *, up_to: int | None = None) -> dict[str, int]:
     """Each lexeme's document frequency in the base (at most `up_to`), one index lookup each (a rare word costs
     almost nothing)."""
+    if not lexemes:
+        return {}
     held = f"SELECT 1 FROM ({inner_sql}) AS base(d) WHERE d @@ %s::tsquery" + (f" LIMIT {int(up_to)}" if up_to else "")
     counts = ", ".join(f"(SELECT count(*) FROM ({held}) AS held)" for _ in lexemes)
     params = [value for lex in lexemes for value in (*inner_params, _quote(lex))]

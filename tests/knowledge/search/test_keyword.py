@@ -5,6 +5,7 @@ import time
 import pytest
 from django.db import connections
 
+from knowledge.models import Knowledge
 from knowledge.search import engine
 from knowledge.search.keyword import keyword_candidates
 from knowledge.search.text import informativeness
@@ -190,6 +191,34 @@ def test_a_large_base_unsearched_for_twice_its_statistics_lifetime_is_counted_by
     _expire_statistics(by=keyword.STATISTICS_TTL + 1.0)
     assert keyword._base_statistics(base, ["alpha"])[0::2] == (4, {"alpha": 3})
     assert keyword._refreshing == {}  # counted by the search itself, no thread
+
+
+@pytest.mark.django_db
+def test_in_a_base_of_most_of_the_table_a_word_analyze_finds_common_is_taken_from_its_share_without_a_count(
+        monkeypatch):
+    from django.db import connection
+
+    from knowledge.search import keyword
+
+    monkeypatch.setattr(keyword, "STATISTICS_CACHE_MIN_ITEMS", 3)
+    monkeypatch.setattr(keyword, "HOLDERS_COUNTED", 2)
+    monkeypatch.setattr(keyword, "_shares", {})  # ANALYZE runs below: no earlier test's shares
+    monkeypatch.setattr(keyword, "_statistics", keyword.OrderedDict())
+    for n in range(5):
+        make_knowledge(task=f"alpha beta {n}", scopes=["big"], embed=False)
+    make_knowledge(task="zeta", scopes=["big"], embed=False)
+    make_knowledge(task="alpha", scopes=["small"], embed=False)  # the base is 6 of the table's 7 items
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE knowledge_knowledge")
+    asked, count = [], keyword._count_holders
+    monkeypatch.setattr(keyword, "_count_holders", lambda sql, params, lexemes, **kwargs: asked.extend(lexemes)
+                        or count(sql, params, lexemes, **kwargs))
+    base = engine.narrowed(engine.visible(readable_scopes=["big"]))
+    keyword._base_statistics(base, ["zeta"])
+    share = keyword._lexeme_shares(Knowledge)["alpha"]
+    total, _, frequencies = keyword._base_statistics(base, ["alpha", "zeta", "beta"])
+    assert total == 6 and frequencies["alpha"] == round(share * 6) >= 2  # ANALYZE's share of the table, times the base
+    assert "alpha" not in asked and frequencies["zeta"] == 1  # a rare word is still counted
 
 
 @pytest.mark.django_db
