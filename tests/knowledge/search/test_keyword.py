@@ -193,6 +193,16 @@ def test_a_large_base_unsearched_for_twice_its_statistics_lifetime_is_counted_by
     assert keyword._refreshing == {}  # counted by the search itself, no thread
 
 
+def _large_bases_counting_two_holders(monkeypatch):
+    """Bases of three items are large ones, a word's holders are counted up to two, ANALYZE's shares read afresh."""
+    from knowledge.search import keyword
+
+    monkeypatch.setattr(keyword, "STATISTICS_CACHE_MIN_ITEMS", 3)
+    monkeypatch.setattr(keyword, "HOLDERS_COUNTED", 2)
+    monkeypatch.setattr(keyword, "_shares", {})  # ANALYZE runs in the tests: no earlier test's shares
+    monkeypatch.setattr(keyword, "_statistics", keyword.OrderedDict())
+
+
 @pytest.mark.django_db
 def test_in_a_base_of_most_of_the_table_a_word_analyze_finds_common_is_taken_from_its_share_without_a_count(
         monkeypatch):
@@ -200,10 +210,7 @@ def test_in_a_base_of_most_of_the_table_a_word_analyze_finds_common_is_taken_fro
 
     from knowledge.search import keyword
 
-    monkeypatch.setattr(keyword, "STATISTICS_CACHE_MIN_ITEMS", 3)
-    monkeypatch.setattr(keyword, "HOLDERS_COUNTED", 2)
-    monkeypatch.setattr(keyword, "_shares", {})  # ANALYZE runs below: no earlier test's shares
-    monkeypatch.setattr(keyword, "_statistics", keyword.OrderedDict())
+    _large_bases_counting_two_holders(monkeypatch)
     for n in range(5):
         make_knowledge(task=f"alpha beta {n}", scopes=["big"], embed=False)
     make_knowledge(task="zeta", scopes=["big"], embed=False)
@@ -227,10 +234,7 @@ def test_a_large_bases_common_new_word_takes_analyzes_share_unless_the_base_hold
 
     from knowledge.search import keyword
 
-    monkeypatch.setattr(keyword, "STATISTICS_CACHE_MIN_ITEMS", 3)
-    monkeypatch.setattr(keyword, "HOLDERS_COUNTED", 2)
-    monkeypatch.setattr(keyword, "_shares", {})  # ANALYZE runs below: no earlier test's shares
-    monkeypatch.setattr(keyword, "_statistics", keyword.OrderedDict())
+    _large_bases_counting_two_holders(monkeypatch)
     for n in range(3):
         make_knowledge(task=f"alpha beta {n}", scopes=["big"], embed=False)
     make_knowledge(task="delta epsilon", scopes=["big"], embed=False)
