@@ -30,7 +30,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from agents.auth import active_token
 from api.mcp_server import bearer_key, server
-from core.errors import DATABASE_DOWN, RETRY_AFTER_SECONDS
+from core.errors import DATABASE_DOWN, RETRY_AFTER_SECONDS, body_too_large_message
 
 MCP_PATH = "/mcp"
 
@@ -107,10 +107,6 @@ class JsonPostsOnly:
         await self.app(scope, receive, send)
 
 
-def _too_large_message() -> str:
-    return f"request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes"
-
-
 ERROR_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 406: "not_acceptable",
                413: "too_large", 415: "unsupported_media_type"}
 
@@ -141,7 +137,7 @@ class JsonErrors:
                 start = held.pop("start")
                 text = held["body"].decode("utf-8", "replace").strip()[:500] or HTTPStatus(start["status"]).phrase
                 if start["status"] == 413:
-                    text = _too_large_message()
+                    text = body_too_large_message()
                 code = ERROR_CODES.get(start["status"], "bad_request" if start["status"] < 500 else "server_error")
                 kept = [(k, v) for k, v in start.get("headers", []) if k.lower() not in (b"content-type", b"content-length")]
                 await _reply(send, start["status"], code, text, kept)

@@ -116,6 +116,11 @@ def invalid_fields(detail) -> tuple[str, dict]:
     return f"{name}: {first_message(value)}", fields
 
 
+def body_too_large_message() -> str:
+    """A request body over DATA_UPLOAD_MAX_MEMORY_SIZE, said the same by the REST API and the MCP server."""
+    return _("request body is larger than %(limit)s bytes") % {"limit": f"{settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,}"}
+
+
 def unavailable_response() -> Response:
     response = error_response(status.HTTP_503_SERVICE_UNAVAILABLE, "unavailable",
                               _("the database is unavailable; retry later"))
@@ -154,8 +159,7 @@ def api_exception_handler(exc, context):
             response["Retry-After"] = str(max(1, int(exc.retry_after or default)))
         return response
     if isinstance(exc, RequestDataTooBig):
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-        return error_response(413, "too_large", _("request body is larger than %(limit)s bytes") % {"limit": f"{limit:,}"})
+        return error_response(413, "too_large", body_too_large_message())
     if isinstance(exc, UnreadablePostError):  # the client stopped sending its body: the read deadline, or it went away
         logger.info("request body not received in full: %s", exc)
         return error_response(408, "request_timeout", _("the request's body did not arrive in full in time"))
