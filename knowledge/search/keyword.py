@@ -394,20 +394,19 @@ def _frequencies_of_new_words(model, inner_sql: str, inner_params, lexemes: list
     would make it rarer in the base than counted (a word common in this base only). In a base of at least half the
     table a word ANALYZE's shares make common (HOLDERS_COUNTED or more) is not counted at all: a GIN index builds
     its whole bitmap before `LIMIT` stops the count, 10-100 ms a common word at 1M items."""
-    known = {}
-    if total * 2 >= (estimated_rows(model) or 0):  # most of the table: ANALYZE's shares are nearly the base's own,
-        shares = _lexeme_shares(model)            # and a word they make common is taken from them, not counted
-        known = {lex: n for lex in lexemes if lex in shares and (n := round(shares[lex] * total)) >= HOLDERS_COUNTED}
-    counted = {**_count_holders(inner_sql, inner_params, [lex for lex in lexemes if lex not in known],
-                                up_to=HOLDERS_COUNTED), **known}
-    common = [lex for lex, n in counted.items() if n >= HOLDERS_COUNTED and lex not in known]
-    if common:
+    def common_by_shares(words) -> dict[str, int]:  # those ANALYZE's shares put at HOLDERS_COUNTED or more here
         shares = _lexeme_shares(model)
-        estimated = {lex: round(shares[lex] * total) for lex in common if lex in shares}
-        counted.update({lex: n for lex, n in estimated.items() if n >= HOLDERS_COUNTED})
-        if unknown := [lex for lex in common if estimated.get(lex, 0) < HOLDERS_COUNTED]:
+        return {lex: n for lex in words if lex in shares and (n := round(shares[lex] * total)) >= HOLDERS_COUNTED}
+
+    # most of the table: ANALYZE's shares are nearly the base's own, and a word they make common is not counted
+    known = common_by_shares(lexemes) if total * 2 >= (estimated_rows(model) or 0) else {}
+    counted = _count_holders(inner_sql, inner_params, [lex for lex in lexemes if lex not in known], up_to=HOLDERS_COUNTED)
+    if common := [lex for lex, n in counted.items() if n >= HOLDERS_COUNTED]:
+        estimated = common_by_shares(common)
+        counted.update(estimated)
+        if unknown := [lex for lex in common if lex not in estimated]:
             counted.update(_count_holders(inner_sql, inner_params, unknown))
-    return counted
+    return {**counted, **known}
 
 
 _shares: dict = {}  # model -> (expires, {lexeme: share of the table's rows holding it})
