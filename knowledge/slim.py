@@ -360,15 +360,8 @@ def slim_run(*, job_id: str, worker: str = "", task_id: str = "") -> Job:
     limit = settings.KNOWHUB_SLIM_TIME_LIMIT_SECONDS
     in_time = _deadline_check(limit)
     params = job.params
-    progress, edges = {}, []
-    try:
-        edges, rejected = duplicate_edges(writable_scopes=params.get("writable_scopes"), each_page=in_time)
-    except TimeLimitReached:
-        job_fail(job_id=job_id, error=_stopped_message(limit, progress, len(edges)), attempt=claimed)
-        return Job.objects.get(pk=job_id)
     writer = ProgressWriter(job_id=job_id, attempt=claimed, every=PROGRESS_EVERY_SECONDS)
-    progress = {"pairs_to_check": len(edges), "pairs_checked": 0, "held_back": 0}
-    writer.write(progress, last=True)
+    progress, edges = {}, []  # how far it got: its keys say which stage (_stopped_message)
 
     def checked(pairs: int, held: int) -> None:  # one LLM call a pair, seconds each: say how far it got
         progress.update(pairs_checked=pairs, held_back=held)
@@ -377,6 +370,9 @@ def slim_run(*, job_id: str, worker: str = "", task_id: str = "") -> Job:
         in_time()
 
     try:
+        edges, rejected = duplicate_edges(writable_scopes=params.get("writable_scopes"), each_page=in_time)
+        progress = {"pairs_to_check": len(edges), "pairs_checked": 0, "held_back": 0}
+        writer.write(progress, last=True)
         in_time()
         groups, held_back = checked_groups(edges, rejected=rejected, model=params.get("model"), checked=checked)
         progress = {"pairs_checked": len(edges), "held_back": len(held_back), "groups_found": len(groups),
@@ -403,7 +399,8 @@ def slim_run(*, job_id: str, worker: str = "", task_id: str = "") -> Job:
     except ClaimLost:
         return Job.objects.get(pk=job_id)
     except TimeLimitReached:
-        job_progress(job_id=job_id, progress=progress, attempt=claimed)
+        if progress:
+            job_progress(job_id=job_id, progress=progress, attempt=claimed)
         job_fail(job_id=job_id, error=_stopped_message(limit, progress, len(edges)), attempt=claimed)
         return Job.objects.get(pk=job_id)
     job_succeed(job_id=job_id, attempt=claimed, result={"groups": outcomes, "held_back": held_back})
