@@ -231,7 +231,7 @@ class KnowledgeAdmin(RefusesBadLookups, admin.ModelAdmin):
         page of 50 read 50 vectors of ~900 numbers and parsed each into an array, a third of its time."""
         queryset = super().get_queryset(request).defer(*UNSHOWN)
         match = getattr(request, "resolver_match", None)
-        if match is not None and match.url_name == "knowledge_knowledge_changelist":
+        if match is not None and match.url_name == f"{self.opts.app_label}_{self.opts.model_name}_changelist":
             return queryset.defer("content")
         return queryset
 
