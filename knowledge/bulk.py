@@ -14,9 +14,10 @@ visibility) and the constraints.
 """
 import json
 from collections import Counter
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from collections.abc import Callable, Mapping, Sequence
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, connection, connections, transaction
 from django.utils import timezone
 from rest_framework.exceptions import PermissionDenied
 
@@ -31,7 +32,8 @@ from knowledge.search.text import script_of
 from knowledge.search.vector import vector_literal
 from knowledge.services import _is_primary_key_violation, check_new_item, normalize_source
 
-INSERT_BATCH = 1_000
+INSERT_BATCH = 125  # items an INSERT stores; the next batch's records are built while it runs
+ROWS_BATCH = 1_000  # resource links and feedback cases a bulk_create stores
 # Longer random suffixes than a single save's: a day's bulk import of 100k
 # items in four characters (1.7M ids) would collide thousands of times.
 BULK_SUFFIX_LENGTH = 8
@@ -81,10 +83,9 @@ def knowledge_bulk_create(
         cases.extend(FeedbackCase(knowledge=item, kind=kind, case=dict(case))
                      for kind in ("helpful", "harmful") for case in entry.get(f"{kind}_history", ()))
 
-    for start in range(0, len(items), INSERT_BATCH):
-        _insert(items[start : start + INSERT_BATCH])
-    KnowledgeResource.objects.bulk_create(links, batch_size=INSERT_BATCH)
-    FeedbackCase.objects.bulk_create(cases, batch_size=INSERT_BATCH)
+    _insert_all(items)
+    KnowledgeResource.objects.bulk_create(links, batch_size=ROWS_BATCH)
+    FeedbackCase.objects.bulk_create(cases, batch_size=ROWS_BATCH)
     events.emit_all([events.event_new(events.KNOWLEDGE_CREATED, scopes=item.scopes,
                                       data=events.knowledge_data(item, by=caller.principal)) for item in items])
     if vectors is not None and items:
@@ -179,16 +180,88 @@ def _records(batch: list[Knowledge]) -> list[dict]:
     return records
 
 
-def _insert(batch: list[Knowledge]) -> None:
-    """INSERT the batch, drawing fresh random ids for the items without one if any collides."""
+def _insert_all(items: list[Knowledge]) -> None:
+    """INSERT the items INSERT_BATCH at a time; each batch's records (its texts segmented, in Python) are built
+    while the previous batch's INSERT runs in PostgreSQL (its keyword documents, its indexes), on a thread that
+    shares this connection, so the two run on two cores instead of one after the other. The connection is used by
+    one thread at a time: the INSERT's thread while this one builds records, never both with it."""
+    batches = [items[start : start + INSERT_BATCH] for start in range(0, len(items), INSERT_BATCH)]
+    if len(batches) < 2:
+        for batch in batches:
+            _insert(batch)
+        return
+    shared = connections[connection.alias]  # this thread's connection itself: `connection` names another's in another
+    shared.ensure_connection()
+    shared.inc_thread_sharing()
+    beside = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bulk-insert")
+    pending = None
+    try:
+        for batch in batches:
+            records = _records(batch)
+            if pending is not None:
+                _finish(*pending)
+                pending = None
+            pending = _start(beside, shared, batch, records)
+        _finish(*pending)
+        pending = None
+    finally:
+        if pending is not None:  # this thread failed while an INSERT ran: let it end before the rollback
+            wait([pending[0]])
+            transaction.savepoint_rollback(pending[1])
+        beside.shutdown()
+        shared.dec_thread_sharing()
+
+
+def _start(beside: ThreadPoolExecutor, shared, batch: list[Knowledge], records: list[dict]) -> tuple:
+    """A savepoint, then the batch's INSERT (its first ids drawn) started on the `beside` thread, on `shared`."""
     chosen = {id(item) for item in batch if item.id}
-    records = _records(batch)
+    _draw_ids(batch, records, chosen=chosen)
+    savepoint = transaction.savepoint()
+    return beside.submit(_execute, shared, [json.dumps(records, ensure_ascii=False)]), savepoint, batch, records, chosen
+
+
+def _finish(future: Future, savepoint: str, batch: list[Knowledge], records: list[dict], chosen: set[int]) -> None:
+    """Wait for a started INSERT; on a taken id, back to its savepoint and through `_insert`'s own retries."""
+    try:
+        future.result()
+    except IntegrityError as exc:
+        transaction.savepoint_rollback(savepoint)
+        if not _is_primary_key_violation(exc):
+            raise
+        _insert(batch, records, chosen=chosen)
+    except BaseException:
+        transaction.savepoint_rollback(savepoint)
+        raise
+    else:
+        transaction.savepoint_commit(savepoint)
+        _mark_stored(batch)
+
+
+def _execute(conn, params: list) -> None:
+    with conn.cursor() as cursor:
+        cursor.execute(_INSERT_SQL, params)
+
+
+def _draw_ids(batch: list[Knowledge], records: list[dict], *, chosen: set[int]) -> None:
+    """New random ids for the items not in `chosen` (ids of items whose caller chose theirs), into their records."""
+    for item in batch:
+        if id(item) not in chosen:
+            item.id = new_knowledge_id(now=item.created_at, suffix_length=BULK_SUFFIX_LENGTH)
+    for record, item in zip(records, batch):
+        record["id"] = item.id
+
+
+def _mark_stored(batch: list[Knowledge]) -> None:
+    for item in batch:
+        item._state.adding, item._state.db = False, connection.alias
+
+
+def _insert(batch: list[Knowledge], records: list[dict] | None = None, *, chosen: set[int] | None = None) -> None:
+    """INSERT the batch, drawing fresh random ids for the items without one (not in `chosen`) if any collides."""
+    chosen = {id(item) for item in batch if item.id} if chosen is None else chosen
+    records = _records(batch) if records is None else records
     for _ in range(ID_ATTEMPTS):
-        for item in batch:
-            if id(item) not in chosen:
-                item.id = new_knowledge_id(now=item.created_at, suffix_length=BULK_SUFFIX_LENGTH)
-        for record, item in zip(records, batch):
-            record["id"] = item.id
+        _draw_ids(batch, records, chosen=chosen)
         try:
             with transaction.atomic(), connection.cursor() as cursor:
                 cursor.execute(_INSERT_SQL, [json.dumps(records, ensure_ascii=False)])
@@ -199,8 +272,7 @@ def _insert(batch: list[Knowledge]) -> None:
             if taken:  # a caller's id: refused, not redrawn
                 raise KnowledgeIdConflictError(taken[0]) from exc
         else:
-            for item in batch:
-                item._state.adding, item._state.db = False, connection.alias
+            _mark_stored(batch)
             return
     raise IntegrityError("could not draw unique knowledge ids")
 

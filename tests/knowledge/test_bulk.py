@@ -157,3 +157,63 @@ def test_a_drawn_id_that_collides_is_drawn_again(monkeypatch):
     (item,) = bulk.knowledge_bulk_create(acting("a"), [entry("new")])
     assert item.id == "knowledge-20260101-fresh001"
     assert Knowledge.objects.get(pk=kept.id).task == "kept"
+
+
+@pytest.fixture
+def small_batches(monkeypatch):
+    """Batches of two items: a bulk save of a few items takes the pipelined path (records built during an INSERT)."""
+    monkeypatch.setattr(bulk, "INSERT_BATCH", 2)
+
+
+@pytest.mark.django_db
+def test_batches_stored_while_the_next_is_built_keep_their_order_documents_and_histories(small_batches):
+    entries = [entry(f"批量 item {n}", f"content {n} 导出订单", helpful_history=[{"case": f"h{n}"}]) for n in range(5)]
+    items = bulk.knowledge_bulk_create(acting("a"), entries, embed=False)
+    assert [item.task for item in items] == [e["task"] for e in entries]
+    assert all(not item._state.adding for item in items)
+    stored = {k.id: k for k in Knowledge.objects.filter(pk__in=[i.id for i in items])}
+    assert [stored[item.id].task for item in items] == [e["task"] for e in entries]
+    single = services.knowledge_create(acting(), task="批量 item 4", content="content 4 导出订单", types=["tool"],
+                                       scopes=["team-a"], owner="a", embed=False)
+    assert stored_document(items[4].id) == stored_document(single.id)
+    assert FeedbackCase.objects.filter(knowledge__in=items).count() == 5
+
+
+@pytest.mark.django_db
+def test_a_drawn_id_that_collides_in_a_later_batch_is_drawn_again_and_every_batch_is_stored(small_batches, monkeypatch):
+    kept = services.knowledge_create(acting(), task="kept", content="", types=["tool"], scopes=["s"], owner="a", embed=False)
+    draws = iter(["knowledge-20260101-fresh001", "knowledge-20260101-fresh002", kept.id, "knowledge-20260101-fresh003",
+                  "knowledge-20260101-fresh004", "knowledge-20260101-fresh005"])
+    monkeypatch.setattr(bulk, "new_knowledge_id", lambda **kwargs: next(draws))
+    items = bulk.knowledge_bulk_create(acting("a"), [entry(f"new {n}") for n in range(4)], embed=False)
+    assert kept.id not in [item.id for item in items]
+    assert Knowledge.objects.filter(pk__in=[i.id for i in items]).count() == 4
+    assert Knowledge.objects.get(pk=kept.id).task == "kept"
+
+
+@pytest.mark.django_db
+def test_a_taken_id_in_a_later_batch_rolls_every_batch_back(small_batches):
+    kept = services.knowledge_create(acting(), task="kept", content="", types=["tool"], scopes=["s"], owner="a", embed=False)
+    entries = [entry("new 0"), entry("new 1"), entry("new 2"), entry("clash", knowledge_id=kept.id), entry("new 4")]
+    with pytest.raises(KnowledgeIdConflictError):
+        bulk.knowledge_bulk_create(acting("a"), entries, embed=False)
+    assert Knowledge.objects.get(pk=kept.id).task == "kept"
+    assert not Knowledge.objects.filter(task__startswith="new ").exists()
+
+
+@pytest.mark.django_db
+def test_a_failure_building_a_batch_while_another_is_stored_rolls_every_batch_back(small_batches, monkeypatch):
+    built = []
+
+    def records(batch):
+        if built:
+            raise RuntimeError("segmenter failed")
+        built.append(batch)
+        return real_records(batch)
+
+    real_records = bulk._records
+    monkeypatch.setattr(bulk, "_records", records)
+    with pytest.raises(RuntimeError, match="segmenter failed"):
+        bulk.knowledge_bulk_create(acting("a"), [entry(f"new {n}") for n in range(4)], embed=False)
+    assert not Knowledge.objects.filter(task__startswith="new ").exists()
+    assert Knowledge.objects.count() >= 0  # the connection is still usable
