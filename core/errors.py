@@ -116,9 +116,10 @@ def invalid_fields(detail) -> tuple[str, dict]:
     return f"{name}: {first_message(value)}", fields
 
 
-def body_too_large_message() -> str:
-    """A request body over DATA_UPLOAD_MAX_MEMORY_SIZE, said the same by the REST API and the MCP server."""
-    return _("request body is larger than %(limit)s bytes") % {"limit": f"{settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,}"}
+def body_too_large_message(limit: int | None = None) -> str:
+    """A request body over `limit` (DATA_UPLOAD_MAX_MEMORY_SIZE), said the same by the REST API and the MCP server."""
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE if limit is None else limit
+    return _("request body is larger than %(limit)s bytes") % {"limit": f"{limit:,}"}
 
 
 def unavailable_response() -> Response:

@@ -99,6 +99,27 @@ def test_a_refused_oversized_body_closes_its_connection_and_the_clients_next_req
     assert stack.request("GET", f"/api/knowledge/{item}", token=token).json()["eval"]["helpful"] == 2
 
 
+def test_a_chunked_save_is_stored_and_a_chunked_oversized_one_refused_413_on_a_client_that_goes_on(stack, token):
+    def chunks(data: bytes, size: int = 1000):  # httpx sends an iterator's body chunked, with no Content-Length
+        yield from (data[at : at + size] for at in range(0, len(data), size))
+
+    saved = json.dumps({"task": "Chunked upload 分块", "content": "sent in chunks " * 500, "types": ["tool"]}).encode()
+    oversized = b'{"task": "a", "types": ["tool"], "content": "' + b"x" * 3_000_000 + b'"}'
+    with httpx.Client(base_url=stack.base, headers={"Authorization": f"Bearer {token}"}, timeout=60) as client:
+        created = client.post("/api/knowledge", content=chunks(saved), headers={"Content-Type": "application/json"})
+        assert created.request.headers.get("transfer-encoding") == "chunked"
+        assert created.status_code == 201, created.text
+        item = created.json()["id"]
+        report = {"add_helpful_case": {"task": "chunked", "outcome": "ok"}}
+        changed = client.put(f"/api/knowledge/{item}", content=chunks(json.dumps(report).encode()),
+                             headers={"Content-Type": "application/json"})
+        assert changed.status_code == 200 and changed.json()["eval"]["helpful"] == 1
+        refused = client.post("/api/knowledge", content=chunks(oversized, 64 * 1024),
+                              headers={"Content-Type": "application/json"})
+        assert refused.status_code == 413 and refused.json()["error"]["code"] == "too_large"
+        assert client.get(f"/api/knowledge/{item}").json()["task"] == "Chunked upload 分块"
+
+
 def test_an_agents_get_search_with_the_longest_chinese_question_is_answered(stack, token):
     question = ("部署失败后怎么回滚到上一个版本" * 200)[:2_000]  # q's most characters, 18,000 bytes percent-encoded
     reply = stack.request("GET", f"/api/knowledge/search?q={quote(question)}&top_k=3", token=token)
