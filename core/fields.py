@@ -59,18 +59,14 @@ class StrictRegexField(StrictCharField, serializers.RegexField):
 
 
 class _StrictNumber:
-    """A JSON number of `json_types` (never a boolean); where values are text (`reads_text`, or `text=True`: a value
-    that also arrives as text from a CSV import), a string matching `text_pattern`, then read by DRF's own field."""
+    """A JSON number of `json_types` (never a boolean); where values are text (`reads_text`: a query string, a form,
+    a CSV row), a string matching `text_pattern`, then read by DRF's own field."""
 
     text_pattern: re.Pattern
     json_types: tuple
 
-    def __init__(self, *, text: bool = False, **kwargs):
-        self.text = text
-        super().__init__(**kwargs)
-
     def to_internal_value(self, data):
-        if isinstance(data, str) and (self.text or reads_text(self)):
+        if isinstance(data, str) and reads_text(self):
             if len(data) > self.MAX_STRING_LENGTH:
                 self.fail("max_string_length")
             if not self.text_pattern.fullmatch(data):

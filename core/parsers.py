@@ -11,6 +11,7 @@ import re
 
 from django.utils.translation import gettext as _
 from rest_framework.exceptions import ParseError, ValidationError
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.parsers import JSONParser, get_encoding
 from rest_framework.utils import json as drf_json
 
@@ -86,3 +87,14 @@ def _cut_below_the_limit(text: str):
         elif mark in ("}", "]") and openers:
             openers.pop()
     return None
+
+
+class NamedContentNegotiation(DefaultContentNegotiation):
+    """DRF's negotiation, less a body whose Content-Type is a wildcard (`*/*`, `application/*`): DRF matched it to the
+    first parser, so a body that named no type was read as JSON; now 415, as for any other type the view does not
+    read."""
+
+    def select_parser(self, request, parsers):
+        if "*" in (request.content_type or "").split(";", 1)[0]:
+            return None  # DRF's UnsupportedMediaType: 415 naming the type
+        return super().select_parser(request, parsers)

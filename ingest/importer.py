@@ -40,7 +40,7 @@ from rest_framework import serializers
 from rest_framework.exceptions import PermissionDenied, ValidationError
 
 from core.errors import DomainError, first_message, invalid_fields
-from core.fields import StrictCharField, StrictIntegerField
+from core.fields import TEXT_VALUES, StrictCharField, StrictIntegerField
 from core.safe_json import json_problem, storable
 from ingest import chunking, extract, passphrase as sealed
 from ingest.chunks import adopt_former_items, apply_chunks, items_of, lock_document, sha256
@@ -358,7 +358,7 @@ def _csv(caller, name: str, data: bytes, *, scopes, progress) -> ImportReport:
 def _csv_row(caller, row: dict, *, line: int, name: str, scopes, known: dict[tuple, set]) -> _Row | None:
     """A row checked as the API checks a save (its refusal naming the column), or None when the file's row was
     stored before (its text's hash is among the items read from this file into the same scopes)."""
-    entry = KnowledgeCreateInput(data=_csv_body(row))
+    entry = KnowledgeCreateInput(data=_csv_body(row), context={TEXT_VALUES: True})  # a cell's number is its text
     if not entry.is_valid():
         raise _csv_columns(ValidationError(entry.errors))
     data_ = dict(entry.validated_data)

@@ -6,7 +6,8 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 from rest_framework import serializers
 
-from core.fields import SCOPES_MAX, NoUnknownFields, StrictBooleanField, valid_scopes
+from core.fields import (SCOPES_MAX, NoUnknownFields, StrictBooleanField, StrictCharField, StrictIntegerField,
+                         valid_scopes)
 from ingest.chunking import DEFAULT_OVERLAP, DEFAULT_SIZE, MIN_SIZE
 from knowledge.models import KNOWLEDGE_TYPES
 
@@ -26,18 +27,18 @@ class ExportInput(NoUnknownFields, serializers.Serializer):
 
 class ImportInput(NoUnknownFields, serializers.Serializer):
     file = serializers.FileField(required=False, help_text="the file to import; its extension names the format")
-    content = serializers.CharField(required=False, trim_whitespace=False,
-                                    help_text="instead of `file`: the file's text (JSON Lines, CSV or Markdown)")
-    filename = serializers.CharField(required=False, max_length=300,
-                                     help_text="with `content`: its file name, whose extension names the format")
-    scopes = serializers.ListField(child=serializers.CharField(max_length=200), required=False, default=list,
+    content = StrictCharField(required=False, trim_whitespace=False,
+                              help_text="instead of `file`: the file's text (JSON Lines, CSV or Markdown)")
+    filename = StrictCharField(required=False, max_length=300,
+                               help_text="with `content`: its file name, whose extension names the format")
+    scopes = serializers.ListField(child=StrictCharField(max_length=200), required=False, default=list,
                                    max_length=SCOPES_MAX,
                                    help_text="scopes for records that name none (CSV, Markdown); for an export, "
                                              "the only scopes to take from it")
     types = serializers.ListField(child=serializers.ChoiceField(choices=KNOWLEDGE_TYPES), required=False, default=list,
                                   max_length=len(KNOWLEDGE_TYPES),
                                   help_text="types of the items made from Markdown (default: definition)")
-    passphrase = serializers.CharField(required=False, allow_blank=True, default="", max_length=1000)
+    passphrase = StrictCharField(required=False, allow_blank=True, default="", max_length=1000)
 
     def validate_scopes(self, value):
         return valid_scopes(value)
@@ -64,24 +65,24 @@ class DocumentIngestInput(NoUnknownFields, serializers.Serializer):
     """POST /api/documents: a file (multipart), a `url`, or (MCP) a file's `content` with its `filename`."""
 
     file = serializers.FileField(required=False, help_text="Markdown, plain text, HTML, PDF or DOCX")
-    url = serializers.CharField(required=False, max_length=2000, help_text="an http(s) page or file to fetch")
-    content = serializers.CharField(required=False, trim_whitespace=False,
-                                    help_text="instead of `file`: the text of a Markdown, text or HTML file")
-    content_base64 = serializers.CharField(required=False, help_text="instead of `file`: any file's bytes, base64")
-    filename = serializers.CharField(required=False, max_length=300,
-                                     help_text="with `content` or `content_base64`: the file's name (its extension "
-                                               "names the type)")
-    scopes = serializers.ListField(child=serializers.CharField(max_length=200), required=False, default=list,
+    url = StrictCharField(required=False, max_length=2000, help_text="an http(s) page or file to fetch")
+    content = StrictCharField(required=False, trim_whitespace=False,
+                              help_text="instead of `file`: the text of a Markdown, text or HTML file")
+    content_base64 = StrictCharField(required=False, help_text="instead of `file`: any file's bytes, base64")
+    filename = StrictCharField(required=False, max_length=300,
+                               help_text="with `content` or `content_base64`: the file's name (its extension "
+                                         "names the type)")
+    scopes = serializers.ListField(child=StrictCharField(max_length=200), required=False, default=list,
                                    max_length=SCOPES_MAX,
                                    help_text="the scopes of the items (default: the token's first writable scope)")
     types = serializers.ListField(child=serializers.ChoiceField(choices=KNOWLEDGE_TYPES), required=False, default=list,
                                   max_length=len(KNOWLEDGE_TYPES),
                                   help_text="the items' types (default: definition)")
-    chunk_size = serializers.IntegerField(required=False, min_value=MIN_SIZE, max_value=20_000, default=DEFAULT_SIZE,
-                                          help_text="the most characters of one item (chunks break between paragraphs)")
-    chunk_overlap = serializers.IntegerField(required=False, min_value=0, max_value=10_000, default=DEFAULT_OVERLAP,
-                                             help_text="characters of the previous chunk repeated at the start of the "
-                                                       "next, within a section")
+    chunk_size = StrictIntegerField(required=False, min_value=MIN_SIZE, max_value=20_000, default=DEFAULT_SIZE,
+                                    help_text="the most characters of one item (chunks break between paragraphs)")
+    chunk_overlap = StrictIntegerField(required=False, min_value=0, max_value=10_000, default=DEFAULT_OVERLAP,
+                                       help_text="characters of the previous chunk repeated at the start of the "
+                                                 "next, within a section")
 
     def validate_scopes(self, value):
         return valid_scopes(value)

@@ -284,6 +284,7 @@ STORAGES = {
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["core.parsers.SafeJSONParser"],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "core.parsers.NamedContentNegotiation",
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "agents.auth.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",  # curators in a browser, CSRF-checked

@@ -140,9 +140,9 @@ class KnowledgeListInput(NoUnknownFields, serializers.Serializer):
 class SaveEvalInput(NoUnknownFields, serializers.Serializer):
     """`eval` on a save: the score and confidence to start with. The counters and histories come from feedback."""
 
-    # text=True: the CSV import (ingest.importer) gives both as the cells' text
-    score = StrictIntegerField(min_value=1, max_value=5, required=False, text=True)
-    confidence = StrictFloatField(min_value=0.0, max_value=1.0, required=False, text=True)
+    # JSON numbers; the CSV import (ingest.importer) gives both as the cells' text and says so (core.fields.TEXT_VALUES)
+    score = StrictIntegerField(min_value=1, max_value=5, required=False)
+    confidence = StrictFloatField(min_value=0.0, max_value=1.0, required=False)
 
     def to_internal_value(self, data):
         if isinstance(data, Mapping):
@@ -167,7 +167,7 @@ class KnowledgeCreateInput(NoUnknownFields, serializers.Serializer):
     resource_ids = serializers.ListField(child=StrictCharField(max_length=255), required=False, default=list,
                                          max_length=RESOURCE_IDS_MAX)
     source = SourceSerializer(required=False, default=dict)
-    score = StrictIntegerField(min_value=1, max_value=5, required=False, text=True)  # text: as SaveEvalInput's
+    score = StrictIntegerField(min_value=1, max_value=5, required=False)  # text only from a CSV, as SaveEvalInput's
     eval = SaveEvalInput(required=False, help_text="the seed's `eval`: `score` and `confidence` to start with")
     message_id = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
     secure_resource_id = StrictCharField(

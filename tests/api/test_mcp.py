@@ -255,7 +255,7 @@ def test_mcp_refuses_a_body_over_the_rest_apis_limit_with_the_same_413(asgi_serv
     assert under.status_code == 200 and under.json()["result"]["tools"], under.text[:200]
 
 
-@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", None])
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", None, "*/*", "application/*"])
 def test_mcp_refuses_a_body_that_is_not_json_with_415_as_rest_does(asgi_server, content_type):
     headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {token()}"}
     if content_type:

@@ -1,6 +1,7 @@
 """Nothing coerced: a JSON body's value of the wrong JSON type is a 400 naming the field; a query string's numbers
 are ASCII digits ("5", not "５", "١٠" or "5.0")."""
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 
 from knowledge.models import Knowledge
 from tests.api.test_hostile_input import SAVE, assert_invalid
@@ -31,6 +32,9 @@ def test_a_search_body_refuses_a_value_of_the_wrong_json_type(agent, body, field
     ({"score": "４"}, "score"),
     ({"eval": {"confidence": True}}, "eval.confidence"),
     ({"eval": {"confidence": "0.9"}, "score": "x"}, "score"),
+    ({"score": "5"}, "score"),  # text is read as a number only from a CSV cell (the import's)
+    ({"eval": {"score": "4"}}, "eval.score"),
+    ({"eval": {"confidence": "0.5"}}, "eval.confidence"),
     ({"owner": 7}, "owner"),
     ({"tags": {"w": 1}}, "tags.w"),
     ({"source": {"name": 5}}, "source.name"),
@@ -44,6 +48,31 @@ def test_a_save_refuses_a_value_of_the_wrong_json_type(agent, change, field):
 def test_a_save_still_takes_score_and_confidence_as_json_numbers(agent):
     saved = agent.post("/api/knowledge", {**SAVE, "score": 4, "eval": {"confidence": 1}}, format="json")
     assert saved.status_code == 201 and (saved.json()["eval"]["score"], saved.json()["eval"]["confidence"]) == (4, 1.0)
+
+
+DOCUMENT = {"content": "# Deploy\n\nRun the script.", "filename": "deploy.md"}
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    ({"chunk_size": "500"}, "chunk_size"),
+    ({"chunk_size": 500.0}, "chunk_size"),
+    ({"chunk_overlap": "10"}, "chunk_overlap"),
+    ({"content": 123}, "content"),
+    ({"filename": ["deploy.md"]}, "filename"),
+    ({"scopes": [7]}, "scopes.0"),
+])
+def test_a_document_body_refuses_a_value_of_the_wrong_json_type(agent, change, field):
+    assert_invalid(agent.post("/api/documents", {**DOCUMENT, **change}, format="json"), field)
+
+
+def test_a_document_form_still_takes_its_numbers_as_the_forms_text(agent):
+    def form(**numbers):
+        upload = SimpleUploadedFile("deploy.md", b"# Deploy\n\nRun the script.", content_type="text/markdown")
+        return {"file": upload, "chunk_overlap": "10", **numbers}
+
+    response = agent.post("/api/documents", form(chunk_size="500"), format="multipart")
+    assert response.status_code == 202, response.content[:300]
+    assert_invalid(agent.post("/api/documents", form(chunk_size="five hundred"), format="multipart"), "chunk_size")
 
 
 @pytest.mark.parametrize(("body", "field"), [
