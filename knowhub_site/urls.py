@@ -7,6 +7,8 @@ from knowhub_site.health import healthz
 from knowhub_site.mcp_port import mcp_elsewhere
 from knowhub_site.metrics_endpoint import metrics_view
 
+handler400 = "core.errors.bad_request"
+
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("metrics", metrics_view, name="metrics"),
