@@ -122,6 +122,17 @@ def body_too_large_message(limit: int | None = None) -> str:
     return _("request body is larger than %(limit)s bytes") % {"limit": f"{limit:,}"}
 
 
+def body_not_received_message() -> str:
+    """A request body that stopped arriving (the read deadline, or the client went away), as Django's reader or the
+    chunked body's (knowhub_site/chunked_body.py) found it."""
+    return _("the request's body did not arrive in full in time")
+
+
+def error_json(status_code: int, code: str, message: str, fields: dict | None = None) -> JsonResponse:
+    """The API's error shape outside DRF: a plain Django view or handler."""
+    return JsonResponse({"error": error_payload(code, message, fields)}, status=status_code)
+
+
 def unavailable_response() -> Response:
     response = error_response(status.HTTP_503_SERVICE_UNAVAILABLE, "unavailable",
                               _("the database is unavailable; retry later"))
@@ -163,7 +174,7 @@ def api_exception_handler(exc, context):
         return error_response(413, "too_large", body_too_large_message())
     if isinstance(exc, UnreadablePostError):  # the client stopped sending its body: the read deadline, or it went away
         logger.info("request body not received in full: %s", exc)
-        return error_response(408, "request_timeout", _("the request's body did not arrive in full in time"))
+        return error_response(408, "request_timeout", body_not_received_message())
     if isinstance(exc, (SuspiciousOperation, DjangoValidationError)):  # e.g. too many query parameters
         message = "; ".join(exc.messages) if isinstance(exc, DjangoValidationError) else str(exc)
         return error_response(status.HTTP_400_BAD_REQUEST, "invalid", f"non_field_errors: {message}")
@@ -190,7 +201,7 @@ def api_exception_handler(exc, context):
 @csrf_exempt  # a POST with a session cookie gets this 404, not Django's HTML CSRF page
 def api_not_found(request, *args, **kwargs) -> JsonResponse:
     """Any /api/ path no operation answers: the error shape, not Django's HTML page."""
-    return JsonResponse({"error": error_payload("not_found", _("no API operation at %(path)s") % {"path": request.path})}, status=404)
+    return error_json(404, "not_found", _("no API operation at %(path)s") % {"path": request.path})
 
 
 def _answers_in_json(request) -> bool:
@@ -210,11 +221,10 @@ def bad_request(request, exception=None):
     too_large = isinstance(exception, RequestDataTooBig)
     if _answers_in_json(request):
         if too_large:
-            return JsonResponse({"error": error_payload("too_large", body_too_large_message())}, status=413)
+            return error_json(413, "too_large", body_too_large_message())
         if isinstance(exception, DisallowedHost):
-            message = _("the Host header names no host this server answers to")
-            return JsonResponse({"error": error_payload("bad_host", message)}, status=400)
-        return JsonResponse({"error": error_payload("invalid", f"non_field_errors: {exception}")}, status=400)
+            return error_json(400, "bad_host", _("the Host header names no host this server answers to"))
+        return error_json(400, "invalid", f"non_field_errors: {exception}")
     if too_large:
         page = loader.get_template("413.html").render({"limit": f"{settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,}"})
         return HttpResponse(page, status=413)  # rendered as Django renders its error pages: without the request

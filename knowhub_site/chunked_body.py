@@ -16,7 +16,8 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 from gunicorn.http.errors import NoMoreData, ParseException
 
-from core.errors import body_too_large_message, error_payload
+from core.errors import body_not_received_message, body_too_large_message, error_payload
+from knowhub_site.unread_body import force_close_of
 
 READ_SIZE = 64 * 1024
 FORM_ROOM = 1024 * 1024  # a multipart body's boundaries and its other fields, beside the file
@@ -46,8 +47,7 @@ def reading_chunked_bodies(app):
             size = _read_into(body, environ["wsgi.input"], limit)
         except TimeoutError:  # the read deadline between two reads (slow_clients): as Django's 408 for a declared body
             body.close()
-            return _refused(start_response, "408 Request Timeout", "request_timeout",
-                            _("the request's body did not arrive in full in time"))
+            return _refused(start_response, "408 Request Timeout", "request_timeout", body_not_received_message())
         except (ParseException, NoMoreData):  # a chunk's size or terminator malformed, or the body ended mid-chunk
             body.close()
             return _refused(start_response, "400 Bad Request", "invalid", _("the request's chunked body is malformed"))
@@ -75,7 +75,7 @@ def _read_into(body, stream, limit: int) -> int:
 
 def _refused(start_response, status: str, code: str, message: str) -> list[bytes]:
     """An answer in the API's error shape, on a connection then closed: the rest of the body may still be coming."""
-    force_close = getattr(getattr(start_response, "__self__", None), "force_close", None)  # gunicorn's response
+    force_close = force_close_of(start_response)
     if force_close is not None:
         force_close()
     payload = json.dumps({"error": error_payload(code, message)}).encode()

@@ -15,11 +15,10 @@ from urllib.parse import unquote, unquote_to_bytes
 
 from django.conf import settings
 from django.core.exceptions import BadRequest
-from django.http import JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from django.views.defaults import bad_request
 
-from core.errors import error_payload
+from core.errors import error_json
 
 NUL = "\x00"
 
@@ -58,7 +57,7 @@ def undecodable_parameter(query_string: str) -> str | None:
 def _not_utf8(request, name: str):
     reason = "not UTF-8 text (a percent-encoded byte sequence in the query string that UTF-8 cannot decode)"
     if request.path_info.startswith("/api/"):
-        return JsonResponse({"error": error_payload("invalid", f"{name}: {reason}", {name: [reason]})}, status=400)
+        return error_json(400, "invalid", f"{name}: {reason}", {name: [reason]})
     return bad_request(request, ValueError(f"{name}: {reason}"))
 
 

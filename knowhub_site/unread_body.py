@@ -45,12 +45,17 @@ def _declared_length(environ) -> int:
         return 0
 
 
+def force_close_of(start_response):
+    """gunicorn's `Response.force_close` behind `start_response` (None under another server)."""
+    return getattr(getattr(start_response, "__self__", None), "force_close", None)
+
+
 def closing_after_unread_body(app):
     """The WSGI application `app`, whose responses close the connection when the request's body was not all read."""
 
     def application(environ, start_response):
         declared = _declared_length(environ)
-        force_close = getattr(getattr(start_response, "__self__", None), "force_close", None)  # gunicorn's response
+        force_close = force_close_of(start_response)
         if not declared or force_close is None or "wsgi.input" not in environ:
             return app(environ, start_response)
         body = environ["wsgi.input"] = _Counted(environ["wsgi.input"])

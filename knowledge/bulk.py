@@ -194,18 +194,18 @@ def _insert_all(items: list[Knowledge]) -> None:
     shared.ensure_connection()
     shared.inc_thread_sharing()
     beside = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bulk-insert")
-    pending = None
+    pending = None  # the started INSERT not yet finished (`_finish` rolls its own failures back)
     try:
         for batch in batches:
             records = _records(batch)
             if pending is not None:
-                _finish(*pending)
-                pending = None
+                started, pending = pending, None
+                _finish(*started)
             pending = _start(beside, shared, batch, records)
-        _finish(*pending)
-        pending = None
+        started, pending = pending, None
+        _finish(*started)
     finally:
-        if pending is not None:  # this thread failed while an INSERT ran: let it end before the rollback
+        if pending is not None:  # building records failed while an INSERT ran: let it end before the rollback
             wait([pending[0]])
             transaction.savepoint_rollback(pending[1])
         beside.shutdown()

@@ -7,20 +7,7 @@ import pytest
 from gunicorn.http.errors import InvalidChunkSize
 
 from knowhub_site.chunked_body import reading_chunked_bodies
-
-
-class ServerResponse:
-    """What gunicorn hands the application: `start_response` bound to its response, which can be told to close."""
-
-    def __init__(self):
-        self.closes = False
-        self.started = None
-
-    def start_response(self, status, headers, *exc_info):
-        self.started = (status, dict(headers))
-
-    def force_close(self):
-        self.closes = True
+from tests.knowhub_site.test_unread_body import ServerResponse
 
 
 def echoing(seen):
@@ -82,7 +69,7 @@ def test_a_chunked_body_over_its_limit_is_refused_413_unread_and_the_connection_
     stream = Trickle(b"x" * (limit + 50_000), step=4096)
     server, seen, reply = call(stream, content_type=content_type)
     assert seen == []  # the application never ran
-    assert server.started[0].startswith("413") and server.started[1]["Content-Type"] == "application/json"
+    assert server.started[0].startswith("413") and dict(server.started[1])["Content-Type"] == "application/json"
     error = json.loads(reply)["error"]
     assert error["code"] == "too_large" and f"{limit:,}" in error["message"]
     assert server.closes
